@@ -1,0 +1,16 @@
+"""Shared fixtures: every device test runs on the CPU, and on CUDA under the ``cuda`` marker."""
+
+import pytest
+import warp as wp
+
+wp.config.quiet = True
+
+HAS_CUDA = wp.get_cuda_device_count() > 0
+
+DEVICES = ["cpu", pytest.param("cuda:0", marks=[pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")])]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """A Warp device name: ``"cpu"``, and ``"cuda:0"`` when present."""
+    return request.param

@@ -1,0 +1,221 @@
+"""TrackGenerator: determinism, geometry, masked commit, centreline input, bad config."""
+
+import math
+
+import numpy as np
+import pytest
+import warp as wp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trackgen_env import PerEnvSeededRNG, TrackGenConfig, TrackGenerator
+from trackgen_env.pipeline import build, presets
+from trackgen_env.seeding import env_seeds
+
+FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points", "loop_length",
+          "start_position", "start_orientation", "valid")
+
+
+def snapshot(gen):
+    return {f: getattr(gen.result, f).numpy().copy() for f in FIELDS}
+
+
+def rows(snap, i):
+    return {f: v[i].tobytes() for f, v in snap.items()}
+
+
+def test_env_track_does_not_depend_on_num_envs(device):
+    big = TrackGenerator(TrackGenConfig(num_envs=64, device=device), seeds=42)
+    seeds64 = env_seeds(42, 64)
+    snap = snapshot(big)
+    for i in (0, 17, 63):
+        one = TrackGenerator(TrackGenConfig(num_envs=1, device=device), seeds=wp.array([seeds64[i]], dtype=wp.int32, device=device))
+        assert rows(snapshot(one), 0) == rows(snap, i)
+
+
+def test_same_run_twice_is_byte_identical(device):
+    a = snapshot(TrackGenerator(TrackGenConfig(num_envs=16, device=device), seeds=5))
+    b = snapshot(TrackGenerator(TrackGenConfig(num_envs=16, device=device), seeds=5))
+    assert all(a[f].tobytes() == b[f].tobytes() for f in FIELDS)
+
+
+def test_int_seeds_are_hashed_not_offset():
+    a = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=42).seeds.seeds.numpy()
+    b = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=43).seeds.seeds.numpy()
+    assert not set(a[1:]) & set(b[:-1])
+
+
+@pytest.mark.parametrize("advance", [False, True])
+def test_masked_regeneration(device, advance):
+    gen = TrackGenerator(TrackGenConfig(num_envs=8, device=device), seeds=1)
+    before = snapshot(gen)
+    mask_np = np.array([1, 0, 0, 1, 0, 0, 0, 1], dtype=np.int32)
+    gen.enqueue(advance=advance, mask=wp.array(mask_np, device=device))
+    after = snapshot(gen)
+    for i in range(8):
+        same = rows(after, i) == rows(before, i)
+        assert same == (not (mask_np[i] and advance)), i
+    assert np.array_equal(gen.result.generation.numpy(), 1 + mask_np)
+
+
+def test_all_zero_mask_is_identity(device):
+    gen = TrackGenerator(TrackGenConfig(num_envs=4, device=device), seeds=1)
+    before = snapshot(gen)
+    gen.enqueue(advance=True, mask=wp.zeros(4, dtype=wp.int32, device=device))
+    assert all(before[f].tobytes() == snapshot(gen)[f].tobytes() for f in FIELDS)
+    assert np.array_equal(gen.seeds.counters.numpy(), np.zeros(4))
+
+
+def test_eager_and_replayed_regeneration_agree(device):
+    eager = TrackGenerator(TrackGenConfig(num_envs=8, device=device), seeds=9)
+    replay = TrackGenerator(TrackGenConfig(num_envs=8, device=device), seeds=9)
+    mask = wp.array(np.array([1, 1, 0, 0, 1, 0, 1, 0], dtype=np.int32), device=device)
+    with wp.ScopedCapture(device=device) as cap:
+        replay.enqueue(advance=True, mask=mask)
+    for _ in range(3):
+        eager.enqueue(advance=True, mask=mask)
+        wp.capture_launch(cap.graph)
+        a, b = snapshot(eager), snapshot(replay)
+        assert all(a[f].tobytes() == b[f].tobytes() for f in FIELDS)
+
+
+def test_generate_with_seeds_reseeds_and_restarts_counters():
+    gen = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=3)
+    first = snapshot(gen)
+    gen.enqueue(advance=True)
+    gen.generate(seeds=3)
+    assert all(first[f].tobytes() == snapshot(gen)[f].tobytes() for f in FIELDS)
+
+
+def test_bound_seed_array_is_read_not_written():
+    seeds = wp.array(np.arange(4, dtype=np.int32), device="cpu")
+    gen = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=seeds)
+    with pytest.raises(RuntimeError, match="never writes"):
+        gen.generate(seeds=7)
+    assert np.array_equal(seeds.numpy(), np.arange(4))
+    rng = PerEnvSeededRNG(4, 7, device="cpu")
+    gen2 = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=rng)
+    gen2.generate(seeds=11)
+    assert np.array_equal(rng.seeds.numpy(), env_seeds(11, 4))
+
+
+def check_geometry(gen):
+    r = gen.result
+    spacing = gen.config.point_spacing
+    for e in np.flatnonzero(r.valid.numpy()):
+        n = int(r.num_points.numpy()[e])
+        p = r.centerline.numpy()[e, :n]
+        hw = r.half_width.numpy()[e, :n]
+        seg = np.linalg.norm(np.roll(p, -1, axis=0) - p, axis=1)  # includes the closing segment
+        assert np.all(np.abs(seg - seg.mean()) < 0.02 * spacing + 0.02 * seg.mean()), "uneven spacing"
+        assert abs(seg.mean() - spacing) < 0.5 * spacing
+        assert abs(seg.sum() - r.loop_length.numpy()[e]) < 0.01 * seg.sum()
+        # turn radius from three consecutive points (Menger curvature) >= half width
+        a, b, c = np.roll(p, 1, axis=0)[:, :2], p[:, :2], np.roll(p, -1, axis=0)[:, :2]
+        cross = np.abs((b - a)[:, 0] * (c - b)[:, 1] - (b - a)[:, 1] * (c - b)[:, 0])
+        kappa = 2 * cross / (np.linalg.norm(b - a, axis=1) * np.linalg.norm(c - b, axis=1) * np.linalg.norm(c - a, axis=1))
+        assert np.all(kappa * hw <= 1.0 + 1e-3)
+        # no band self-intersection: points far apart along the loop are >= 2 half widths apart
+        s = r.arc_length.numpy()[e, :n]
+        ds = np.abs(s[:, None] - s[None])
+        ds = np.minimum(ds, seg.sum() - ds)
+        d = np.linalg.norm(p[:, None, :2] - p[None, :, :2], axis=2)
+        far = ds > 3 * 2 * hw.max()
+        assert np.all(d[far] >= 2 * hw.max() - 1e-4)
+        # inside the course square
+        assert np.all(np.abs(p[:, :2]) + hw[:, None] <= gen.params["layout.size"].numpy()[e] / 2 + 1e-4)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**40), size=st.floats(6.0, 30.0), width=st.floats(0.3, 1.2),
+       spacing=st.floats(0.05, 0.3), ctrl=st.integers(6, 12))
+def test_geometry_holds_on_every_valid_env(seed, size, width, spacing, ctrl):
+    cfg = TrackGenConfig(num_envs=16, device="cpu", size=size, width=width, point_spacing=spacing, num_control_points=ctrl)
+    check_geometry(TrackGenerator(cfg, seeds=seed))
+
+
+def test_valid_rate_at_defaults():
+    gen = TrackGenerator(TrackGenConfig(num_envs=1024, device="cpu"), seeds=2024)
+    assert gen.result.valid.numpy().mean() >= 0.99
+    check_geometry(gen)
+
+
+def test_impossible_config_marks_envs_invalid_without_crashing():
+    # a 9 m band in a 20 m square cannot turn: every attempt fails the turn-radius check
+    gen = TrackGenerator(TrackGenConfig(num_envs=8, device="cpu", size=20.0, width=9.0, max_retries=2), seeds=0)
+    r = gen.result
+    assert r.valid.numpy().sum() == 0
+    assert np.all(r.num_points.numpy() <= gen.layout.max_points)
+    assert np.all(np.isfinite(r.centerline.numpy()))
+
+
+def test_randomized_param_is_drawn_per_env_and_reproducible():
+    spec = presets.track(num_envs=8, device="cpu").with_randomize({"band.width": (0.5, 1.0)})
+    a, b = build(spec, seeds=4), build(spec, seeds=4)
+    w = a.params["band.width"].numpy()
+    assert np.all((w >= 0.5) & (w < 1.0)) and len(set(w.tolist())) == 8
+    assert np.array_equal(w, b.params["band.width"].numpy())
+    assert np.allclose(a.result.half_width.numpy()[:, 0], w / 2)
+
+
+def test_params_write_in_place_and_regenerate_uses_them():
+    gen = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=1)
+    arr = gen.params["band.width"]
+    gen.params["band.width"] = 0.6
+    assert gen.params["band.width"] is arr
+    gen.generate()
+    assert np.allclose(gen.result.half_width.numpy()[:, 0], 0.3)
+    with pytest.raises(KeyError, match="band.width"):
+        gen.params["band.widht"] = 1.0
+    with pytest.raises(ValueError, match="4 numbers"):
+        gen.params["band.width"] = [0.5, 0.6]
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(num_envs=0), ValueError), (dict(num_envs=2.5), TypeError), (dict(size=-1.0), ValueError),
+    (dict(width=float("nan")), ValueError), (dict(width=6.0), ValueError), (dict(point_spacing=0), ValueError),
+    (dict(num_control_points=3), ValueError), (dict(radius_jitter=1.5), ValueError), (dict(device="tpu:0"), ValueError),
+    (dict(source="file"), ValueError), (dict(max_retries=-1), ValueError), (dict(size="10"), TypeError),
+])
+def test_bad_config_values_are_refused(kwargs, error):
+    with pytest.raises(error):
+        TrackGenConfig(**kwargs)
+
+
+def test_generator_refuses_other_sources():
+    with pytest.raises(TypeError, match="TrackGenConfig"):
+        TrackGenerator({"num_envs": 4})
+
+
+def test_given_centerline_is_followed_with_its_widths():
+    n, radius = 200, 50.0
+    ang = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    # counter-clockwise circle, 3 m to the right and 5 m to the left: the band's middle is 1 m further left (inside)
+    pts = np.stack([radius * np.cos(ang), radius * np.sin(ang), np.full(n, 3.0), np.full(n, 5.0)], axis=1)
+    gen = TrackGenerator.from_centerline(pts, num_envs=2, device="cpu", point_spacing=1.0)
+    r = gen.result
+    assert r.valid.numpy().all()
+    k = int(r.num_points.numpy()[0])
+    p = r.centerline.numpy()[0, :k]
+    assert np.allclose(np.linalg.norm(p[:, :2], axis=1), radius - 1.0, atol=0.01)
+    assert np.allclose(r.half_width.numpy()[0, :k], 4.0, atol=1e-4)
+    assert abs(r.loop_length.numpy()[0] - 2 * np.pi * (radius - 1.0)) < 0.05
+    assert np.allclose(r.curvature.numpy()[0, :k], 1 / (radius - 1.0), rtol=0.02)
+    assert set(gen.input_info) == {"centerline.xy", "centerline.count"}
+
+
+def test_given_centerline_refuses_bad_points():
+    with pytest.raises(ValueError, match=r"\[N >= 3, 4\]"):
+        TrackGenerator.from_centerline(np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="finite"):
+        TrackGenerator.from_centerline(np.full((5, 4), np.nan))
+
+
+def test_start_pose_is_on_the_first_point_facing_along_the_track():
+    gen = TrackGenerator(TrackGenConfig(num_envs=4, device="cpu"), seeds=8)
+    r = gen.result
+    assert np.allclose(r.start_position.numpy(), r.centerline.numpy()[:, 0])
+    q = r.start_orientation.numpy()
+    yaw = 2 * np.arctan2(q[:, 2], q[:, 3])
+    t = r.tangent.numpy()[:, 0]
+    assert np.allclose(np.cos(yaw), t[:, 0], atol=1e-5) and np.allclose(np.sin(yaw), t[:, 1], atol=1e-5)

@@ -1,0 +1,30 @@
+"""trackgen_env: GPU-native procedurally generated racing courses and Gymnasium vector envs.
+
+Generators (``TrackGenerator``, ``GateGenerator``) build batches of courses in Warp
+kernels; components (``trackgen_env.tools``) run beside a simulation; a
+``trackgen_env.course.Course`` ties them together; ``gymnasium.make_vec("TrackGen-Track-v0")``
+and ``"TrackGen-Gates-v0"`` are the ready envs.
+"""
+
+import warp as wp
+
+wp.config.quiet = True
+
+from . import seeding, tools  # noqa: E402
+from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator  # noqa: E402
+from .seeding import PerEnvSeededRNG, SeedState  # noqa: E402
+from .envs import register_envs  # noqa: E402
+
+register_envs()
+
+__all__ = [
+    "TrackGenConfig",
+    "TrackGenerator",
+    "GateGenConfig",
+    "GateGenerator",
+    "SeedState",
+    "PerEnvSeededRNG",
+    "seeding",
+    "tools",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,103 @@
+"""Capture state and the errors and warnings of recording.
+
+Layer 0: every other layer imports from here. A *capture* is Warp's graph recording
+(``wp.ScopedCapture`` / ``wp.capture_begin``) on CUDA, or Warp's CPU graph capture on
+the CPU (warp-lang >= 1.14). Whatever a capture records must not allocate, must not
+read device data back to the host, and must not load a Warp module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import warp as wp
+
+__all__ = [
+    "CaptureError",
+    "NotCapturableError",
+    "RebindAfterCaptureWarning",
+    "is_capturing",
+    "capture_generation",
+    "current_graph",
+    "retain",
+    "caller",
+]
+
+
+class CaptureError(RuntimeError):
+    """An operation that cannot be recorded was called while a capture records."""
+
+
+class NotCapturableError(CaptureError):
+    """A step that runs on the host (``capturable=False``) was called under a capture."""
+
+
+class RebindAfterCaptureWarning(UserWarning):
+    """Inputs were rebound after a capture recorded ``step()``: that graph keeps the old arrays."""
+
+
+def is_capturing(device) -> bool:
+    """True while a Warp capture records on ``device`` (a ``wp.Device`` or a name)."""
+    return bool(wp.get_device(device).is_capturing)
+
+
+# Incremented by ``note_capture`` each time a course call is recorded; components compare it
+# with the value they saw at bind time to know whether a graph may hold their old arrays.
+_capture_generation = 0
+
+
+def note_capture() -> int:
+    """Record that a capture recorded a step; returns the new capture generation."""
+    global _capture_generation
+    _capture_generation += 1
+    return _capture_generation
+
+
+def capture_generation() -> int:
+    """The number of recorded course steps so far in this process."""
+    return _capture_generation
+
+
+def current_graph(device, stream=None):
+    """The ``wp.Graph`` that Warp is recording on ``device`` (``stream`` on CUDA), or None.
+
+    None also when the capture was begun outside Warp (a plain ``torch.cuda.graph``).
+    """
+    device = wp.get_device(device)
+    if device.is_cpu:
+        graph = getattr(wp._src.context.runtime, "_apic_graph", None)
+        return graph if graph is not None and graph.device == device else None
+    stream = stream if stream is not None else device.stream
+    return device.captures.get(stream)
+
+
+def retain(device, *objects, stream=None) -> bool:
+    """Keep ``objects`` alive as long as the graph being recorded on ``device`` lives.
+
+    A recorded graph holds raw pointers; whatever it reads must outlive it. Returns False
+    when no Warp graph records there (e.g. a capture begun by torch): the caller must then
+    keep the objects alive itself (docs/lifetime.md).
+    """
+    graph = current_graph(device, stream)
+    if graph is None:
+        return False
+    held = getattr(graph, "_trackgen_retained", None)
+    if held is None:
+        held = graph._trackgen_retained = []
+    held.extend(objects)
+    return True
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller() -> str:
+    """``"file:line in function"`` of the innermost frame outside trackgen_env (for messages)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PACKAGE_DIR + os.sep):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return "<unknown>"

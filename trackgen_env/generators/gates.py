@@ -1,0 +1,476 @@
+"""``GateGenerator``: batches of closed 3-D gate courses for racing drones, in Warp kernels.
+
+One regeneration (``enqueue``), all on the device, no host synchronisation::
+
+    advance(mask) -> draw randomized params -> begin (pending = mask)
+    -> while any env is pending (at most 1 + max_retries rounds):
+         layout      (per env x gate: jittered angle, radius and altitude from the env's
+                      stream, keyed by its attempt)
+         gate_frames (per env x gate: yaw facing along the loop; gate 0 also places the start)
+         checks      (per env x gate: spacing / non-overlap, turn, climb, start and ground
+                      clearance)
+         finalize    (per env: accept, or retry with fresh draws, or give up: valid = 0)
+    -> masked commit into ``result`` (unmasked envs' rows stay bit-identical), generation += 1
+
+The layout is the usual polar construction of procedural race courses: gates at jittered
+angles around a centre, at jittered radii, so they stay in loop order and the loop is
+star-shaped around the centre. A gate's normal (local +x) is the bisector of the horizontal
+directions of its incoming and outgoing legs, so a path along the loop crosses every gate
+front to back and at equal angles on both sides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import warp as wp
+
+from .. import exec as exec_modes
+from ..capture import is_capturing
+from ..pipeline import GateGenConfig, PipelineSpec, Program
+from ..pipeline.params import Params
+from ..seeding import SeedState, random_key, uniform
+from ..types import GateLayout, GateResult
+
+__all__ = ["GateGenConfig", "GateGenerator"]
+
+wp.set_module_options({"enable_backward": False})
+
+_STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
+_TWO_PI = wp.constant(2.0 * math.pi)
+_Z_UP = wp.constant(wp.vec3(0.0, 0.0, 1.0))
+# Float tolerance of the checks whose bound the construction meets exactly (gate 0 sits at
+# exactly start_clearance from the start; the lowest drawn altitude is exactly the ground bound).
+_TOL = wp.constant(1.0e-4)
+
+
+# --- geometry shared by the stages ---------------------------------------------------------
+@wp.func
+def _horizontal_dir(d: wp.vec3) -> wp.vec3:
+    """Unit horizontal direction of ``d`` (+x when ``d`` is vertical or zero)."""
+    h = wp.vec3(d[0], d[1], 0.0)
+    n = wp.length(h)
+    if n > 1.0e-9:
+        return h / n
+    return wp.vec3(1.0, 0.0, 0.0)
+
+
+@wp.func
+def gate_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
+    """Horizontal unit normal of the gate at ``p``: the bisector of the incoming leg
+    ``prev -> p`` and the outgoing leg ``p -> nxt`` (the outgoing one for a U-turn)."""
+    d_in = _horizontal_dir(p - prev)
+    d_out = _horizontal_dir(nxt - p)
+    b = d_in + d_out
+    n = wp.length(b)
+    if n > 1.0e-6:
+        return b / n
+    return d_out
+
+
+@wp.func
+def yaw_quat(d: wp.vec3) -> wp.quat:
+    """Rotation about z taking +x to the horizontal heading of ``d``."""
+    return wp.quat_from_axis_angle(_Z_UP, wp.atan2(d[1], d[0]))
+
+
+# --- stages --------------------------------------------------------------------------------
+@wp.kernel
+def _begin(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    p = 1
+    if use_mask != 0 and mask[e] == 0:
+        p = 0
+    pending[e] = p
+    attempt[e] = 0
+    if e == 0:
+        run[0] = 1
+
+
+@wp.kernel
+def _layout(
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    size: wp.array(dtype=float),
+    radius_jitter: wp.array(dtype=float),
+    angle_jitter: wp.array(dtype=float),
+    altitude_min: wp.array(dtype=float),
+    altitude_max: wp.array(dtype=float),
+    gate_height: wp.array(dtype=float),
+    ground_clearance: float,
+    # outputs
+    position: wp.array2d(dtype=wp.vec3),
+    ok: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e, j = wp.tid()
+    if e == 0 and j == 0:
+        run[0] = 0  # finalize sets it again while an env is still pending
+    if pending[e] == 0:
+        return
+    if j == 0:
+        ok[e] = 1  # checks clear it
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
+    num_gates = position.shape[1]
+    # one phase and sense per course: the loop may start anywhere and run either way round
+    phase = _TWO_PI * uniform(key, 0)
+    sense = 1.0
+    if uniform(key, 1) < 0.5:
+        sense = -1.0
+    step = _TWO_PI / float(num_gates)
+    aj = wp.clamp(angle_jitter[e], 0.0, 0.9)
+    rj = wp.clamp(radius_jitter[e], 0.0, 0.9)
+    theta = phase + sense * (float(j) + aj * (uniform(key, 8 + 3 * j) - 0.5)) * step
+    r = 0.5 * wp.max(size[e], 0.0) * (1.0 - rj * uniform(key, 9 + 3 * j))
+    # the gate's bottom edge must clear the ground: raise the range where it would not
+    lowest = ground_clearance + 0.5 * wp.max(gate_height[e], 0.0)
+    z_lo = wp.max(altitude_min[e], lowest)
+    z_hi = wp.max(altitude_max[e], z_lo)
+    z = z_lo + (z_hi - z_lo) * uniform(key, 10 + 3 * j)
+    position[e, j] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
+
+
+@wp.kernel
+def _gate_frames(
+    pending: wp.array(dtype=wp.int32),
+    position: wp.array2d(dtype=wp.vec3),
+    start_clearance: float,
+    # outputs
+    orientation: wp.array2d(dtype=wp.quat),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+):
+    e, j = wp.tid()
+    if pending[e] == 0:
+        return
+    g = position.shape[1]
+    p = position[e, j]
+    n = gate_normal(position[e, (j + g - 1) % g], p, position[e, (j + 1) % g])
+    q = yaw_quat(n)
+    orientation[e, j] = q
+    if j == 0:
+        # before gate 0, at its altitude, facing it
+        start_position[e] = p - start_clearance * n
+        start_orientation[e] = q
+
+
+@wp.kernel
+def _checks(
+    pending: wp.array(dtype=wp.int32),
+    position: wp.array2d(dtype=wp.vec3),
+    start_position: wp.array(dtype=wp.vec3),
+    gate_width: wp.array(dtype=float),
+    gate_height: wp.array(dtype=float),
+    min_gate_spacing: float,
+    max_turn: float,
+    max_climb: float,
+    start_clearance: float,
+    ground_clearance: float,
+    # output: cleared on failure (every writer writes 0: no race on the value)
+    ok: wp.array(dtype=wp.int32),
+):
+    e, j = wp.tid()
+    if pending[e] == 0:
+        return
+    g = position.shape[1]
+    w = wp.max(gate_width[e], 0.0)
+    h = wp.max(gate_height[e], 0.0)
+    p = position[e, j]
+    # ground: the bottom edge of the opening
+    if p[2] - 0.5 * h < ground_clearance - _TOL:
+        ok[e] = 0
+        return
+    # start clearance (horizontal)
+    ds = p - start_position[e]
+    if ds[0] * ds[0] + ds[1] * ds[1] < (start_clearance * (1.0 - _TOL)) * (start_clearance * (1.0 - _TOL)):
+        ok[e] = 0
+        return
+    # spacing and non-overlap: frames (or posts down to the ground) up to half the opening
+    # thick fit in a vertical column of radius hypot(w, h) around the centre
+    spacing = wp.max(min_gate_spacing, 2.0 * wp.sqrt(w * w + h * h))
+    for k in range(j + 1, g):
+        d = position[e, k] - p
+        if d[0] * d[0] + d[1] * d[1] < spacing * spacing:
+            ok[e] = 0
+            return
+    # climb of the outgoing leg, and the heading change at this gate
+    prev = position[e, (j + g - 1) % g]
+    nxt = position[e, (j + 1) % g]
+    leg = nxt - p
+    run_h = wp.sqrt(leg[0] * leg[0] + leg[1] * leg[1])
+    if wp.abs(leg[2]) > max_climb * run_h:
+        ok[e] = 0
+        return
+    d_in = _horizontal_dir(p - prev)
+    d_out = _horizontal_dir(leg)
+    turn = wp.abs(wp.atan2(d_in[0] * d_out[1] - d_in[1] * d_out[0], wp.dot(d_in, d_out)))
+    if turn > max_turn:
+        ok[e] = 0
+
+
+@wp.kernel
+def _finalize(
+    max_retries: int,
+    ok: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    if ok[e] != 0:
+        pending[e] = 0
+        valid[e] = 1
+    elif attempt[e] >= max_retries:
+        pending[e] = 0
+        valid[e] = 0
+    else:
+        attempt[e] = attempt[e] + 1
+        run[0] = 1
+
+
+@wp.kernel
+def _commit(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    # staged
+    s_position: wp.array2d(dtype=wp.vec3),
+    s_orientation: wp.array2d(dtype=wp.quat),
+    s_start_position: wp.array(dtype=wp.vec3),
+    s_start_orientation: wp.array(dtype=wp.quat),
+    s_valid: wp.array(dtype=wp.int32),
+    width: wp.array(dtype=float),
+    height: wp.array(dtype=float),
+    # committed
+    gate_position: wp.array2d(dtype=wp.vec3),
+    gate_orientation: wp.array2d(dtype=wp.quat),
+    gate_width: wp.array(dtype=float),
+    gate_height: wp.array(dtype=float),
+    num_gates: wp.array(dtype=wp.int32),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    valid: wp.array(dtype=wp.int32),
+    generation: wp.array(dtype=wp.int32),
+):
+    e, j = wp.tid()
+    if use_mask != 0 and mask[e] == 0:
+        return
+    gate_position[e, j] = s_position[e, j]
+    gate_orientation[e, j] = s_orientation[e, j]
+    if j == 0:
+        gate_width[e] = wp.max(width[e], 0.0)
+        gate_height[e] = wp.max(height[e], 0.0)
+        num_gates[e] = gate_position.shape[1]
+        start_position[e] = s_start_position[e]
+        start_orientation[e] = s_start_orientation[e]
+        valid[e] = s_valid[e]
+        generation[e] = generation[e] + 1
+
+
+# --- the generator -------------------------------------------------------------------------
+def _identity_quats(shape, device) -> wp.array:
+    return wp.array(np.broadcast_to(np.array([0.0, 0.0, 0.0, 1.0], np.float32), (*shape, 4)).copy(), dtype=wp.quat, device=device)
+
+
+def _check_param(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
+    """A ``Params`` validator: every value in the range, else ValueError saying which."""
+
+    def check(name: str, values: np.ndarray) -> None:
+        bad = (values <= lo if lo_open else values < lo) if lo is not None else np.zeros(values.shape, bool)
+        if hi is not None:
+            bad = bad | (values > hi)
+        if np.any(bad):
+            rng = (f"{'>' if lo_open else '>='} {lo}" if hi is None else f"in [{lo}, {hi}]")
+            raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
+
+    return check
+
+
+_VALIDATORS = {
+    "layout.size": _check_param(0.0, lo_open=True),
+    "layout.radius_jitter": _check_param(0.0, 0.9),
+    "layout.angle_jitter": _check_param(0.0, 0.9),
+    "layout.altitude_min": _check_param(0.0, lo_open=True),
+    "layout.altitude_max": _check_param(0.0, lo_open=True),
+    "gate_frames.gate_width": _check_param(0.0),
+    "gate_frames.gate_height": _check_param(0.0, lo_open=True),
+}
+
+
+class GateGenerator(Program):
+    """A batch of closed gate courses, regenerated per env on the device.
+
+    Env ``i``'s course is a pure function of the config, ``seeds.seeds[i]``,
+    ``seeds.counters[i]`` and ``params[...][i]``: it does not depend on the number of envs,
+    on the other envs, or on whether the regeneration ran eagerly or from a graph.
+
+    Args:
+        source: a :class:`GateGenConfig` or a ``PipelineSpec`` of the gates family
+            (``presets.gates(...)``).
+        seeds: None (seed 0), an int (env ``i`` gets ``hash(seed, i)``), an ``[E] int32``
+            ``wp.array`` bound by pointer (never written), a ``PerEnvSeededRNG``, or a
+            ``SeedState``.
+        stream: the ``wp.Stream`` to launch on (default: the device's current stream).
+        prepare: run the first generation now (loads the Warp module: do it before any
+            capture). With False, ``result`` holds no course (``valid`` 0) until the first
+            ``generate``.
+
+    Attributes:
+        family: ``"gates"``.
+        result: :class:`~trackgen_env.types.GateResult`, stable arrays ``[E, G]`` / ``[E]``.
+        layout: :class:`~trackgen_env.types.GateLayout` (``max_gates = config.num_gates``).
+        params: live dynamic parameters: ``"layout.size"``, ``"layout.radius_jitter"``,
+            ``"layout.angle_jitter"``, ``"layout.altitude_min"``, ``"layout.altitude_max"``,
+            ``"gate_frames.gate_width"``, ``"gate_frames.gate_height"`` (each ``[E]``
+            float32; a set out of range raises ValueError).
+        seeds: the :class:`~trackgen_env.seeding.SeedState`.
+        inputs / input_info: ``{}`` (this generator has no inputs).
+
+    Raises:
+        TypeError: ``source`` is not a GateGenConfig or a gates PipelineSpec, or a bad ``seeds``.
+        ValueError: a seeds array (or SeedState) of the wrong shape, dtype or device.
+    """
+
+    family = "gates"
+    capturable = True
+
+    def __init__(self, source, *, seeds=None, stream=None, prepare: bool = True):
+        if isinstance(source, GateGenConfig):
+            spec = source.to_spec()
+        elif isinstance(source, PipelineSpec) and source.family == "gates":
+            spec = source
+        else:
+            got = f"a {source.family} PipelineSpec" if isinstance(source, PipelineSpec) else type(source).__name__
+            raise TypeError(f"GateGenerator takes a GateGenConfig or a gates PipelineSpec, got {got}")
+        cfg = spec.config
+        self.spec, self.config = spec, cfg
+        self.num_envs = cfg.num_envs
+        self.device = wp.get_device(cfg.device)
+        self.stream = stream
+        self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(cfg.num_envs, self.device, seeds)
+        if self.seeds.num_envs != cfg.num_envs or self.seeds.device != self.device:
+            raise ValueError(
+                f"a SeedState for {cfg.num_envs} envs on {self.device} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
+            )
+        self.params = Params(spec, self.device, validators=_VALIDATORS)
+        E, G, dev = cfg.num_envs, cfg.num_gates, self.device
+        self.layout = GateLayout(num_envs=E, max_gates=G)
+        self.result = GateResult(
+            gate_position=wp.zeros((E, G), dtype=wp.vec3, device=dev),
+            gate_orientation=_identity_quats((E, G), dev),
+            gate_width=wp.zeros(E, dtype=float, device=dev),
+            gate_height=wp.zeros(E, dtype=float, device=dev),
+            num_gates=wp.zeros(E, dtype=wp.int32, device=dev),
+            start_position=wp.zeros(E, dtype=wp.vec3, device=dev),
+            start_orientation=_identity_quats((E,), dev),
+            valid=wp.zeros(E, dtype=wp.int32, device=dev),
+            generation=wp.zeros(E, dtype=wp.int32, device=dev),
+        )
+        # staging buffers: stages write here, the masked commit copies the masked envs' rows
+        self._position = wp.zeros((E, G), dtype=wp.vec3, device=dev)
+        self._orientation = _identity_quats((E, G), dev)
+        self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self._start_orientation = _identity_quats((E,), dev)
+        self._valid = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._pending = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._attempt = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._ok = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._run = wp.zeros(1, dtype=wp.int32, device=dev)
+        self.input_info: dict = {}
+        self.inputs: dict[str, wp.array] = {}
+        if prepare:
+            self.generate()
+
+    # --- regeneration ----------------------------------------------------------------------
+    def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
+        """Launch one regeneration of the masked envs (all envs when ``mask`` is None).
+
+        Capturable; no host synchronisation. ``advance=True`` increments the masked envs'
+        counters first, so they draw a new course; without it the same course is rebuilt
+        (after a parameter change, say). Unmasked envs' rows of ``result`` stay bit-identical.
+
+        Args:
+            ctx: the course context (unused by this generator; part of the protocol).
+            mask: ``[E] int32`` array, nonzero where the env is regenerated.
+
+        Raises:
+            ValueError: ``mask`` is not an ``[E] int32`` array on the generator's device.
+        """
+        dev, E, G = self.device, self.num_envs, self.config.num_gates
+        if mask is not None and (
+            not isinstance(mask, wp.array) or mask.shape != (E,) or mask.dtype != wp.int32 or mask.device != dev
+        ):
+            got = f"{mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}" if isinstance(mask, wp.array) else type(mask).__name__
+            raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {got}")
+        with wp.ScopedStream(self.stream) if self.stream is not None else contextlib.nullcontext():
+            if advance:
+                self.seeds.advance(mask)
+            self.params.draw(self.seeds, mask)
+            use_mask = 0 if mask is None else 1
+            m = self._pending if mask is None else mask
+            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[self._pending, self._attempt, self._run], device=dev)
+            if is_capturing(dev) and not exec_modes.conditional_allowed():
+                for _ in range(1 + self.config.max_retries):
+                    self._attempt_round()
+            else:
+                wp.capture_while(self._run, while_body=self._attempt_round)
+            r, p = self.result, self.params
+            wp.launch(
+                _commit, (E, G),
+                inputs=[m, use_mask, self._position, self._orientation, self._start_position, self._start_orientation,
+                        self._valid, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+                outputs=[r.gate_position, r.gate_orientation, r.gate_width, r.gate_height, r.num_gates,
+                         r.start_position, r.start_orientation, r.valid, r.generation],
+                device=dev,
+            )
+
+    def _attempt_round(self) -> None:
+        """One round of the stages for every pending env (the body of the retry loop)."""
+        cfg, dev, E, G, p = self.config, self.device, self.num_envs, self.config.num_gates, self.params
+        wp.launch(
+            _layout, (E, G),
+            inputs=[self.seeds.seeds, self.seeds.counters, self._attempt, self._pending, p["layout.size"],
+                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.altitude_min"],
+                    p["layout.altitude_max"], p["gate_frames.gate_height"], cfg.ground_clearance],
+            outputs=[self._position, self._ok, self._run], device=dev,
+        )
+        wp.launch(
+            _gate_frames, (E, G),
+            inputs=[self._pending, self._position, cfg.start_clearance],
+            outputs=[self._orientation, self._start_position, self._start_orientation], device=dev,
+        )
+        wp.launch(
+            _checks, (E, G),
+            inputs=[self._pending, self._position, self._start_position, p["gate_frames.gate_width"],
+                    p["gate_frames.gate_height"], cfg.min_gate_spacing, cfg.max_turn, cfg.max_climb,
+                    cfg.start_clearance, cfg.ground_clearance],
+            outputs=[self._ok], device=dev,
+        )
+        wp.launch(_finalize, E, inputs=[cfg.max_retries, self._ok],
+                  outputs=[self._pending, self._attempt, self._valid, self._run], device=dev)
+
+    def generate(self, seeds=None) -> GateResult:
+        """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).
+
+        Returns:
+            ``self.result`` (the same object every call).
+        """
+        if seeds is not None:
+            self.seeds.reseed(seeds)
+        self.enqueue()
+        return self.result
+
+    def __repr__(self) -> str:
+        return f"GateGenerator(num_envs={self.num_envs}, device={self.device}, num_gates={self.layout.max_gates})"

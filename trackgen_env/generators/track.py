@@ -1,0 +1,640 @@
+"""``TrackGenerator``: batches of closed race tracks, generated in Warp kernels.
+
+One regeneration (``enqueue``), all on the device, no host synchronisation::
+
+    advance(mask) -> draw randomized params -> begin (pending = mask)
+    -> while any env is pending (at most 1 + max_retries rounds):
+         layout  (per env: control points from the env's stream, keyed by its attempt)
+         spline  (per env: arc-length table of the closed spline, loop length, point count)
+         resample(per env x point: points every ~point_spacing, tangent, normal, curvature)
+         checks  (per env x point: turn radius, band self-intersection)
+         finalize(per env: accept, or retry with fresh draws, or give up: valid = 0)
+    -> masked commit into ``result`` (unmasked envs' rows stay bit-identical), generation += 1
+
+Procedural tracks are periodic uniform cubic B-splines through jittered control points
+around the centre (the curve lies in the control points' convex hull, so it stays inside
+the course square); a given centreline (source ``"centerline"``) is interpolated by a
+uniform Catmull-Rom spline, which passes through every given point. Curve formulas:
+Catmull & Rom (1974); de Boor, *A Practical Guide to Splines* (1978). Arc-length
+resampling inverts the cumulative chord length of a dense sampling of the spline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import warp as wp
+
+from .. import exec as exec_modes
+from ..capture import is_capturing
+from ..pipeline import PipelineSpec, Program, TrackGenConfig
+from ..pipeline.params import Params
+from ..seeding import SeedState, random_key, uniform
+from ..types import InputInfo, TrackLayout, TrackResult
+
+__all__ = ["TrackGenConfig", "TrackGenerator"]
+
+wp.set_module_options({"enable_backward": False})
+
+_BSPLINE = wp.constant(0)
+_CATMULL_ROM = wp.constant(1)
+_STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
+_TWO_PI = wp.constant(2.0 * math.pi)
+_UNBOUNDED = wp.constant(1.0e30)
+
+
+# --- curve evaluation --------------------------------------------------------------------
+@wp.func
+def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: int):
+    """Position, first and second derivative (per unit t) of one spline segment."""
+    t2 = t * t
+    t3 = t2 * t
+    if kind == _BSPLINE:
+        s = 1.0 / 6.0
+        pos = s * ((1.0 - t) * (1.0 - t) * (1.0 - t) * p0 + (3.0 * t3 - 6.0 * t2 + 4.0) * p1
+                   + (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) * p2 + t3 * p3)
+        d1 = 0.5 * (-(1.0 - t) * (1.0 - t) * p0 + (3.0 * t2 - 4.0 * t) * p1 + (-3.0 * t2 + 2.0 * t + 1.0) * p2 + t2 * p3)
+        d2 = (1.0 - t) * p0 + (3.0 * t - 2.0) * p1 + (-3.0 * t + 1.0) * p2 + t * p3
+        return pos, d1, d2
+    a = -p0 + p2
+    b = 2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3
+    c = -p0 + 3.0 * p1 - 3.0 * p2 + p3
+    pos = 0.5 * (2.0 * p1 + a * t + b * t2 + c * t3)
+    d1 = 0.5 * (a + 2.0 * b * t + 3.0 * c * t2)
+    d2 = 0.5 * (2.0 * b + 6.0 * c * t)
+    return pos, d1, d2
+
+
+@wp.func
+def _ctrl(ctrl: wp.array2d(dtype=wp.vec3), e: int, k: int, n: int) -> wp.vec3:
+    return ctrl[e, ((k % n) + n) % n]
+
+
+# --- stages ------------------------------------------------------------------------------
+@wp.kernel
+def _begin(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    p = 1
+    if use_mask != 0 and mask[e] == 0:
+        p = 0
+    pending[e] = p
+    attempt[e] = 0
+    if e == 0:
+        run[0] = 1
+
+
+@wp.kernel
+def _layout(
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    size: wp.array(dtype=float),
+    radius_jitter: wp.array(dtype=float),
+    angle_jitter: wp.array(dtype=float),
+    elevation: wp.array(dtype=float),
+    width: wp.array(dtype=float),
+    num_ctrl: int,
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_hw: wp.array2d(dtype=float),
+    ctrl_count: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if e == 0:
+        run[0] = 0  # finalize sets it again while an env is still pending
+    if pending[e] == 0:
+        return
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
+    hw = 0.5 * width[e]
+    r_outer = 0.5 * size[e] - hw
+    phase = _TWO_PI * uniform(key, 0)
+    direction = 1.0
+    if uniform(key, 1) < 0.5:
+        direction = -1.0
+    step = _TWO_PI / float(num_ctrl)
+    for k in range(num_ctrl):
+        theta = phase + direction * (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
+        r = r_outer * (1.0 - radius_jitter[e] * uniform(key, 9 + 3 * k))
+        z = elevation[e] * uniform(key, 10 + 3 * k)
+        ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
+        ctrl_hw[e, k] = hw
+    ctrl_count[e] = num_ctrl
+
+
+@wp.kernel
+def _centerline_input(
+    xy: wp.array2d(dtype=wp.vec4),
+    count: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_hw: wp.array2d(dtype=float),
+    ctrl_count: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if e == 0:
+        run[0] = 0
+    if pending[e] == 0:
+        return
+    n = wp.clamp(count[e], 0, xy.shape[1])
+    ctrl_count[e] = n
+    if n < 3:
+        return
+    # The band is [centre - w_right, centre + w_left]: its middle line is the centreline here.
+    for k in range(n):
+        a = xy[e, (k + n - 1) % n]
+        b = xy[e, k]
+        c = xy[e, (k + 1) % n]
+        d = wp.vec2(c[0] - a[0], c[1] - a[1])
+        ln = wp.length(d)
+        left = wp.vec2(0.0, 0.0)
+        if ln > 0.0:
+            left = wp.vec2(-d[1], d[0]) / ln
+        shift = 0.5 * (b[3] - b[2])
+        ctrl[e, k] = wp.vec3(b[0] + shift * left[0], b[1] + shift * left[1], 0.0)
+        ctrl_hw[e, k] = 0.5 * (b[2] + b[3])
+
+
+@wp.kernel
+def _spline_table(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    point_spacing: float,
+    max_loop_length: float,
+    max_points: int,
+    table: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    n = ctrl_count[e]
+    ok[e] = 1
+    if n < 3:
+        ok[e] = 0
+        num_points[e] = 0
+        loop_length[e] = 0.0
+        return
+    total = float(0.0)
+    table[e, 0] = 0.0
+    prev = wp.vec3()
+    for k in range(n):
+        p0 = _ctrl(ctrl, e, k - 1, n)
+        p1 = _ctrl(ctrl, e, k, n)
+        p2 = _ctrl(ctrl, e, k + 1, n)
+        p3 = _ctrl(ctrl, e, k + 2, n)
+        for i in range(samples):
+            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            d = k * samples + i
+            if d > 0:
+                total = total + wp.length(pos - prev)
+                table[e, d] = total
+            prev = pos
+    pos0, d10, d20 = _curve(_ctrl(ctrl, e, -1, n), _ctrl(ctrl, e, 0, n), _ctrl(ctrl, e, 1, n), _ctrl(ctrl, e, 2, n), 0.0, kind)
+    total = total + wp.length(pos0 - prev)
+    table[e, n * samples] = total
+    loop_length[e] = total
+    count = wp.max(8, int(wp.round(total / point_spacing)))
+    if count > max_points or total > max_loop_length:
+        ok[e] = 0
+        count = wp.min(count, max_points)
+    num_points[e] = count
+
+
+@wp.kernel
+def _resample(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_hw: wp.array2d(dtype=float),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    lanes: int,
+    table: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0:
+        return
+    n = ctrl_count[e]
+    count = num_points[e]
+    if n < 3 or count < 1:
+        return
+    total = loop_length[e]
+    last = n * samples
+    for j in range(lane, centerline.shape[1], lanes):
+        jj = wp.min(j, count - 1)  # padding repeats the last point
+        s = float(jj) * total / float(count)
+        # binary search of the cumulative chord-length table: table[lo] <= s < table[lo + 1]
+        lo = int(0)
+        hi = last
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if table[e, mid] <= s:
+                lo = mid
+            else:
+                hi = mid
+        seg = table[e, lo + 1] - table[e, lo]
+        frac = float(0.0)
+        if seg > 0.0:
+            frac = (s - table[e, lo]) / seg
+        k = lo // samples
+        t = (float(lo - k * samples) + frac) / float(samples)
+        pos, d1, d2 = _curve(_ctrl(ctrl, e, k - 1, n), _ctrl(ctrl, e, k, n), _ctrl(ctrl, e, k + 1, n), _ctrl(ctrl, e, k + 2, n), t, kind)
+        speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
+        tan = wp.normalize(d1)
+        left = wp.vec3(0.0, 0.0, 0.0)
+        kappa = float(0.0)
+        if speed_xy > 0.0:
+            left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
+            kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
+        if kind == _BSPLINE:
+            hw = ctrl_hw[e, 0]
+        else:
+            hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
+        centerline[e, j] = pos
+        tangent[e, j] = tan
+        normal[e, j] = left
+        arc_length[e, j] = s
+        curvature[e, j] = kappa
+        half_width[e, j] = hw
+
+
+@wp.kernel
+def _checks(
+    pending: wp.array(dtype=wp.int32),
+    lanes: int,
+    min_turn_radius_factor: float,
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    ok: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    count = num_points[e]
+    total = loop_length[e]
+    for i in range(lane, count, lanes):
+        hw = half_width[e, i]
+        # turn radius >= factor * half width (the inner band edge must not fold over)
+        if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
+            ok[e] = 0
+            return
+        # band self-intersection: points far apart along the loop must be >= 2 half widths apart
+        skip = 3.0 * (2.0 * hw)
+        pi = centerline[e, i]
+        si = arc_length[e, i]
+        for j in range(i + 1, count):
+            ds = arc_length[e, j] - si
+            if ds > skip and total - ds > skip:
+                d = centerline[e, j] - pi
+                if d[0] * d[0] + d[1] * d[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
+                    ok[e] = 0
+                    return
+        if ok[e] == 0:
+            return
+
+
+@wp.kernel
+def _finalize(
+    max_retries: int,
+    ok: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    if ok[e] != 0:
+        pending[e] = 0
+        valid[e] = 1
+    elif attempt[e] >= max_retries:
+        pending[e] = 0
+        valid[e] = 0
+    else:
+        attempt[e] = attempt[e] + 1
+        run[0] = 1
+
+
+@wp.kernel
+def _commit(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    lanes: int,
+    # staged
+    s_centerline: wp.array2d(dtype=wp.vec3),
+    s_tangent: wp.array2d(dtype=wp.vec3),
+    s_normal: wp.array2d(dtype=wp.vec3),
+    s_arc_length: wp.array2d(dtype=float),
+    s_curvature: wp.array2d(dtype=float),
+    s_half_width: wp.array2d(dtype=float),
+    s_num_points: wp.array(dtype=wp.int32),
+    s_loop_length: wp.array(dtype=float),
+    s_valid: wp.array(dtype=wp.int32),
+    # committed
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    valid: wp.array(dtype=wp.int32),
+    generation: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if use_mask != 0 and mask[e] == 0:
+        return
+    count = s_num_points[e]
+    ok = s_valid[e]
+    if count < 1:
+        ok = 0
+    for j in range(lane, centerline.shape[1], lanes):
+        if count < 1:
+            # nothing usable was drawn: a degenerate, invalid track at the origin
+            centerline[e, j] = wp.vec3()
+            tangent[e, j] = wp.vec3(1.0, 0.0, 0.0)
+            normal[e, j] = wp.vec3(0.0, 1.0, 0.0)
+            arc_length[e, j] = 0.0
+            curvature[e, j] = 0.0
+            half_width[e, j] = 0.0
+        else:
+            centerline[e, j] = s_centerline[e, j]
+            tangent[e, j] = s_tangent[e, j]
+            normal[e, j] = s_normal[e, j]
+            arc_length[e, j] = s_arc_length[e, j]
+            curvature[e, j] = s_curvature[e, j]
+            half_width[e, j] = s_half_width[e, j]
+    if lane == 0:
+        num_points[e] = wp.max(count, 0)
+        loop_length[e] = s_loop_length[e]
+        valid[e] = ok
+        generation[e] = generation[e] + 1
+        if count >= 1:
+            t = s_tangent[e, 0]
+            start_position[e] = s_centerline[e, 0]
+            start_orientation[e] = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.atan2(t[1], t[0]))
+        else:
+            start_position[e] = wp.vec3()
+            start_orientation[e] = wp.quat_identity()
+
+
+def _track_arrays(num_envs: int, num_points: int, device) -> dict:
+    """Per-point and per-env arrays of a TrackResult (also the staging buffers)."""
+    z2 = lambda dtype: wp.zeros((num_envs, num_points), dtype=dtype, device=device)  # noqa: E731
+    return dict(
+        centerline=z2(wp.vec3), tangent=z2(wp.vec3), normal=z2(wp.vec3), arc_length=z2(float),
+        curvature=z2(float), half_width=z2(float),
+        num_points=wp.zeros(num_envs, dtype=wp.int32, device=device),
+        loop_length=wp.zeros(num_envs, dtype=float, device=device),
+    )
+
+
+class TrackGenerator(Program):
+    """A batch of closed race tracks, regenerated per env on the device.
+
+    Args:
+        source: a :class:`TrackGenConfig` or a ``PipelineSpec`` of the track family
+            (``presets.track(...)``).
+        seeds: None (seed 0), an int (env ``i`` gets ``hash(seed, i)``), an ``[E] int32``
+            ``wp.array`` bound by pointer (never written), a ``PerEnvSeededRNG``, or a
+            ``SeedState``.
+        stream: the ``wp.Stream`` to launch on (default: the device's current stream).
+        prepare: run the first generation now (loads the Warp module: do it before any
+            capture). With False, ``result`` is all zeros until the first ``generate``.
+
+    Attributes:
+        result: :class:`~trackgen_env.types.TrackResult`, stable arrays ``[E, P]`` / ``[E]``.
+        layout: :class:`~trackgen_env.types.TrackLayout` (capacities).
+        params: live dynamic parameters (``"layout.size"``, ``"band.width"``, ...).
+        seeds: the :class:`~trackgen_env.seeding.SeedState`.
+        inputs / input_info: generator inputs (``"centerline.xy"``, ``"centerline.count"``
+            for a config with ``source="centerline"``), written in place by the user.
+
+    Raises:
+        TypeError: ``source`` is not a TrackGenConfig or a track PipelineSpec, or a bad ``seeds``.
+        ValueError: a seeds array of the wrong shape, dtype or device.
+    """
+
+    family = "track"
+    capturable = True
+    _DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
+
+    def __init__(self, source, *, seeds=None, stream=None, prepare: bool = True):
+        if isinstance(source, TrackGenConfig):
+            spec = source.to_spec()
+        elif isinstance(source, PipelineSpec) and source.family == "track":
+            spec = source
+        else:
+            got = f"a {source.family} PipelineSpec" if isinstance(source, PipelineSpec) else type(source).__name__
+            raise TypeError(f"TrackGenerator takes a TrackGenConfig or a track PipelineSpec, got {got}")
+        cfg = spec.config
+        self.spec, self.config = spec, cfg
+        self.num_envs = cfg.num_envs
+        self.device = wp.get_device(cfg.device)
+        self.stream = stream
+        self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(cfg.num_envs, self.device, seeds)
+        if self.seeds.num_envs != cfg.num_envs or self.seeds.device != self.device:
+            raise ValueError(
+                f"a SeedState for {cfg.num_envs} envs on {self.device} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
+            )
+        self.params = Params(spec, self.device)
+        E, P, dev = cfg.num_envs, cfg.max_points, self.device
+        self.layout = TrackLayout(num_envs=E, max_points=P, max_loop_length=cfg.declared_max_loop_length)
+        self.result = TrackResult(
+            **_track_arrays(E, P, dev),
+            start_position=wp.zeros(E, dtype=wp.vec3, device=dev),
+            start_orientation=wp.array(np.tile([0.0, 0.0, 0.0, 1.0], (E, 1)), dtype=wp.quat, device=dev),
+            valid=wp.zeros(E, dtype=wp.int32, device=dev),
+            generation=wp.zeros(E, dtype=wp.int32, device=dev),
+        )
+        # staging buffers: stages write here, the masked commit copies the masked envs' rows
+        self._stage = _track_arrays(E, P, dev)
+        self._valid = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._procedural = cfg.source == "procedural"
+        num_ctrl = cfg.num_control_points if self._procedural else cfg.max_input_points
+        self._samples = self._DENSE_SAMPLES[cfg.source]
+        self._ctrl = wp.zeros((E, num_ctrl), dtype=wp.vec3, device=dev)
+        self._ctrl_hw = wp.zeros((E, num_ctrl), dtype=float, device=dev)
+        self._ctrl_count = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._table = wp.zeros((E, num_ctrl * self._samples + 1), dtype=float, device=dev)
+        self._pending = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._attempt = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._ok = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._run = wp.zeros(1, dtype=wp.int32, device=dev)
+        # Threads per env for the per-point stages: one on the CPU (a serial loop is fastest
+        # there), a warp's worth on CUDA so small batches still fill the device.
+        self._lanes = 1 if self.device.is_cpu else min(64, P)
+        self.input_info: dict[str, InputInfo] = {}
+        self.inputs: dict[str, wp.array] = {}
+        if not self._procedural:
+            n = cfg.max_input_points
+            self.input_info = {
+                "centerline.xy": InputInfo(wp.vec4, (E, n), "closed centreline per env: x [m], y [m], width right [m], width left [m]"),
+                "centerline.count": InputInfo(wp.int32, (E,), "points in use per env (>= 3)"),
+            }
+            self.inputs = {
+                "centerline.xy": wp.zeros((E, n), dtype=wp.vec4, device=dev),
+                "centerline.count": wp.zeros(E, dtype=wp.int32, device=dev),
+            }
+        if prepare:
+            self.generate()
+
+    # --- construction from a given centreline ---------------------------------------------
+    @classmethod
+    def from_centerline(cls, points, *, num_envs: int = 1, device=None, point_spacing: float | None = None,
+                        seeds=None, stream=None) -> "TrackGenerator":
+        """A generator whose every env drives the closed centreline ``points``.
+
+        Args:
+            points: ``[N, 4]`` array-like: x [m], y [m], width right [m], width left [m]
+                (the layout of public racetrack databases), a closed loop whose first point
+                is not repeated at the end; ``N >= 3``.
+            point_spacing: [m] resampling spacing (default: the median input spacing).
+
+        Raises:
+            ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths >= 0.
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
+            raise ValueError(f"points must be [N >= 3, 4] (x, y, w_right, w_left), got shape {pts.shape}")
+        if not np.all(np.isfinite(pts)) or np.any(pts[:, 2:] < 0):
+            raise ValueError("points must be finite, with widths >= 0")
+        seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
+        spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
+        length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
+        cfg = TrackGenConfig(num_envs=num_envs, device=device, source="centerline", max_input_points=len(pts),
+                             point_spacing=spacing, max_loop_length=1.25 * length, size=float(np.ptp(pts[:, :2]) + 1.0))
+        gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
+        gen.inputs["centerline.xy"].assign(np.broadcast_to(pts.astype(np.float32), (num_envs, len(pts), 4)).copy())
+        gen.inputs["centerline.count"].fill_(len(pts))
+        gen.generate()
+        return gen
+
+    # --- regeneration ----------------------------------------------------------------------
+    def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
+        """Launch one regeneration of the masked envs (all envs when ``mask`` is None).
+
+        Capturable; no host synchronisation. ``advance=True`` increments the masked envs'
+        counters first, so they draw a new track; without it the same track is rebuilt
+        (after a parameter change, say). Unmasked envs' rows of ``result`` stay bit-identical.
+
+        Args:
+            ctx: the course context (unused by this generator; part of the protocol).
+            mask: ``[E] int32`` array, nonzero where the env is regenerated.
+        """
+        cfg, dev, E = self.config, self.device, self.num_envs
+        if mask is not None and (mask.shape != (E,) or mask.dtype != wp.int32 or mask.device != dev):
+            raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}")
+        with wp.ScopedStream(self.stream) if self.stream is not None else contextlib.nullcontext():
+            if advance:
+                self.seeds.advance(mask)
+            self.params.draw(self.seeds, mask)
+            use_mask = 0 if mask is None else 1
+            m = self._pending if mask is None else mask
+            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[self._pending, self._attempt, self._run], device=dev)
+            if is_capturing(dev) and not exec_modes.conditional_allowed():
+                for _ in range(1 + self._retries):
+                    self._attempt_round()
+            else:
+                wp.capture_while(self._run, while_body=self._attempt_round)
+            st = self._stage
+            r = self.result
+            wp.launch(
+                _commit, (E, self._lanes),
+                inputs=[m, use_mask, self._lanes, st["centerline"], st["tangent"], st["normal"], st["arc_length"],
+                        st["curvature"], st["half_width"], st["num_points"], st["loop_length"], self._valid],
+                outputs=[r.centerline, r.tangent, r.normal, r.arc_length, r.curvature, r.half_width, r.num_points,
+                         r.loop_length, r.start_position, r.start_orientation, r.valid, r.generation],
+                device=dev,
+            )
+
+    @property
+    def _retries(self) -> int:
+        return self.config.max_retries if self._procedural else 0
+
+    def _attempt_round(self) -> None:
+        """One round of the stages for every pending env (the body of the retry loop)."""
+        cfg, dev, E, st, p = self.config, self.device, self.num_envs, self._stage, self.params
+        kind = _BSPLINE if self._procedural else _CATMULL_ROM
+        if self._procedural:
+            wp.launch(
+                _layout, E,
+                inputs=[self.seeds.seeds, self.seeds.counters, self._attempt, self._pending, p["layout.size"],
+                        p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["band.width"],
+                        cfg.num_control_points],
+                outputs=[self._ctrl, self._ctrl_hw, self._ctrl_count, self._run], device=dev,
+            )
+        else:
+            wp.launch(
+                _centerline_input, E,
+                inputs=[self.inputs["centerline.xy"], self.inputs["centerline.count"], self._pending],
+                outputs=[self._ctrl, self._ctrl_hw, self._ctrl_count, self._run], device=dev,
+            )
+        wp.launch(
+            _spline_table, E,
+            inputs=[self._pending, self._ctrl, self._ctrl_count, int(kind), self._samples, cfg.point_spacing,
+                    cfg.max_loop_length, cfg.max_points],
+            outputs=[self._table, st["loop_length"], st["num_points"], self._ok], device=dev,
+        )
+        wp.launch(
+            _resample, (E, self._lanes),
+            inputs=[self._pending, self._ctrl, self._ctrl_hw, self._ctrl_count, int(kind), self._samples, self._lanes,
+                    self._table, st["loop_length"], st["num_points"]],
+            outputs=[st["centerline"], st["tangent"], st["normal"], st["arc_length"], st["curvature"], st["half_width"]],
+            device=dev,
+        )
+        if self._procedural:
+            wp.launch(
+                _checks, (E, self._lanes),
+                inputs=[self._pending, self._lanes, cfg.min_turn_radius_factor, st["num_points"], st["loop_length"],
+                        st["centerline"], st["arc_length"], st["curvature"], st["half_width"]],
+                outputs=[self._ok], device=dev,
+            )
+        wp.launch(_finalize, E, inputs=[self._retries, self._ok],
+                  outputs=[self._pending, self._attempt, self._valid, self._run], device=dev)
+
+    def generate(self, seeds=None) -> TrackResult:
+        """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).
+
+        Returns:
+            ``self.result`` (the same object every call).
+        """
+        if seeds is not None:
+            self.seeds.reseed(seeds)
+        self.enqueue()
+        return self.result
+
+    def __repr__(self) -> str:
+        return f"TrackGenerator(num_envs={self.num_envs}, device={self.device}, max_points={self.layout.max_points})"
+

@@ -1,0 +1,102 @@
+"""Live dynamic parameters of a built generator: ``generator.params["stage.param"]``.
+
+Each parameter is an ``[E] float32`` device array written in place, so graphs that read it
+see every change. A randomized parameter also has live ``[E]`` bounds that the generator
+draws from for the regenerated envs (``draw``), before its stages run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import warp as wp
+
+from ..seeding import random_key, uniform_range
+
+__all__ = ["Params"]
+
+wp.set_module_options({"enable_backward": False})
+
+# Random stream ids: stage streams use small ids; randomizers use this base + param index.
+RANDOMIZE_STREAM = 1 << 20
+
+
+@wp.kernel
+def _draw(
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    stream: int,
+    lo: wp.array(dtype=float),
+    hi: wp.array(dtype=float),
+    value: wp.array(dtype=float),
+):
+    e = wp.tid()
+    if use_mask != 0 and mask[e] == 0:
+        return
+    key = random_key(seeds[e], counters[e], stream)
+    value[e] = uniform_range(key, 0, lo[e], hi[e])
+
+
+class Params(Mapping):
+    """``name -> [E] float32 wp.array`` of a generator's dynamic fields.
+
+    ``params[name] = v`` writes in place: ``v`` a number (every env) or ``E`` numbers.
+    ``randomize[name]`` holds the live ``(lo, hi)`` arrays of a randomized parameter.
+
+    Raises:
+        KeyError: an unknown name (the message lists the parameters).
+        ValueError: a value of the wrong length, or not finite.
+    """
+
+    def __init__(self, spec, device, validators=None):
+        self.num_envs = spec.num_envs
+        self.device = wp.get_device(device)
+        self._validators = dict(validators or {})
+        self._arrays = {
+            name: wp.full(self.num_envs, float(v), dtype=wp.float32, device=self.device) for name, v in spec.params.items()
+        }
+        self.randomize = {
+            name: (
+                wp.full(self.num_envs, lo, dtype=wp.float32, device=self.device),
+                wp.full(self.num_envs, hi, dtype=wp.float32, device=self.device),
+            )
+            for name, (lo, hi) in spec.randomize.items()
+        }
+        self._streams = {name: RANDOMIZE_STREAM + i for i, name in enumerate(sorted(spec.params))}
+
+    def __getitem__(self, name: str) -> wp.array:
+        if name not in self._arrays:
+            raise KeyError(f"unknown parameter {name!r}; parameters: {sorted(self._arrays)}")
+        return self._arrays[name]
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __setitem__(self, name: str, value) -> None:
+        arr = self[name]
+        values = np.broadcast_to(np.asarray(value, dtype=np.float64), ()) if np.isscalar(value) else np.asarray(value, dtype=np.float64)
+        if values.shape not in ((), (self.num_envs,)):
+            raise ValueError(f"params[{name!r}] takes a number or {self.num_envs} numbers, got shape {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"params[{name!r}] must be finite, got {value!r}")
+        if name in self._validators:
+            self._validators[name](name, values)
+        arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+
+    def draw(self, seeds, mask: wp.array | None) -> None:
+        """Draw every randomized parameter for the masked envs (capturable)."""
+        for name, (lo, hi) in self.randomize.items():
+            wp.launch(
+                _draw,
+                self.num_envs,
+                inputs=[seeds.seeds, seeds.counters, mask if mask is not None else seeds.counters, 0 if mask is None else 1,
+                        self._streams[name], lo, hi],
+                outputs=[self._arrays[name]],
+                device=self.device,
+            )

@@ -1,0 +1,120 @@
+"""``TrackGenConfig``: the validated configuration of the closed-track family."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..devices import resolve_device
+from ._validate import check_float, check_int
+from .spec import PipelineSpec
+
+__all__ = ["TrackGenConfig", "TRACK_STAGES"]
+
+# Stage names in execution order (``"stage.param"`` parameters are addressed by them).
+TRACK_STAGES = ("layout", "spline", "band", "checks", "start")
+CENTERLINE_STAGES = ("centerline", "spline", "band", "start")
+
+
+@dataclass(frozen=True)
+class TrackGenConfig:
+    """Configuration of a batch of procedurally generated closed tracks.
+
+    A track is a periodic cubic B-spline through ``num_control_points`` control points placed
+    around the centre of a square of side ``size`` at jittered angles and radii, resampled by
+    arc length every ``point_spacing``; the band is the centreline +- ``width / 2``. An env
+    whose band self-intersects, turns tighter than its half width, or is longer than
+    ``max_loop_length`` draws again (up to ``max_retries`` times) and is marked invalid only
+    if every attempt fails.
+
+    Attributes:
+        num_envs: number of envs ``E`` (>= 1).
+        device: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
+        size: [m] side of the square the track is drawn in (dynamic: ``"layout.size"``).
+        width: [m] full width of the band (dynamic: ``"band.width"``).
+        point_spacing: [m] spacing of the resampled centreline points.
+        num_control_points: control points of the loop (>= 5).
+        radius_jitter: fraction in [0, 0.9] of the radius drawn away (``"layout.radius_jitter"``).
+        angle_jitter: fraction in [0, 0.45] of the angular step drawn away (``"layout.angle_jitter"``).
+        elevation: [m] height amplitude of an elevated track; 0 is flat (``"layout.elevation"``).
+            An elevated config declares no loop-length bound (``max_loop_length`` is then
+            only the rejection bound of its generator, not a declared one).
+        max_loop_length: [m] longest accepted loop; default ``4 * size``.
+        max_points: centreline capacity ``P``; default ``ceil(max_loop_length / point_spacing) + 2``.
+        min_turn_radius_factor: a track is accepted where its turn radius is >= this factor
+            times its half width everywhere (>= 1: below 1 the inner band edge folds over).
+        max_retries: extra attempts for an env whose draw is rejected (>= 0).
+        source: ``"procedural"`` (default) or ``"centerline"``: the track is the closed polyline
+            written into the generator input ``"centerline.xy"`` (``[E, max_input_points]``
+            vec4: x [m], y [m], width right [m], width left [m]) with ``"centerline.count"``
+            (``[E]`` int32); the loop is used as given (a real circuit may cross itself on a
+            bridge).
+        max_input_points: capacity of ``"centerline.xy"`` per env (source ``"centerline"``).
+
+    Raises:
+        TypeError / ValueError: on construction, for a field of the wrong type or range.
+    """
+
+    num_envs: int = 1
+    device: str | None = None
+    size: float = 10.0
+    width: float = 0.8
+    point_spacing: float = 0.1
+    num_control_points: int = 10
+    radius_jitter: float = 0.5
+    angle_jitter: float = 0.25
+    elevation: float = 0.0
+    max_loop_length: float | None = None
+    max_points: int | None = None
+    min_turn_radius_factor: float = 2.0
+    max_retries: int = 12
+    source: str = "procedural"
+    max_input_points: int = 0
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
+        set_("num_envs", check_int("num_envs", self.num_envs, lo=1))
+        set_("device", resolve_device(self.device))
+        set_("size", check_float("size", self.size, lo=0.0, lo_open=True))
+        set_("width", check_float("width", self.width, lo=0.0, lo_open=True))
+        set_("point_spacing", check_float("point_spacing", self.point_spacing, lo=0.0, lo_open=True))
+        set_("num_control_points", check_int("num_control_points", self.num_control_points, lo=5, hi=64))
+        set_("radius_jitter", check_float("radius_jitter", self.radius_jitter, lo=0.0, hi=0.9))
+        set_("angle_jitter", check_float("angle_jitter", self.angle_jitter, lo=0.0, hi=0.45))
+        set_("elevation", check_float("elevation", self.elevation, lo=0.0))
+        set_("min_turn_radius_factor", check_float("min_turn_radius_factor", self.min_turn_radius_factor, lo=1.0))
+        set_("max_retries", check_int("max_retries", self.max_retries, lo=0, hi=64))
+        if self.source not in ("procedural", "centerline"):
+            raise ValueError(f"source must be 'procedural' or 'centerline', got {self.source!r}")
+        if self.source == "centerline":
+            set_("max_input_points", check_int("max_input_points", self.max_input_points, lo=3))
+        if self.source == "procedural" and self.width >= self.size / 2:
+            raise ValueError(f"width must be < size / 2 = {self.size / 2}, got {self.width}")
+        mll = 4.0 * self.size if self.max_loop_length is None else self.max_loop_length
+        set_("max_loop_length", check_float("max_loop_length", mll, lo=0.0, lo_open=True))
+        mp = math.ceil(self.max_loop_length / self.point_spacing) + 2 if self.max_points is None else self.max_points
+        set_("max_points", check_int("max_points", mp, lo=8))
+        if self.max_points > 1 << 16:
+            raise ValueError(
+                f"max_points = {self.max_points} is over 65536: raise point_spacing or lower max_loop_length"
+            )
+
+    def to_spec(self) -> PipelineSpec:
+        """The pipeline of this config (stage names, construction values of the dynamic params)."""
+        if self.source == "centerline":
+            return PipelineSpec("track", self, CENTERLINE_STAGES, {})
+        params = {
+            "layout.size": self.size,
+            "layout.radius_jitter": self.radius_jitter,
+            "layout.angle_jitter": self.angle_jitter,
+            "layout.elevation": self.elevation,
+            "band.width": self.width,
+        }
+        return PipelineSpec("track", self, TRACK_STAGES, params)
+
+    @property
+    def declared_max_loop_length(self) -> float | None:
+        """The loop-length bound the generator declares: None for an elevated or given track."""
+        if self.elevation > 0 or self.source == "centerline":
+            return None
+        return self.max_loop_length

@@ -1,0 +1,236 @@
+"""Per-env seeds and counter-based random streams.
+
+Env ``i``'s course is a pure function of ``(config, seed[i], counter[i], params[i])``.
+Random numbers are drawn from a counter-based hash of ``(seed, counter, stream, index)``
+(no sequential generator state is shared across envs), so a draw does not depend on the
+number of envs, on the other envs, or on whether the call was eager or replayed.
+
+The hash is Chris Wellons' ``lowbias32`` integer finaliser ("Prospecting for hash
+functions", 2018), chained over the key words; uniform floats take its top 24 bits.
+
+Ownership (spec, "Seeds and the rng"):
+
+* an ``int`` seed ``s`` gives env ``i`` the seed ``env_seeds(s, E)[i] = hash(s, i)``
+  (not ``s + i``: runs seeded 42 and 43 must not share courses);
+* an ``[E] int32`` ``wp.array`` is *bound*: the library reads it and never writes it;
+* a :class:`PerEnvSeededRNG` owns its array; a generator binds to it;
+* a :class:`SeedState` is used as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+__all__ = [
+    "SeedState",
+    "PerEnvSeededRNG",
+    "env_seeds",
+    "random_key",
+    "uniform",
+    "uniform_range",
+]
+
+wp.set_module_options({"enable_backward": False})
+
+_GOLDEN = wp.constant(wp.uint32(0x9E3779B9))
+_M1 = wp.constant(wp.uint32(0x7FEB352D))
+_M2 = wp.constant(wp.uint32(0x846CA68B))
+_S15 = wp.constant(wp.uint32(15))
+_S16 = wp.constant(wp.uint32(16))
+_S8 = wp.constant(wp.uint32(8))
+
+
+@wp.func
+def _lowbias32(x: wp.uint32) -> wp.uint32:
+    x = x ^ (x >> _S16)
+    x = x * _M1
+    x = x ^ (x >> _S15)
+    x = x * _M2
+    x = x ^ (x >> _S16)
+    return x
+
+
+@wp.func
+def random_key(seed: wp.int32, counter: wp.int32, stream: wp.int32) -> wp.uint32:
+    """Key of one env's random stream: ``stream`` names the stage (and retry attempt)."""
+    h = _lowbias32(wp.uint32(seed) ^ _GOLDEN)
+    h = _lowbias32(h ^ wp.uint32(counter))
+    return _lowbias32(h ^ wp.uint32(stream))
+
+
+@wp.func
+def uniform(key: wp.uint32, index: wp.int32) -> float:
+    """Draw ``index`` of the stream ``key``: a float32 in [0, 1)."""
+    h = _lowbias32(key ^ _lowbias32(wp.uint32(index) + _GOLDEN))
+    return float(h >> _S8) * (1.0 / 16777216.0)
+
+
+@wp.func
+def uniform_range(key: wp.uint32, index: wp.int32, lo: float, hi: float) -> float:
+    """Draw ``index`` of the stream ``key``: a float32 in [lo, hi)."""
+    return lo + (hi - lo) * uniform(key, index)
+
+
+def _lowbias32_np(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.uint32)
+    x = x ^ (x >> np.uint32(16))
+    x = x * np.uint32(0x7FEB352D)
+    x = x ^ (x >> np.uint32(15))
+    x = x * np.uint32(0x846CA68B)
+    return x ^ (x >> np.uint32(16))
+
+
+def env_seeds(seed: int, num_envs: int) -> np.ndarray:
+    """Per-env seeds ``hash(seed, i)`` for ``i in range(num_envs)``, shape ``[E]`` int32.
+
+    Raises:
+        TypeError: ``seed`` is not an int.
+        ValueError: ``seed`` is negative.
+    """
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    seed = int(seed)
+    with np.errstate(over="ignore"):
+        lo = _lowbias32_np(np.uint32(seed & 0xFFFFFFFF) ^ np.uint32(0x9E3779B9))
+        hi = _lowbias32_np(np.uint32((seed >> 32) & 0xFFFFFFFF) ^ lo)
+        for shift in range(64, seed.bit_length() + 32, 32):
+            hi = _lowbias32_np(np.uint32((seed >> shift) & 0xFFFFFFFF) ^ hi)
+        idx = np.arange(num_envs, dtype=np.uint32)
+        out = _lowbias32_np(_lowbias32_np(idx + np.uint32(0x632BE5AB)) ^ hi)
+    return out.view(np.int32)
+
+
+@wp.kernel
+def _advance(mask: wp.array(dtype=wp.int32), use_mask: int, counters: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    if use_mask == 0 or mask[i] != 0:
+        counters[i] = counters[i] + 1
+
+
+def _check_seed_array(arr: wp.array, num_envs: int, device) -> None:
+    if not isinstance(arr, wp.array):
+        raise TypeError(f"seeds must be an int, a wp.array, a PerEnvSeededRNG or a SeedState; got {type(arr).__name__}")
+    if arr.dtype != wp.int32 or arr.ndim != 1 or arr.shape[0] != num_envs:
+        raise ValueError(
+            f"a seed array must be [{num_envs}] int32, got shape {arr.shape} dtype {wp.types.type_repr(arr.dtype)}"
+        )
+    if wp.get_device(device) != arr.device:
+        raise ValueError(f"a seed array must be on {wp.get_device(device)}, got {arr.device}")
+
+
+class PerEnvSeededRNG:
+    """Per-env seeds that the user owns and re-seeds: ``seeds`` is an ``[E] int32`` array.
+
+    A generator given a ``PerEnvSeededRNG`` binds its :class:`SeedState` to ``rng.seeds``;
+    ``seed(...)`` writes that array in place, so every graph that reads it sees the new seeds.
+
+    Args:
+        num_envs: number of envs ``E`` (> 0).
+        seed: an int (env ``i`` gets ``hash(seed, i)``) or ``E`` ints. Default 0.
+        device: Warp device (default: Warp's default device).
+    """
+
+    def __init__(self, num_envs: int, seed=0, *, device=None):
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        self.num_envs = int(num_envs)
+        self.device = wp.get_device(device)
+        self.seeds = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)
+        self.seed(seed)
+
+    def seed(self, seed) -> None:
+        """Write new per-env seeds: an int (hashed per env) or ``E`` ints (used as given)."""
+        self.seeds.assign(_seed_values(seed, self.num_envs))
+
+    def __repr__(self) -> str:
+        return f"PerEnvSeededRNG(num_envs={self.num_envs}, device={self.device})"
+
+
+def _seed_values(seed, num_envs: int) -> np.ndarray:
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        return env_seeds(int(seed), num_envs)
+    values = np.asarray(seed.numpy() if isinstance(seed, wp.array) else seed)
+    if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(f"seeds must be an int or {num_envs} ints, got shape {values.shape} dtype {values.dtype}")
+    if values.min(initial=0) < np.iinfo(np.int32).min or values.max(initial=0) > np.iinfo(np.uint32).max:
+        raise ValueError("per-env seeds must fit in 32 bits")
+    return values.astype(np.int64).astype(np.uint32).view(np.int32)
+
+
+class SeedState:
+    """Per-env seeds and generation counters of one generator.
+
+    Attributes:
+        seeds: ``[E] int32`` per-env seeds, owned by this state or bound to a user's array
+            (``owned`` tells which).
+        counters: ``[E] int32`` generation counters; ``advance(mask)`` increments the masked
+            envs' counters so that their next course is new.
+        rng: the :class:`PerEnvSeededRNG` whose array is bound, or None.
+
+    Args:
+        num_envs, device: the generator's.
+        seeds: ``None`` (seed 0), an int, an ``[E] int32`` ``wp.array`` (bound by pointer,
+            never written), or a :class:`PerEnvSeededRNG` (bound to its array).
+
+    Raises:
+        TypeError / ValueError: a seeds value of another type, shape, dtype or device.
+    """
+
+    def __init__(self, num_envs: int, device=None, seeds=None):
+        self.num_envs = int(num_envs)
+        self.device = wp.get_device(device)
+        self.rng: PerEnvSeededRNG | None = None
+        if isinstance(seeds, PerEnvSeededRNG):
+            _check_seed_array(seeds.seeds, self.num_envs, self.device)
+            self.rng, self.seeds, self.owned = seeds, seeds.seeds, False
+        elif isinstance(seeds, wp.array):
+            _check_seed_array(seeds, self.num_envs, self.device)
+            self.seeds, self.owned = seeds, False
+        elif seeds is None or (isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_))):
+            self.seeds = wp.array(_seed_values(0 if seeds is None else int(seeds), self.num_envs), dtype=wp.int32, device=self.device)
+            self.owned = True
+        else:
+            raise TypeError(
+                "seeds must be None, an int, an [E] int32 wp.array, a PerEnvSeededRNG or a SeedState; "
+                f"got {type(seeds).__name__}"
+            )
+        self.counters = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)
+
+    def set(self, seeds) -> None:
+        """Write new seeds (an int or ``E`` ints) into owned seeds and zero the counters.
+
+        Raises:
+            RuntimeError: the seeds are bound to a user's array (write it yourself, or
+                through its ``PerEnvSeededRNG``).
+        """
+        if not self.owned:
+            raise RuntimeError(
+                "these seeds are bound to your array; the library never writes it: "
+                "write it (or use the PerEnvSeededRNG that owns it), then regenerate()"
+            )
+        self.seeds.assign(_seed_values(seeds, self.num_envs))
+        self.counters.zero_()
+
+    def reseed(self, seeds) -> None:
+        """Set seeds through whoever owns them: the rng, else :meth:`set`; zero the counters."""
+        if self.rng is not None:
+            self.rng.seed(seeds)
+            self.counters.zero_()
+        else:
+            self.set(seeds)
+
+    def advance(self, mask: wp.array | None = None) -> None:
+        """Increment the counters of the masked envs (all envs when ``mask`` is None). Capturable."""
+        wp.launch(
+            _advance,
+            self.num_envs,
+            inputs=[mask if mask is not None else self.counters, 0 if mask is None else 1],
+            outputs=[self.counters],
+            device=self.device,
+        )
+
+    def __repr__(self) -> str:
+        return f"SeedState(num_envs={self.num_envs}, owned={self.owned}, rng={self.rng!r})"
