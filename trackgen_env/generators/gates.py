@@ -21,18 +21,15 @@ front to back and at equal angles on both sides.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 import warp as wp
 
-from .. import exec as exec_modes
-from ..capture import is_capturing
-from ..pipeline import GateGenConfig, PipelineSpec, Program
-from ..pipeline.params import Params
-from ..seeding import SeedState, random_key, uniform
+from ..pipeline import GateGenConfig
+from ..seeding import random_key, uniform
 from ..types import GateLayout, GateResult
+from .base import Generator, identity_quats
 
 __all__ = ["GateGenConfig", "GateGenerator"]
 
@@ -77,24 +74,6 @@ def yaw_quat(d: wp.vec3) -> wp.quat:
 
 
 # --- stages --------------------------------------------------------------------------------
-@wp.kernel
-def _begin(
-    mask: wp.array(dtype=wp.int32),
-    use_mask: int,
-    pending: wp.array(dtype=wp.int32),
-    attempt: wp.array(dtype=wp.int32),
-    run: wp.array(dtype=wp.int32),
-):
-    e = wp.tid()
-    p = 1
-    if use_mask != 0 and mask[e] == 0:
-        p = 0
-    pending[e] = p
-    attempt[e] = 0
-    if e == 0:
-        run[0] = 1
-
-
 @wp.kernel
 def _layout(
     seeds: wp.array(dtype=wp.int32),
@@ -219,29 +198,6 @@ def _checks(
 
 
 @wp.kernel
-def _finalize(
-    max_retries: int,
-    ok: wp.array(dtype=wp.int32),
-    pending: wp.array(dtype=wp.int32),
-    attempt: wp.array(dtype=wp.int32),
-    valid: wp.array(dtype=wp.int32),
-    run: wp.array(dtype=wp.int32),
-):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    if ok[e] != 0:
-        pending[e] = 0
-        valid[e] = 1
-    elif attempt[e] >= max_retries:
-        pending[e] = 0
-        valid[e] = 0
-    else:
-        attempt[e] = attempt[e] + 1
-        run[0] = 1
-
-
-@wp.kernel
 def _commit(
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
@@ -280,10 +236,6 @@ def _commit(
 
 
 # --- the generator -------------------------------------------------------------------------
-def _identity_quats(shape, device) -> wp.array:
-    return wp.array(np.broadcast_to(np.array([0.0, 0.0, 0.0, 1.0], np.float32), (*shape, 4)).copy(), dtype=wp.quat, device=device)
-
-
 def _check_param(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
     """A ``Params`` validator: every value in the range, else ValueError saying which."""
 
@@ -309,7 +261,7 @@ _VALIDATORS = {
 }
 
 
-class GateGenerator(Program):
+class GateGenerator(Generator):
     """A batch of closed gate courses, regenerated per env on the device.
 
     Env ``i``'s course is a pure function of the config, ``seeds.seeds[i]``,
@@ -344,97 +296,43 @@ class GateGenerator(Program):
     """
 
     family = "gates"
-    capturable = True
+    config_type = GateGenConfig
 
     def __init__(self, source, *, seeds=None, stream=None, prepare: bool = True):
-        if isinstance(source, GateGenConfig):
-            spec = source.to_spec()
-        elif isinstance(source, PipelineSpec) and source.family == "gates":
-            spec = source
-        else:
-            got = f"a {source.family} PipelineSpec" if isinstance(source, PipelineSpec) else type(source).__name__
-            raise TypeError(f"GateGenerator takes a GateGenConfig or a gates PipelineSpec, got {got}")
-        cfg = spec.config
-        self.spec, self.config = spec, cfg
-        self.num_envs = cfg.num_envs
-        self.device = wp.get_device(cfg.device)
-        self.stream = stream
-        self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(cfg.num_envs, self.device, seeds)
-        if self.seeds.num_envs != cfg.num_envs or self.seeds.device != self.device:
-            raise ValueError(
-                f"a SeedState for {cfg.num_envs} envs on {self.device} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
-            )
-        self.params = Params(spec, self.device, validators=_VALIDATORS)
+        super().__init__(source, seeds=seeds, stream=stream, validators=_VALIDATORS)
+        cfg = self.config
         E, G, dev = cfg.num_envs, cfg.num_gates, self.device
         self.layout = GateLayout(num_envs=E, max_gates=G)
         self.result = GateResult(
             gate_position=wp.zeros((E, G), dtype=wp.vec3, device=dev),
-            gate_orientation=_identity_quats((E, G), dev),
+            gate_orientation=identity_quats((E, G), dev),
             gate_width=wp.zeros(E, dtype=float, device=dev),
             gate_height=wp.zeros(E, dtype=float, device=dev),
             num_gates=wp.zeros(E, dtype=wp.int32, device=dev),
             start_position=wp.zeros(E, dtype=wp.vec3, device=dev),
-            start_orientation=_identity_quats((E,), dev),
+            start_orientation=identity_quats((E,), dev),
             valid=wp.zeros(E, dtype=wp.int32, device=dev),
             generation=wp.zeros(E, dtype=wp.int32, device=dev),
         )
         # staging buffers: stages write here, the masked commit copies the masked envs' rows
         self._position = wp.zeros((E, G), dtype=wp.vec3, device=dev)
-        self._orientation = _identity_quats((E, G), dev)
+        self._orientation = identity_quats((E, G), dev)
         self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
-        self._start_orientation = _identity_quats((E,), dev)
-        self._valid = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._pending = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._attempt = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._ok = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._run = wp.zeros(1, dtype=wp.int32, device=dev)
-        self.input_info: dict = {}
-        self.inputs: dict[str, wp.array] = {}
+        self._start_orientation = identity_quats((E,), dev)
         if prepare:
             self.generate()
 
-    # --- regeneration ----------------------------------------------------------------------
-    def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
-        """Launch one regeneration of the masked envs (all envs when ``mask`` is None).
-
-        Capturable; no host synchronisation. ``advance=True`` increments the masked envs'
-        counters first, so they draw a new course; without it the same course is rebuilt
-        (after a parameter change, say). Unmasked envs' rows of ``result`` stay bit-identical.
-
-        Args:
-            ctx: the course context (unused by this generator; part of the protocol).
-            mask: ``[E] int32`` array, nonzero where the env is regenerated.
-
-        Raises:
-            ValueError: ``mask`` is not an ``[E] int32`` array on the generator's device.
-        """
-        dev, E, G = self.device, self.num_envs, self.config.num_gates
-        if mask is not None and (
-            not isinstance(mask, wp.array) or mask.shape != (E,) or mask.dtype != wp.int32 or mask.device != dev
-        ):
-            got = f"{mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}" if isinstance(mask, wp.array) else type(mask).__name__
-            raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {got}")
-        with wp.ScopedStream(self.stream) if self.stream is not None else contextlib.nullcontext():
-            if advance:
-                self.seeds.advance(mask)
-            self.params.draw(self.seeds, mask)
-            use_mask = 0 if mask is None else 1
-            m = self._pending if mask is None else mask
-            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[self._pending, self._attempt, self._run], device=dev)
-            if is_capturing(dev) and not exec_modes.conditional_allowed():
-                for _ in range(1 + self.config.max_retries):
-                    self._attempt_round()
-            else:
-                wp.capture_while(self._run, while_body=self._attempt_round)
-            r, p = self.result, self.params
-            wp.launch(
-                _commit, (E, G),
-                inputs=[m, use_mask, self._position, self._orientation, self._start_position, self._start_orientation,
-                        self._valid, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
-                outputs=[r.gate_position, r.gate_orientation, r.gate_width, r.gate_height, r.num_gates,
-                         r.start_position, r.start_orientation, r.valid, r.generation],
-                device=dev,
-            )
+    # --- regeneration (the skeleton is Generator.enqueue) ---------------------------------
+    def _commit(self, mask: wp.array, use_mask: int) -> None:
+        r, p = self.result, self.params
+        wp.launch(
+            _commit, (self.num_envs, self.config.num_gates),
+            inputs=[mask, use_mask, self._position, self._orientation, self._start_position, self._start_orientation,
+                    self._valid, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+            outputs=[r.gate_position, r.gate_orientation, r.gate_width, r.gate_height, r.num_gates,
+                     r.start_position, r.start_orientation, r.valid, r.generation],
+            device=self.device,
+        )
 
     def _attempt_round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""
@@ -458,19 +356,7 @@ class GateGenerator(Program):
                     cfg.start_clearance, cfg.ground_clearance],
             outputs=[self._ok], device=dev,
         )
-        wp.launch(_finalize, E, inputs=[cfg.max_retries, self._ok],
-                  outputs=[self._pending, self._attempt, self._valid, self._run], device=dev)
-
-    def generate(self, seeds=None) -> GateResult:
-        """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).
-
-        Returns:
-            ``self.result`` (the same object every call).
-        """
-        if seeds is not None:
-            self.seeds.reseed(seeds)
-        self.enqueue()
-        return self.result
+        self._finalize_round()
 
     def __repr__(self) -> str:
         return f"GateGenerator(num_envs={self.num_envs}, device={self.device}, num_gates={self.layout.max_gates})"

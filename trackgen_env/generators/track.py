@@ -21,18 +21,15 @@ resampling inverts the cumulative chord length of a dense sampling of the spline
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 import warp as wp
 
-from .. import exec as exec_modes
-from ..capture import is_capturing
-from ..pipeline import PipelineSpec, Program, TrackGenConfig
-from ..pipeline.params import Params
-from ..seeding import SeedState, random_key, uniform
+from ..pipeline import TrackGenConfig
+from ..seeding import random_key, uniform
 from ..types import InputInfo, TrackLayout, TrackResult
+from .base import Generator, identity_quats
 
 __all__ = ["TrackGenConfig", "TrackGenerator"]
 
@@ -42,7 +39,7 @@ _BSPLINE = wp.constant(0)
 _CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
 _TWO_PI = wp.constant(2.0 * math.pi)
-_UNBOUNDED = wp.constant(1.0e30)
+_STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
 
 
 # --- curve evaluation --------------------------------------------------------------------
@@ -73,24 +70,6 @@ def _ctrl(ctrl: wp.array2d(dtype=wp.vec3), e: int, k: int, n: int) -> wp.vec3:
 
 
 # --- stages ------------------------------------------------------------------------------
-@wp.kernel
-def _begin(
-    mask: wp.array(dtype=wp.int32),
-    use_mask: int,
-    pending: wp.array(dtype=wp.int32),
-    attempt: wp.array(dtype=wp.int32),
-    run: wp.array(dtype=wp.int32),
-):
-    e = wp.tid()
-    p = 1
-    if use_mask != 0 and mask[e] == 0:
-        p = 0
-    pending[e] = p
-    attempt[e] = 0
-    if e == 0:
-        run[0] = 1
-
-
 @wp.kernel
 def _layout(
     seeds: wp.array(dtype=wp.int32),
@@ -305,42 +284,27 @@ def _checks(
         if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
             ok[e] = 0
             return
-        # band self-intersection: points far apart along the loop must be >= 2 half widths apart
+        # band self-intersection: points far apart along the loop must be >= 2 half widths
+        # apart. Scan every STRIDE-th point first: a point within STRIDE - 1 steps of a
+        # coarse point p_j is at most (STRIDE - 1) * step from it, so only a coarse point
+        # closer than 2 hw + that bound needs its run of fine points checked.
         skip = 3.0 * (2.0 * hw)
         pi = centerline[e, i]
         si = arc_length[e, i]
-        for j in range(i + 1, count):
-            ds = arc_length[e, j] - si
-            if ds > skip and total - ds > skip:
-                d = centerline[e, j] - pi
-                if d[0] * d[0] + d[1] * d[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
-                    ok[e] = 0
-                    return
+        step = total / float(count)
+        reach = 2.0 * hw + float(_STRIDE - 1) * step
+        for jc in range(i + 1, count, _STRIDE):
+            d = centerline[e, jc] - pi
+            if d[0] * d[0] + d[1] * d[1] < reach * reach:
+                for j in range(jc, wp.min(jc + _STRIDE, count)):
+                    ds = arc_length[e, j] - si
+                    if ds > skip and total - ds > skip:
+                        dj = centerline[e, j] - pi
+                        if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
+                            ok[e] = 0
+                            return
         if ok[e] == 0:
             return
-
-
-@wp.kernel
-def _finalize(
-    max_retries: int,
-    ok: wp.array(dtype=wp.int32),
-    pending: wp.array(dtype=wp.int32),
-    attempt: wp.array(dtype=wp.int32),
-    valid: wp.array(dtype=wp.int32),
-    run: wp.array(dtype=wp.int32),
-):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    if ok[e] != 0:
-        pending[e] = 0
-        valid[e] = 1
-    elif attempt[e] >= max_retries:
-        pending[e] = 0
-        valid[e] = 0
-    else:
-        attempt[e] = attempt[e] + 1
-        run[0] = 1
 
 
 @wp.kernel
@@ -420,7 +384,7 @@ def _track_arrays(num_envs: int, num_points: int, device) -> dict:
     )
 
 
-class TrackGenerator(Program):
+class TrackGenerator(Generator):
     """A batch of closed race tracks, regenerated per env on the device.
 
     Args:
@@ -447,40 +411,23 @@ class TrackGenerator(Program):
     """
 
     family = "track"
-    capturable = True
+    config_type = TrackGenConfig
     _DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
 
     def __init__(self, source, *, seeds=None, stream=None, prepare: bool = True):
-        if isinstance(source, TrackGenConfig):
-            spec = source.to_spec()
-        elif isinstance(source, PipelineSpec) and source.family == "track":
-            spec = source
-        else:
-            got = f"a {source.family} PipelineSpec" if isinstance(source, PipelineSpec) else type(source).__name__
-            raise TypeError(f"TrackGenerator takes a TrackGenConfig or a track PipelineSpec, got {got}")
-        cfg = spec.config
-        self.spec, self.config = spec, cfg
-        self.num_envs = cfg.num_envs
-        self.device = wp.get_device(cfg.device)
-        self.stream = stream
-        self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(cfg.num_envs, self.device, seeds)
-        if self.seeds.num_envs != cfg.num_envs or self.seeds.device != self.device:
-            raise ValueError(
-                f"a SeedState for {cfg.num_envs} envs on {self.device} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
-            )
-        self.params = Params(spec, self.device)
+        super().__init__(source, seeds=seeds, stream=stream)
+        cfg = self.config
         E, P, dev = cfg.num_envs, cfg.max_points, self.device
         self.layout = TrackLayout(num_envs=E, max_points=P, max_loop_length=cfg.declared_max_loop_length)
         self.result = TrackResult(
             **_track_arrays(E, P, dev),
             start_position=wp.zeros(E, dtype=wp.vec3, device=dev),
-            start_orientation=wp.array(np.tile([0.0, 0.0, 0.0, 1.0], (E, 1)), dtype=wp.quat, device=dev),
+            start_orientation=identity_quats((E,), dev),
             valid=wp.zeros(E, dtype=wp.int32, device=dev),
             generation=wp.zeros(E, dtype=wp.int32, device=dev),
         )
         # staging buffers: stages write here, the masked commit copies the masked envs' rows
         self._stage = _track_arrays(E, P, dev)
-        self._valid = wp.zeros(E, dtype=wp.int32, device=dev)
         self._procedural = cfg.source == "procedural"
         num_ctrl = cfg.num_control_points if self._procedural else cfg.max_input_points
         self._samples = self._DENSE_SAMPLES[cfg.source]
@@ -488,15 +435,9 @@ class TrackGenerator(Program):
         self._ctrl_hw = wp.zeros((E, num_ctrl), dtype=float, device=dev)
         self._ctrl_count = wp.zeros(E, dtype=wp.int32, device=dev)
         self._table = wp.zeros((E, num_ctrl * self._samples + 1), dtype=float, device=dev)
-        self._pending = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._attempt = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._ok = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._run = wp.zeros(1, dtype=wp.int32, device=dev)
         # Threads per env for the per-point stages: one on the CPU (a serial loop is fastest
         # there), a warp's worth on CUDA so small batches still fill the device.
         self._lanes = 1 if self.device.is_cpu else min(64, P)
-        self.input_info: dict[str, InputInfo] = {}
-        self.inputs: dict[str, wp.array] = {}
         if not self._procedural:
             n = cfg.max_input_points
             self.input_info = {
@@ -541,47 +482,22 @@ class TrackGenerator(Program):
         gen.generate()
         return gen
 
-    # --- regeneration ----------------------------------------------------------------------
-    def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
-        """Launch one regeneration of the masked envs (all envs when ``mask`` is None).
-
-        Capturable; no host synchronisation. ``advance=True`` increments the masked envs'
-        counters first, so they draw a new track; without it the same track is rebuilt
-        (after a parameter change, say). Unmasked envs' rows of ``result`` stay bit-identical.
-
-        Args:
-            ctx: the course context (unused by this generator; part of the protocol).
-            mask: ``[E] int32`` array, nonzero where the env is regenerated.
-        """
-        cfg, dev, E = self.config, self.device, self.num_envs
-        if mask is not None and (mask.shape != (E,) or mask.dtype != wp.int32 or mask.device != dev):
-            raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}")
-        with wp.ScopedStream(self.stream) if self.stream is not None else contextlib.nullcontext():
-            if advance:
-                self.seeds.advance(mask)
-            self.params.draw(self.seeds, mask)
-            use_mask = 0 if mask is None else 1
-            m = self._pending if mask is None else mask
-            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[self._pending, self._attempt, self._run], device=dev)
-            if is_capturing(dev) and not exec_modes.conditional_allowed():
-                for _ in range(1 + self._retries):
-                    self._attempt_round()
-            else:
-                wp.capture_while(self._run, while_body=self._attempt_round)
-            st = self._stage
-            r = self.result
-            wp.launch(
-                _commit, (E, self._lanes),
-                inputs=[m, use_mask, self._lanes, st["centerline"], st["tangent"], st["normal"], st["arc_length"],
-                        st["curvature"], st["half_width"], st["num_points"], st["loop_length"], self._valid],
-                outputs=[r.centerline, r.tangent, r.normal, r.arc_length, r.curvature, r.half_width, r.num_points,
-                         r.loop_length, r.start_position, r.start_orientation, r.valid, r.generation],
-                device=dev,
-            )
-
+    # --- regeneration (the skeleton is Generator.enqueue) ---------------------------------
     @property
-    def _retries(self) -> int:
+    def max_retries(self) -> int:
+        # a given centreline draws nothing: a second round would rebuild the same track
         return self.config.max_retries if self._procedural else 0
+
+    def _commit(self, mask: wp.array, use_mask: int) -> None:
+        st, r = self._stage, self.result
+        wp.launch(
+            _commit, (self.num_envs, self._lanes),
+            inputs=[mask, use_mask, self._lanes, st["centerline"], st["tangent"], st["normal"], st["arc_length"],
+                    st["curvature"], st["half_width"], st["num_points"], st["loop_length"], self._valid],
+            outputs=[r.centerline, r.tangent, r.normal, r.arc_length, r.curvature, r.half_width, r.num_points,
+                     r.loop_length, r.start_position, r.start_orientation, r.valid, r.generation],
+            device=self.device,
+        )
 
     def _attempt_round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""
@@ -621,19 +537,7 @@ class TrackGenerator(Program):
                         st["centerline"], st["arc_length"], st["curvature"], st["half_width"]],
                 outputs=[self._ok], device=dev,
             )
-        wp.launch(_finalize, E, inputs=[self._retries, self._ok],
-                  outputs=[self._pending, self._attempt, self._valid, self._run], device=dev)
-
-    def generate(self, seeds=None) -> TrackResult:
-        """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).
-
-        Returns:
-            ``self.result`` (the same object every call).
-        """
-        if seeds is not None:
-            self.seeds.reseed(seeds)
-        self.enqueue()
-        return self.result
+        self._finalize_round()
 
     def __repr__(self) -> str:
         return f"TrackGenerator(num_envs={self.num_envs}, device={self.device}, max_points={self.layout.max_points})"

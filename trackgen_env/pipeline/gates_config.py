@@ -11,8 +11,9 @@ from .spec import PipelineSpec
 
 __all__ = ["GateGenConfig", "GATE_STAGES"]
 
-# Stage names in execution order (``"stage.param"`` parameters are addressed by them).
-GATE_STAGES = ("layout", "gate_frames", "checks", "start")
+# Stage names in execution order (``"stage.param"`` parameters are addressed by them);
+# ``gate_frames`` also places the start pose, which the checks read.
+GATE_STAGES = ("layout", "gate_frames", "checks")
 
 # Default gate height when neither it nor the width is given: the square 0.1 m opening of
 # the spec's micro-drone example (``presets.gates(..., gate_width=0.1)``).

@@ -1,0 +1,118 @@
+"""Real circuits as closed centrelines: load, check, write into a generator's input.
+
+The layout is the common one of public racetrack databases (e.g. TUMFTM
+racetrack-database): a CSV with a ``#`` header and the columns ``x_m, y_m,
+w_tr_right_m, w_tr_left_m`` — a closed centreline [m] and the track width to its right
+and left [m]. The first point is not repeated at the end (a repeated one is dropped).
+A real circuit may cross itself on a bridge, so a 2-D self-crossing is not an error.
+
+A track generator built with ``TrackGenConfig(source="centerline", max_input_points=N)``
+reads the input ``"centerline.xy"`` (``[E, N]`` vec4: x, y, width right, width left)
+and ``"centerline.count"`` (``[E]`` int32); :func:`write_centerline` writes both in place.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import warp as wp
+
+__all__ = ["load_centerline_csv", "check_centerline", "centerline_length", "write_centerline"]
+
+
+def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
+    """Load a closed centreline from a CSV file.
+
+    Args:
+        path: a CSV with 4 comma-separated columns ``x_m, y_m, w_tr_right_m, w_tr_left_m``;
+            lines starting with ``#`` are comments.
+
+    Returns:
+        ``[N, 4]`` float64: x [m], y [m], width right [m], width left [m], checked by
+        :func:`check_centerline`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file does not parse as 4 numeric columns, or fails the checks.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no centreline CSV at {path!r}")
+    try:
+        data = np.loadtxt(path, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(
+            f"{path}: expected 4 numeric comma-separated columns x_m, y_m, w_tr_right_m, w_tr_left_m ({exc})"
+        ) from exc
+    return check_centerline(data, name=path)
+
+
+def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
+    """Check a closed centreline and return it as ``[N, 4]`` float64.
+
+    Checks: shape ``[N, 4]`` with ``N >= 3`` (after dropping a last point that repeats the
+    first), finite values, widths > 0, no two consecutive points closer than 1e-6 m.
+
+    Raises:
+        ValueError: a failed check, naming the row and what was expected.
+    """
+    data = np.array(points, dtype=np.float64, copy=True)
+    if data.ndim != 2 or data.shape[1] != 4:
+        raise ValueError(
+            f"{name}: expected rows of 4 columns (x_m, y_m, w_tr_right_m, w_tr_left_m), got shape {data.shape}"
+        )
+    if len(data) >= 2 and np.allclose(data[0, :2], data[-1, :2], rtol=0.0, atol=1e-9):
+        data = data[:-1]
+    if len(data) < 3:
+        raise ValueError(f"{name}: a closed centreline needs >= 3 distinct points, got {len(data)}")
+    bad = np.flatnonzero(~np.isfinite(data).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{name}: non-finite value in row {bad[0]}: {data[bad[0]].tolist()}")
+    bad = np.flatnonzero((data[:, 2] <= 0) | (data[:, 3] <= 0))
+    if bad.size:
+        raise ValueError(f"{name}: track widths must be > 0 m, row {bad[0]} has {data[bad[0], 2:].tolist()}")
+    seg = np.linalg.norm(np.roll(data[:, :2], -1, axis=0) - data[:, :2], axis=1)
+    bad = np.flatnonzero(seg < 1e-6)
+    if bad.size:
+        raise ValueError(f"{name}: rows {bad[0]} and {(bad[0] + 1) % len(data)} are the same point")
+    return data
+
+
+def centerline_length(points: np.ndarray) -> float:
+    """[m] length of the closed polyline through the ``[N, >=2]`` points."""
+    xy = np.asarray(points, dtype=np.float64)[:, :2]
+    return float(np.linalg.norm(np.roll(xy, -1, axis=0) - xy, axis=1).sum())
+
+
+def write_centerline(generator, points: np.ndarray, mask: np.ndarray | None = None) -> None:
+    """Write one centreline into the generator inputs of every env (or the ``mask``ed envs).
+
+    Writes ``generator.inputs["centerline.xy"]`` and ``["centerline.count"]`` in place
+    (stable arrays that every regeneration and recorded graph reads); regenerate afterwards.
+
+    Args:
+        generator: a track generator built with ``source="centerline"``.
+        points: ``[N, 4]`` (x, y, width right, width left) [m], checked by :func:`check_centerline`.
+        mask: ``[E]`` bools selecting the envs to write (default: all).
+
+    Raises:
+        KeyError: the generator has no ``"centerline.xy"`` input.
+        ValueError: a failed check, or ``N`` over the input capacity ``max_input_points``.
+    """
+    if "centerline.xy" not in generator.inputs:
+        raise KeyError('this generator has no "centerline.xy" input: build it with TrackGenConfig(source="centerline")')
+    data = check_centerline(points)
+    xy, count = generator.inputs["centerline.xy"], generator.inputs["centerline.count"]
+    num_envs, capacity = xy.shape
+    if len(data) > capacity:
+        raise ValueError(f"the centreline has {len(data)} points, over the input capacity max_input_points={capacity}")
+    rows = np.zeros((num_envs, capacity, 4), dtype=np.float32)
+    counts = count.numpy().copy()
+    sel = np.ones(num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    old = xy.numpy().reshape(num_envs, capacity, 4)
+    rows[~sel] = old[~sel]
+    rows[sel, : len(data)] = data.astype(np.float32)
+    counts[sel] = len(data)
+    xy.assign(wp.array(rows, dtype=wp.vec4, device="cpu"))
+    count.assign(counts.astype(np.int32))

@@ -1,0 +1,197 @@
+"""``Checkpoints``: evenly spaced lines across a track's band, refreshed every generation.
+
+Checkpoint ``k`` of env ``e`` sits at arc length ``s_k = k * loop_length / n`` on the
+centreline, with ``n = max(3, floor(loop_length / spacing))`` clipped to the capacity
+``C``; checkpoint 0 (``s = 0``) is the start/finish line. ``Progress`` counts passes
+through them in order; :class:`CheckpointSampler` (``course.checkpoint_sampler``) draws
+start poses at them (a start-anywhere curriculum).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import warp as wp
+
+from ..types import CheckpointSet
+from . import _geometry as geo
+from .component import Component, ComponentContext
+
+__all__ = ["Checkpoints", "CheckpointSampler"]
+
+# half height of a track checkpoint: the line across the band is unbounded in height
+TRACK_HALF_HEIGHT = 1.0e30
+# stream id of the sampler's draws (distinct from the generator's stage streams)
+SAMPLER_STREAM = 0x43504B53  # "CPKS"
+
+
+def _check_spacing(spacing) -> float:
+    if isinstance(spacing, bool) or not isinstance(spacing, (int, float, np.integer, np.floating)):
+        raise TypeError(f"spacing must be a number > 0 [m], got {type(spacing).__name__} {spacing!r}")
+    if not math.isfinite(float(spacing)) or spacing <= 0:
+        raise ValueError(f"spacing must be a finite number > 0 [m], got {spacing!r}")
+    return float(spacing)
+
+
+def _check_capacity(max_checkpoints) -> int | None:
+    if max_checkpoints is None or (isinstance(max_checkpoints, str) and max_checkpoints == "auto"):
+        return None
+    if isinstance(max_checkpoints, bool) or not isinstance(max_checkpoints, (int, np.integer)):
+        raise TypeError(f'max_checkpoints must be an int >= 3, "auto" or None, got {type(max_checkpoints).__name__} {max_checkpoints!r}')
+    if max_checkpoints < 3:
+        raise ValueError(f"max_checkpoints must be an int >= 3, got {max_checkpoints}")
+    return int(max_checkpoints)
+
+
+class Checkpoints(Component):
+    """Checkpoints along the centreline of the source, placed at every generation.
+
+    Per-generation (the base ``step``): ``on_generate(ctx, mask)`` refreshes the masked
+    envs' rows of ``result`` from the source (the generator's ``TrackResult``, or a
+    ``CourseLine`` named by ``source=``); unmasked rows stay bit-identical.
+
+    Placement: ``n = max(3, floor(loop_length / spacing))`` checkpoints, clipped to the
+    capacity ``C``, at ``s_k = k * loop_length / n``; position and half width are linearly
+    interpolated between the centreline points around ``s_k``, direction is the
+    normalised interpolated tangent, ``half_height = 1e30`` (a line across the band).
+    An invalid env (``valid == 0`` or fewer than 3 points) gets ``num_checkpoints = 0``.
+
+    Args:
+        spacing: target distance between checkpoints [m], a number > 0.
+        max_checkpoints: the capacity ``C`` (an int >= 3), or ``"auto"`` / None:
+            ``max(3, ceil(max_loop_length / spacing))`` from ``generator.layout`` when it
+            declares ``max_loop_length``, else from the longest valid loop of the batch
+            present at ``attach`` (read back once, at attach).
+        name, after, source: see :class:`~trackgen_env.tools.Component`.
+
+    Attributes:
+        result: the :class:`~trackgen_env.types.CheckpointSet`, arrays ``[E, C]`` / ``[E]``.
+        capacity: ``C``.
+        clipped: ``[E] int32``, 1 where the env's loop wanted more than ``C`` checkpoints at
+            its last generation (a course warns; pass a larger ``max_checkpoints``).
+        utility: a :class:`CheckpointSampler` (``course.checkpoint_sampler``).
+
+    Raises:
+        TypeError: ``spacing`` is not a number, ``max_checkpoints`` not an int / "auto" / None.
+        ValueError: ``spacing <= 0`` (or not finite), ``max_checkpoints < 3``.
+    """
+
+    requires = ("centerline", "tangent", "arc_length", "half_width", "num_points", "loop_length")
+
+    def __init__(self, spacing: float, max_checkpoints: int | str | None = "auto", *, name: str = "checkpoints",
+                 after=(), source: str | None = None):
+        super().__init__(name, after=after, source=source)
+        self.spacing = _check_spacing(spacing)
+        self.max_checkpoints = _check_capacity(max_checkpoints)
+        self.capacity: int | None = None
+        self.clipped: wp.array | None = None
+        self._set: CheckpointSet | None = None
+        self._sampler: CheckpointSampler | None = None
+
+    def _auto_capacity(self, ctx: ComponentContext) -> int:
+        max_length = getattr(ctx.generator.layout, "max_loop_length", None)
+        if max_length is None:
+            # no declared bound: the construction batch, read back once (attach may sync)
+            lengths = ctx.source(self).loop_length.numpy()
+            valid = ctx.result.valid.numpy() != 0
+            lengths = lengths[valid & np.isfinite(lengths)]
+            max_length = float(lengths.max()) if lengths.size else 0.0
+        return max(3, math.ceil(float(max_length) / self.spacing))
+
+    def attach(self, ctx: ComponentContext) -> None:
+        num_envs, device = ctx.num_envs, ctx.device
+        cap = self.max_checkpoints if self.max_checkpoints is not None else self._auto_capacity(ctx)
+        self.capacity = cap
+        self._set = CheckpointSet(
+            position=wp.zeros((num_envs, cap), dtype=wp.vec3, device=device),
+            direction=wp.zeros((num_envs, cap), dtype=wp.vec3, device=device),
+            half_width=wp.zeros((num_envs, cap), dtype=wp.float32, device=device),
+            half_height=wp.full((num_envs, cap), TRACK_HALF_HEIGHT, dtype=wp.float32, device=device),
+            arc_length=wp.zeros((num_envs, cap), dtype=wp.float32, device=device),
+            num_checkpoints=wp.zeros(num_envs, dtype=wp.int32, device=device),
+            loop_length=wp.zeros(num_envs, dtype=wp.float32, device=device),
+        )
+        self.clipped = wp.zeros(num_envs, dtype=wp.int32, device=device)
+        self._sampler = CheckpointSampler(self, ctx)
+
+    def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
+        src, cps = ctx.source(self), self._set
+        geo.launch(
+            geo._place_checkpoints,
+            (ctx.num_envs, self.capacity),
+            ctx,
+            [
+                ctx.mask(mask), ctx.result.valid, src.centerline, src.tangent, src.arc_length, src.half_width,
+                src.num_points, src.loop_length, self.spacing, TRACK_HALF_HEIGHT,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.arc_length,
+                cps.num_checkpoints, cps.loop_length, self.clipped, self._sampler.draws,
+            ],
+        )
+
+    @property
+    def result(self) -> CheckpointSet | None:
+        return self._set
+
+    @property
+    def utility(self) -> "CheckpointSampler | None":
+        return self._sampler
+
+    def __repr__(self) -> str:
+        return f"Checkpoints(spacing={self.spacing}, max_checkpoints={self.max_checkpoints or 'auto'}, name={self.name!r})"
+
+
+class CheckpointSampler:
+    """Start poses at random checkpoints: a start-anywhere curriculum (``course.checkpoint_sampler``).
+
+    Each env draws from its own counter-based stream
+    ``random_key(seed[e], counter[e], SAMPLER_STREAM)`` of the generator's ``seeds``,
+    at draw index = number of draws since the env's last generation, so a sequence of
+    samples is a pure function of the env's seed, counter and call count. Capturable.
+
+    Attributes:
+        draws: ``[E] int32`` draws made since each env's last generation.
+    """
+
+    def __init__(self, checkpoints: Checkpoints, ctx: ComponentContext):
+        self._checkpoints = checkpoints
+        self._ctx = ctx
+        self.draws = wp.zeros(ctx.num_envs, dtype=wp.int32, device=ctx.device)
+
+    def sample(self, mask: wp.array | None, out_position: wp.array, out_orientation: wp.array,
+               out_index: wp.array | None = None) -> None:
+        """Write, for masked envs, the pose at a uniformly drawn checkpoint.
+
+        Args:
+            mask: ``[E] int32`` (nonzero = sample) or None (all envs).
+            out_position: ``[E] vec3`` [m] the checkpoint's centre.
+            out_orientation: ``[E] quat`` yaw along the checkpoint's direction.
+            out_index: optional ``[E] int32`` the checkpoint drawn (give it to
+                ``Progress.reset_to`` so progress starts there).
+
+        An env without checkpoints (invalid) gets index 0 and that row's padding pose.
+        Unmasked envs' outputs are left untouched.
+
+        Raises:
+            TypeError / ValueError: an output of another dtype or shape.
+        """
+        ctx, cps = self._ctx, self._checkpoints.result
+        for arr, dtype, label in ((out_position, wp.vec3, "out_position"), (out_orientation, wp.quat, "out_orientation"),
+                                  (out_index, wp.int32, "out_index")):
+            if arr is None:
+                continue
+            if not isinstance(arr, wp.array) or arr.dtype != dtype:
+                raise TypeError(f"{label} must be a wp.array of {wp.types.type_repr(dtype)}, got {arr!r}")
+            if tuple(arr.shape) != (ctx.num_envs,):
+                raise ValueError(f"{label} must have shape ({ctx.num_envs},), got {tuple(arr.shape)}")
+        seeds = ctx.generator.seeds
+        geo.launch(
+            geo._sample_checkpoints,
+            ctx.num_envs,
+            ctx,
+            [
+                ctx.mask(mask), seeds.seeds, seeds.counters, cps.num_checkpoints, cps.position, cps.direction,
+                SAMPLER_STREAM, 0 if out_index is None else 1, self.draws, out_position, out_orientation,
+                out_index if out_index is not None else self.draws,
+            ],
+        )
