@@ -323,16 +323,25 @@ def _frame_collision(
         body = wp.quat_to_matrix(orientation[e])
         he = half_extents[e]
     best = float(_BIG)
+    body_radius = wp.length(he)
+    # the frame lies in a sphere of this radius around its centre: a gate whose sphere is
+    # farther than the best distance so far cannot lower it (nor can a bar whose point
+    # distance, less the body's radius, is): skip their box tests
+    frame_radius = wp.length(wp.vec3(0.5 * thickness, 0.5 * w + thickness, 0.5 * h + thickness))
     for g in range(n):
         c = gate_position[e, g]
+        if wp.length(p - c) - frame_radius - body_radius >= best:
+            continue
         q = gate_orientation[e, g]
         r = wp.quat_to_matrix(q)
         for i in range(4):
             bc, bh = _bar(i, w, h, thickness)
             d = _box_point_distance(wp.quat_rotate_inv(q, p - c) - bc, bh)
             if use_box != 0:
-                # two lower bounds of the box's distance: keep the tighter
-                d = wp.max(_box_box_gap(p, body, he, c + r * bc, r, bh), d - wp.length(he))
+                d = d - body_radius
+                if d < best:
+                    # two lower bounds of the box's distance: keep the tighter
+                    d = wp.max(_box_box_gap(p, body, he, c + r * bc, r, bh), d)
             best = wp.min(best, d)
     distance[e] = best
     hit[e] = wp.where(best <= 0.0, 1, 0)

@@ -1,0 +1,639 @@
+"""``TrackGen-Gates-v0``: a quadrotor racing through freshly generated gate courses (a Gymnasium vector env)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import numpy as np
+import warp as wp
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..devices import resolve_device
+from ..pipeline._validate import check_float, check_int
+from ..pipeline.gates_config import GateGenConfig
+from .quadrotor import (
+    ControllerGains,
+    QuadrotorParams,
+    ReferenceController,
+    QuadrotorModel,
+    quadrotor_model,
+    action_to_command,
+    integrate_quadrotor,
+)
+
+__all__ = ["GatesVectorEnv", "CourseLinePilot", "OBS_FIELDS", "DEFAULT_GATE_WIDTH"]
+
+wp.set_module_options({"enable_backward": False})
+
+#: [m] width (and height, unless the config sets one) of the gate openings when ``gates`` is not given.
+DEFAULT_GATE_WIDTH = 0.6
+
+#: Observation index ranges, in order (see the class docstring for the table).
+OBS_FIELDS = (
+    ("velocity", 0, 3),
+    ("rotation", 3, 12),
+    ("body_rate", 12, 15),
+    ("altitude", 15, 16),
+    ("next_gate_corners", 16, 28),
+    ("second_gate_corners", 28, 40),
+    ("previous_action", 40, 44),
+)
+OBS_DIM = 44
+_CORNERS = 16  # first corner entry
+
+
+@wp.kernel
+def _fly(
+    # inputs
+    dynamics: QuadrotorModel,
+    action: wp.array2d(dtype=wp.float32),
+    reset_mask: wp.array(dtype=wp.int32),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    # state (in/out)
+    position: wp.array(dtype=wp.vec3),
+    velocity: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    body_rate: wp.array(dtype=wp.vec3),
+    last_action: wp.array2d(dtype=wp.float32),
+    elapsed: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if reset_mask[e] != 0:
+        # NEXT_STEP autoreset: the action is ignored, the drone starts at rest at the start pose
+        position[e] = start_position[e]
+        velocity[e] = wp.vec3(0.0)
+        orientation[e] = wp.normalize(start_orientation[e])
+        body_rate[e] = wp.vec3(0.0)
+        for i in range(4):
+            last_action[e, i] = 0.0
+        elapsed[e] = 0
+        return
+    a0 = wp.clamp(action[e, 0], -1.0, 1.0)
+    a1 = wp.clamp(action[e, 1], -1.0, 1.0)
+    a2 = wp.clamp(action[e, 2], -1.0, 1.0)
+    a3 = wp.clamp(action[e, 3], -1.0, 1.0)
+    thrust, rate_cmd = action_to_command(dynamics, a0, a1, a2, a3)
+    p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e], body_rate[e])
+    position[e] = p
+    velocity[e] = v
+    orientation[e] = q
+    body_rate[e] = w
+    last_action[e, 0] = a0
+    last_action[e, 1] = a1
+    last_action[e, 2] = a2
+    last_action[e, 3] = a3
+    elapsed[e] = elapsed[e] + 1
+
+
+@wp.func
+def _write_corners(
+    obs: wp.array2d(dtype=wp.float32),
+    e: int,
+    first: int,
+    p: wp.vec3,
+    q: wp.quat,
+    centre: wp.vec3,
+    direction: wp.vec3,
+    half_width: float,
+    half_height: float,
+):
+    # the opening's axes as Progress defines them: lateral = normalize(z x direction), vertical = direction x lateral
+    lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), direction))
+    vertical = wp.cross(direction, lateral)
+    for k in range(4):
+        # top-left, top-right, bottom-right, bottom-left as seen flying through
+        sy = wp.where(k == 0 or k == 3, 1.0, -1.0)
+        sz = wp.where(k < 2, 1.0, -1.0)
+        corner = centre + sy * half_width * lateral + sz * half_height * vertical
+        rel = wp.quat_rotate_inv(q, corner - p)
+        obs[e, first + 3 * k + 0] = rel[0]
+        obs[e, first + 3 * k + 1] = rel[1]
+        obs[e, first + 3 * k + 2] = rel[2]
+
+
+@wp.kernel
+def _observe(
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the drone
+    position: wp.array(dtype=wp.vec3),
+    velocity: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    body_rate: wp.array(dtype=wp.vec3),
+    last_action: wp.array2d(dtype=wp.float32),
+    elapsed: wp.array(dtype=wp.int32),
+    # inputs: the course (gate checkpoints, validity) and its step (progress, collision)
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=wp.float32),
+    cp_half_height: wp.array2d(dtype=wp.float32),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    passed: wp.array(dtype=wp.int32),
+    next_checkpoint: wp.array(dtype=wp.int32),
+    checkpoints_passed: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    hit: wp.array(dtype=wp.int32),
+    # settings
+    max_episode_steps: int,
+    target_laps: int,
+    gate_bonus: float,
+    crash_penalty: float,
+    body_rate_penalty: float,
+    bounds_margin: float,
+    # state (in/out): the gate the progress reward measures towards, and the distance to it
+    target: wp.array(dtype=wp.int32),
+    target_distance: wp.array(dtype=wp.float32),
+    # outputs
+    autoreset: wp.array(dtype=wp.int32),
+    obs: wp.array2d(dtype=wp.float32),
+    reward: wp.array(dtype=wp.float32),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    gates_out: wp.array(dtype=wp.int32),
+    laps_out: wp.array(dtype=wp.int32),
+    collision_out: wp.array(dtype=wp.bool),
+    out_of_bounds_out: wp.array(dtype=wp.bool),
+):
+    e = wp.tid()
+    was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+    n = num_checkpoints[e]
+    usable = valid[e] != 0 and n >= 2
+    p = position[e]
+    q = orientation[e]
+    w = body_rate[e]
+
+    v_body = wp.quat_rotate_inv(q, velocity[e])
+    r = wp.quat_to_matrix(q)
+    for i in range(3):
+        obs[e, i] = v_body[i]
+        obs[e, 12 + i] = w[i]
+        for j in range(3):
+            obs[e, 3 + 3 * i + j] = r[i, j]
+    obs[e, 15] = p[2]
+    for i in range(4):
+        obs[e, 40 + i] = last_action[e, i]
+
+    # course bounds: the gates' bounding box grown by the margin (ground: z = 0)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    nxt = int(0)
+    dist = float(0.0)
+    if usable:
+        nxt = next_checkpoint[e] % n
+        # Progress starts an episode "on" gate 0 (the start/finish gate, next = 1), but the
+        # drone starts behind gate 0: until it crosses gate 0's plane, gate 0 is the gate ahead
+        if nxt == 1 and checkpoints_passed[e] == 0 and laps[e] == 0:
+            if wp.dot(p - cp_position[e, 0], cp_direction[e, 0]) < 0.0:
+                nxt = 0
+        for k in range(2):
+            g = (nxt + k) % n
+            _write_corners(obs, e, _CORNERS + 12 * k, p, q, cp_position[e, g], cp_direction[e, g],
+                           cp_half_width[e, g], cp_half_height[e, g])
+        for g in range(n):
+            lo = wp.min(lo, cp_position[e, g])
+            hi = wp.max(hi, cp_position[e, g])
+        dist = wp.length(p - cp_position[e, nxt])
+    else:
+        for i in range(_CORNERS, 40):
+            obs[e, i] = 0.0
+
+    if was_reset:
+        target[e] = nxt
+        target_distance[e] = dist
+        reward[e] = 0.0
+        terminated[e] = False
+        truncated[e] = False
+        gates_out[e] = 0
+        laps_out[e] = 0
+        collision_out[e] = False
+        out_of_bounds_out[e] = False
+        autoreset[e] = 0
+        return
+
+    collided = p[2] <= 0.0 or (usable and hit[e] != 0)
+    outside = usable and (
+        p[0] < lo[0] - bounds_margin
+        or p[0] > hi[0] + bounds_margin
+        or p[1] < lo[1] - bounds_margin
+        or p[1] > hi[1] + bounds_margin
+        or p[2] > hi[2] + bounds_margin
+    )
+    rew = float(0.0)
+    if usable:
+        # progress towards the gate that was next at the start of the step (Song et al. 2021)
+        rew = target_distance[e] - wp.length(p - cp_position[e, target[e] % n])
+        rew = rew + gate_bonus * float(passed[e])
+    rew = rew - body_rate_penalty * wp.length(w)
+    if collided or outside:
+        rew = rew - crash_penalty
+    target[e] = nxt
+    target_distance[e] = dist
+    reward[e] = rew
+    term = collided or outside or (not usable) or laps[e] >= target_laps
+    trunc = elapsed[e] >= max_episode_steps
+    terminated[e] = term
+    truncated[e] = trunc
+    gates_out[e] = checkpoints_passed[e]
+    laps_out[e] = laps[e]
+    collision_out[e] = collided
+    out_of_bounds_out[e] = outside
+    autoreset[e] = wp.where(term or trunc, 1, 0)
+
+
+class GatesVectorEnv(VectorEnv):
+    """A quadrotor racing through procedurally generated gate courses; every finished env gets a new course.
+
+    ## Description
+
+    Each of ``num_envs`` envs holds its own closed course of gates (a loop of rectangular
+    frames in 3-D, :class:`~trackgen_env.GateGenConfig`, facing along the loop) and a
+    quadrotor commanded, as in drone-racing RL (Kaufmann et al., Nature 2023; Song et al.,
+    IROS 2021), by a collective thrust and body rates, with a first-order body-rate lag,
+    gravity and linear rotor drag (:mod:`trackgen_env.envs.quadrotor`). The default drone
+    is a 250 g micro quad (thrust-to-weight 3) on courses of 7 gates 0.6 m wide, 2-3 m
+    apart in an 8 m disc. The goal is to fly through the gates in order without touching a frame or the
+    ground. Everything runs in Warp kernels on ``device``; ``step()`` replays one recorded
+    graph: NEXT_STEP auto-reset of the envs that ended on the previous step (the course's
+    masked regeneration, ``advance=True``) -> quadrotor dynamics -> ``course.step()``
+    (gate passes in order, frame collision of the body box, localization on the course
+    line) -> reward and termination -> observations.
+
+    ## Action Space
+
+    ``Box(-1, 1, (num_envs, 4), float32)``:
+
+    | Index | Action        | Physical meaning (default :class:`QuadrotorParams`)                    |
+    |-------|---------------|-------------------------------------------------------------------------|
+    | 0     | thrust        | collective thrust ``(a + 1) / 2 * thrust_to_weight * m * g`` [N]: 0 .. 7.36 N; hover at a = -1/3 |
+    | 1     | roll rate     | body-rate command about body x, ``a * max_body_rate[0]`` [rad/s]: +-8  |
+    | 2     | pitch rate    | body-rate command about body y, ``a * max_body_rate[1]`` [rad/s]: +-8  |
+    | 3     | yaw rate      | body-rate command about body z, ``a * max_body_rate[2]`` [rad/s]: +-3  |
+
+    Body frame: x forward, y left, z up along the thrust. Values outside [-1, 1]
+    (including +-inf) are clipped. Any real floating dtype is accepted (converted to
+    float32); NaN raises ``ValueError``, another dtype ``TypeError``, another shape
+    ``ValueError``; a refused action leaves the env unchanged.
+
+    ## Observation Space
+
+    ``Box(-inf, inf, (num_envs, 44), float32)``:
+
+    | Index   | Observation                                                              | Unit  |
+    |---------|--------------------------------------------------------------------------|-------|
+    | 0-2     | velocity in the body frame                                               | m/s   |
+    | 3-11    | attitude: rotation matrix body -> world, row-major                       | -     |
+    | 12-14   | body rates (roll, pitch, yaw)                                            | rad/s |
+    | 15      | altitude z above the ground                                              | m     |
+    | 16-27   | next gate's 4 opening corners relative to the drone, in the body frame:  | m     |
+    |         | (x, y, z) of top-left, top-right, bottom-right, bottom-left as seen flying through |  |
+    | 28-39   | the gate after it, the same way                                          | m     |
+    | 40-43   | the action applied at the previous step, clipped (0 after a reset)       | -     |
+
+    The *next gate* is the one the course's ``Progress`` expects next, except at the start:
+    until the drone crosses the plane of gate 0 (the start/finish gate, just ahead of the
+    start pose) it is gate 0. The opening is the one ``Progress`` counts a pass through:
+    lateral axis ``normalize(z x direction)``, vertical axis ``direction x lateral``. An env
+    whose course is invalid (the generator's retries all failed) observes zeros at 16-39
+    and terminates.
+
+    ## Rewards
+
+    Per step (Song et al. 2021): the progress towards the next gate ``g`` of the start of
+    the step, ``|g - p_{t-1}| - |g - p_t|`` [m]; plus ``gate_bonus`` when a gate is
+    passed in order; minus ``body_rate_penalty * |w|`` (|w| in rad/s); minus
+    ``crash_penalty`` on the step that ends in a collision or out of bounds. The step
+    that auto-resets an env gives 0.
+
+    ## Starting State
+
+    Every env starts at rest, level, at its course's start pose: ``start_clearance`` (1 m)
+    behind gate 0, facing it. Gate 0 is the start/finish gate (as a track's start line):
+    flying through it at the start counts no pass; gates 1, 2, ... then count in order, and
+    the lap ends through gate 0 (``num_gates`` passes per lap).
+
+    ## Episode End
+
+    * Termination: the body box touches a gate frame (the course's ``collision``
+      component), the drone reaches the ground (z <= 0), it leaves the course bounds
+      (the gates' bounding box grown by ``bounds_margin``, up to ``bounds_margin`` above the
+      highest gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
+    * Truncation: ``max_episode_steps`` steps (counted on the device).
+
+    Auto-reset is ``AutoresetMode.NEXT_STEP``: the step after an env ends ignores its
+    action and returns its first observation on a **new** course (the course's masked
+    regeneration with ``advance=True``), reward 0, terminated and truncated False.
+
+    ## Arguments
+
+    * ``num_envs``: number of envs (>= 1).
+    * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
+    * ``max_episode_steps``: truncation (default 1500 steps = 30 s).
+    * ``laps``: laps to finish an episode (default 1).
+    * ``seed``: int seed of the courses (env i uses ``hash(seed, i)``); None draws one from
+      the OS. ``reset(seed=s)`` reseeds the same way.
+    * ``render_mode``: None (rendering gate courses is not available yet: ``demo --env gates``
+      draws them with matplotlib).
+    * ``quadrotor``: a :class:`~trackgen_env.envs.quadrotor.QuadrotorParams` (mass, thrust,
+      rate limits, lag, drag, ``dt``, ``substeps``, body box); default the 250 g micro quad
+      at 50 Hz.
+    * ``gates``: a :class:`~trackgen_env.GateGenConfig` (its ``num_envs`` and ``device`` are
+      replaced by the env's); default ``GateGenConfig(gate_width=0.6)``.
+    * ``gate_bonus``: reward per gate passed in order (default 1).
+    * ``crash_penalty``: subtracted on a collision or leaving the bounds (default 5).
+    * ``body_rate_penalty``: [1/(rad/s)] weight of ``|w|`` (default 0.002).
+    * ``bounds_margin``: [m] the course bounds around the gates (default 2).
+    * ``bar_thickness``: [m] section of the gate frames' bars (``tools.FrameCollision``; default 0.05).
+    * ``capture``: record the step as one graph (default True); False runs it eagerly.
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": [], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        device: str | None = None,
+        *,
+        max_episode_steps: int = 1500,
+        laps: int = 1,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        quadrotor: QuadrotorParams | None = None,
+        gates: GateGenConfig | None = None,
+        gate_bonus: float = 1.0,
+        crash_penalty: float = 5.0,
+        body_rate_penalty: float = 0.002,
+        bounds_margin: float = 2.0,
+        bar_thickness: float = 0.05,
+        capture: bool = True,
+    ):
+        from ..course import Course  # layer 5; imported here so that registering the env stays light
+        from .. import tools
+
+        self.num_envs = check_int("num_envs", num_envs, lo=1)
+        self.device = wp.get_device(resolve_device(device))
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
+        self.laps = check_int("laps", laps, lo=1)
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None (no render modes yet), got {render_mode!r}")
+        self.render_mode = render_mode
+        if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
+            raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
+        self.quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
+        if gates is not None and not isinstance(gates, GateGenConfig):
+            raise TypeError(f"gates must be a GateGenConfig or None, got {type(gates).__name__}")
+        base = gates if gates is not None else GateGenConfig(gate_width=DEFAULT_GATE_WIDTH)
+        self.gates_config = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
+        self.gate_bonus = check_float("gate_bonus", gate_bonus, lo=0.0)
+        self.crash_penalty = check_float("crash_penalty", crash_penalty, lo=0.0)
+        self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
+        self.bounds_margin = check_float("bounds_margin", bounds_margin, lo=0.0, lo_open=True)
+        self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (1 << 31))
+        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        self.course = Course.gates(self.gates_config, collision=tools.FrameCollision(self.bar_thickness), seeds=int(seed))
+
+        E, dev = self.num_envs, self.device
+        self._dynamics = quadrotor_model(self.quadrotor)
+        self.position = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self.velocity = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self.orientation = wp.array(np.tile([0.0, 0.0, 0.0, 1.0], (E, 1)), dtype=wp.quat, device=dev)
+        self.body_rate = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self.half_extents = wp.array(np.tile(self.quadrotor.half_extents, (E, 1)), dtype=wp.vec3, device=dev)
+        self._last_action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
+        self._elapsed = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
+
+        self._action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
+        self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
+        self._target = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
+        self._obs = wp.zeros((E, OBS_DIM), dtype=wp.float32, device=dev)
+        self._reward = wp.zeros(E, dtype=wp.float32, device=dev)
+        self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._gates = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._laps = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._collision = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._out_of_bounds = wp.zeros(E, dtype=wp.bool, device=dev)
+        # on the CPU the device arrays are host memory: write the action through a view
+        self._action_view = self._action.numpy() if dev.is_cpu else None
+        self._needs_reset = True
+        self._fresh = True  # the courses of the construction are not flown yet
+
+        # warm-up: load every module outside any capture, then record the step
+        self._step_body()
+        self.graph = self._record() if capture else None
+
+    def _record(self):
+        try:
+            with wp.ScopedCapture(device=self.device) as cap:
+                self._step_body()
+            return cap.graph
+        except Exception as exc:  # e.g. a host-side generator stage (NotCapturableError)
+            warnings.warn(f"GatesVectorEnv: the step cannot be recorded ({exc}); running it eagerly", RuntimeWarning, stacklevel=3)
+            return None
+
+    # -- the step body (recorded once, replayed every step) ---------------------------------
+    def _step_body(self):
+        self.course.regenerate(mask=self._autoreset, advance=True)
+        self._advance(self._autoreset)
+
+    def _advance(self, reset_mask: wp.array):
+        r = self.course.result
+        wp.launch(
+            _fly,
+            self.num_envs,
+            inputs=[self._dynamics, self._action, reset_mask, r.start_position, r.start_orientation],
+            outputs=[self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed],
+            device=self.device,
+        )
+        res = self.course.step()
+        cps, ev = self.course.checkpoints, res.events
+        wp.launch(
+            _observe,
+            self.num_envs,
+            inputs=[
+                reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, r.valid,
+                ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
+                self.max_episode_steps, self.laps, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
+                self.bounds_margin,
+                self._target, self._target_distance,
+            ],
+            outputs=[
+                self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
+                self._gates, self._laps, self._collision, self._out_of_bounds,
+            ],
+            device=self.device,
+        )
+
+    # -- Gymnasium API ----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset every env: new courses (the same ones for the same ``seed``), drones at rest at the start.
+
+        Args:
+            seed: None (the next courses of each env's stream; the first reset after
+                construction keeps the construction's courses) or an int ``s`` (env i's
+                courses restart from seed ``hash(s, i)``: the same as ``GatesVectorEnv(seed=s)``).
+            options: unused (must be None or empty).
+
+        Returns:
+            ``(obs [E, 44] float32, info dict)``.
+
+        Raises:
+            ValueError: a negative or non-int seed, or non-empty options.
+        """
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        if options:
+            raise ValueError(f"GatesVectorEnv.reset takes no options, got {sorted(options)}")
+        super().reset(seed=seed)
+        if seed is not None:
+            self.course.generate(seeds=int(seed))
+        elif not self._fresh:
+            self.course.regenerate(advance=True)
+        else:
+            self.course.reset()
+        self._fresh = False
+        self._advance(self._all_envs)
+        self._needs_reset = False
+        obs, _, _, _, info = self._outputs()
+        return obs, info
+
+    def step(self, actions):
+        """Advance every env by ``dt``; envs that ended on the previous step auto-reset (NEXT_STEP).
+
+        Args:
+            actions: ``[E, 4]`` real floats (thrust, roll rate, pitch rate, yaw rate), clipped to [-1, 1].
+
+        Returns:
+            ``(obs [E, 44] float32, reward [E] float32, terminated [E] bool, truncated [E] bool,
+            info)``; ``info`` holds ``"gates_passed"`` ([E] int32, gates passed in order this
+            episode), ``"laps"`` ([E] int32), ``"collision"`` ([E] bool: a gate frame or the
+            ground was hit this step) and ``"out_of_bounds"`` ([E] bool), each with its
+            Gymnasium ``"_name"`` mask.
+
+        Raises:
+            RuntimeError: ``reset()`` was not called first.
+            TypeError: ``actions`` is not of a real floating dtype.
+            ValueError: ``actions`` has another shape, or holds NaN.
+        """
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        a = self._check_actions(actions)
+        if self._action_view is not None:
+            np.copyto(self._action_view, a)
+        else:
+            self._action.assign(a)
+        if self.graph is not None:
+            wp.capture_launch(self.graph)
+        else:
+            self._step_body()
+        return self._outputs()
+
+    def _check_actions(self, actions) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype.kind != "f":
+            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
+        if a.shape != (self.num_envs, 4):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs}, 4) (thrust, roll rate, pitch rate, yaw rate), got {a.shape}"
+            )
+        nan = np.isnan(a)
+        if nan.any():
+            rows = np.flatnonzero(nan.any(axis=1))
+            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
+        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
+
+    def _outputs(self):
+        everyone = np.ones(self.num_envs, dtype=bool)
+        info = {}
+        for name, arr in (("gates_passed", self._gates), ("laps", self._laps), ("collision", self._collision),
+                          ("out_of_bounds", self._out_of_bounds)):
+            info[name] = arr.numpy().copy()
+            info["_" + name] = everyone.copy()
+        return (
+            self._obs.numpy().copy(),
+            self._reward.numpy().copy(),
+            self._terminated.numpy().copy(),
+            self._truncated.numpy().copy(),
+            info,
+        )
+
+    # -- inspection -------------------------------------------------------------------------
+    def drone_state(self) -> dict[str, np.ndarray]:
+        """Host copies of every drone's state: ``position [E, 3]`` [m], ``velocity [E, 3]`` [m/s],
+        ``orientation [E, 4]`` (x, y, z, w), ``body_rate [E, 3]`` [rad/s]."""
+        return {
+            "position": self.position.numpy().copy(),
+            "velocity": self.velocity.numpy().copy(),
+            "orientation": self.orientation.numpy().copy(),
+            "body_rate": self.body_rate.numpy().copy(),
+        }
+
+    def courses(self) -> list[dict[str, Any]]:
+        """Host copies of every env's course: ``gate_position [G, 3]`` [m], ``gate_orientation
+        [G, 4]``, ``gate_width``, ``gate_height`` [m], ``course_line [L, 3]`` [m], ``valid``."""
+        r, line = self.course.result, self.course.course_line
+        gp, go = r.gate_position.numpy(), r.gate_orientation.numpy()
+        gw, gh, ng, v = r.gate_width.numpy(), r.gate_height.numpy(), r.num_gates.numpy(), r.valid.numpy()
+        cl, nl = line.centerline.numpy(), line.num_points.numpy()
+        return [
+            {
+                "gate_position": gp[e, : ng[e]].copy(),
+                "gate_orientation": go[e, : ng[e]].copy(),
+                "gate_width": float(gw[e]),
+                "gate_height": float(gh[e]),
+                "course_line": cl[e, : nl[e]].copy(),
+                "valid": bool(v[e]),
+            }
+            for e in range(self.num_envs)
+        ]
+
+
+class CourseLinePilot:
+    """The reference controller of :class:`GatesVectorEnv`: flies each drone along its course line.
+
+    A geometric controller (Lee et al. 2010; Mellinger & Kumar 2011;
+    :class:`~trackgen_env.envs.quadrotor.ReferenceController`) tracking the closed course
+    line through the gates (the course's ``centerline`` component) at ``gains.speed``,
+    slower in tight turns. It reads the env's device state, not the observation: it is a
+    privileged baseline, not a policy.
+
+    Args:
+        env: the :class:`GatesVectorEnv` to fly (unwrapped).
+        gains: :class:`~trackgen_env.envs.quadrotor.ControllerGains`.
+
+    Call it (``pilot()`` or ``pilot(obs)``; ``obs`` is ignored) before each ``env.step`` for
+    the ``[E, 4]`` float32 action.
+    """
+
+    def __init__(self, env: GatesVectorEnv, gains: ControllerGains | None = None):
+        self.env = env
+        self.controller = ReferenceController(env.num_envs, env.device, env.quadrotor, gains)
+
+    def __call__(self, obs=None) -> np.ndarray:
+        env, line = self.env, self.env.course.course_line
+        action = self.controller.compute(
+            env.position, env.velocity, env.orientation, line.centerline, line.num_points, env.course.result.generation
+        )
+        return action.numpy().copy()
