@@ -18,7 +18,6 @@ __all__ = [
     "NotCapturableError",
     "RebindAfterCaptureWarning",
     "is_capturing",
-    "capture_generation",
     "current_graph",
     "retain",
     "caller",
@@ -40,23 +39,6 @@ class RebindAfterCaptureWarning(UserWarning):
 def is_capturing(device) -> bool:
     """True while a Warp capture records on ``device`` (a ``wp.Device`` or a name)."""
     return bool(wp.get_device(device).is_capturing)
-
-
-# Incremented by ``note_capture`` each time a course call is recorded; components compare it
-# with the value they saw at bind time to know whether a graph may hold their old arrays.
-_capture_generation = 0
-
-
-def note_capture() -> int:
-    """Record that a capture recorded a step; returns the new capture generation."""
-    global _capture_generation
-    _capture_generation += 1
-    return _capture_generation
-
-
-def capture_generation() -> int:
-    """The number of recorded course steps so far in this process."""
-    return _capture_generation
 
 
 def current_graph(device, stream=None):

@@ -5,6 +5,9 @@ into a graph records its body without the ``any(mask)`` conditional node. The bo
 exact identity for envs outside the mask, so this is always correct; it only costs the
 work the conditional would have skipped. Use it where a conditional node cannot be held
 (a graph added as a CUDA child graph, side streams not yet joined, old drivers).
+
+``registered(conditional=...)``: inside a CUDA capture begun outside Warp (a
+``torch.cuda.graph``), join it so that course calls see a capture and record into it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import threading
 
-__all__ = ["unconditional", "conditional_allowed"]
+from .capture import CaptureError
+
+__all__ = ["unconditional", "conditional_allowed", "registered", "Registration"]
 
 _state = threading.local()
 
@@ -31,3 +36,57 @@ def unconditional():
 def conditional_allowed() -> bool:
     """False inside ``unconditional()``."""
     return getattr(_state, "unconditional", 0) == 0
+
+
+class Registration:
+    """What ``registered()`` yields; ``graph`` is Warp's handle of the joined capture after exit.
+
+    Keep it as long as the torch graph lives: it holds the courses and arrays the recorded
+    calls read (docs/lifetime.md).
+    """
+
+    def __init__(self):
+        self.graph = None
+
+
+@contextlib.contextmanager
+def registered(device=None, *, stream=None, conditional: bool = False):
+    """Join the CUDA capture that another library began on ``stream`` (default: torch's current stream).
+
+    Course calls inside record into that capture (``course.step()``,
+    ``course.regenerate(mask=done, advance=True)``, ...). With ``conditional=False`` (the
+    default) masked regenerations record their body without the conditional node, as in
+    :func:`unconditional`; with ``conditional=True`` they keep it: record the masked
+    regeneration after every torch op that allocates, or those ops fail to capture.
+
+    Args:
+        device: the CUDA device (default: Warp's default device); ignored with ``stream``.
+        stream: the recording ``wp.Stream`` (e.g. ``wp.stream_from_torch(s)``).
+        conditional: keep the conditional node of masked regenerations.
+
+    Yields:
+        a :class:`Registration` (its ``graph`` is set on exit).
+
+    Raises:
+        ValueError: a CPU device (record with ``wp.ScopedCapture(device="cpu")``).
+        CaptureError: the stream is not capturing (open this inside ``torch.cuda.graph``).
+    """
+    import warp as wp
+
+    dev = stream.device if stream is not None else wp.get_device(device)
+    if not dev.is_cuda:
+        raise ValueError(f"registered() joins a CUDA capture; on {dev} record with wp.ScopedCapture(device={str(dev)!r})")
+    if stream is None:
+        import torch
+
+        stream = wp.stream_from_torch(torch.cuda.current_stream(dev.ordinal))
+    if not stream.is_capturing:
+        raise CaptureError("registered() joins a capture begun outside Warp: open it inside torch.cuda.graph(...)")
+    registration = Registration()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(wp.ScopedStream(stream, sync_enter=False, sync_exit=False))
+        capture = stack.enter_context(wp.ScopedCapture(stream=stream, external=True))
+        if not conditional:
+            stack.enter_context(unconditional())
+        yield registration
+    registration.graph = capture.graph

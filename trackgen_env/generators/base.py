@@ -132,7 +132,8 @@ class Generator(Program):
         (after a parameter change, say). Unmasked envs' rows of ``result`` stay bit-identical.
 
         Args:
-            ctx: the course context (unused by the built-in generators; part of the protocol).
+            ctx: the course context. Called from a course (``ctx`` given), the generator
+                launches on the current stream, which the course chose; alone, on ``stream``.
             mask: ``[E] int32`` array, nonzero where the env is regenerated.
 
         Raises:
@@ -144,7 +145,9 @@ class Generator(Program):
         ):
             got = f"{mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}" if isinstance(mask, wp.array) else type(mask).__name__
             raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {got}")
-        with wp.ScopedStream(self.stream) if self.stream is not None else contextlib.nullcontext():
+        # a course launches everything of its call on the stream it chose: the current one
+        own_stream = self.stream if ctx is None else None
+        with wp.ScopedStream(own_stream) if own_stream is not None else contextlib.nullcontext():
             if advance:
                 self.seeds.advance(mask)
             self.params.draw(self.seeds, mask)

@@ -54,7 +54,7 @@ class Params(Mapping):
     def __init__(self, spec, device, validators=None):
         self.num_envs = spec.num_envs
         self.device = wp.get_device(device)
-        self._validators = dict(validators or {})
+        self._validators: dict[str, list] = {name: [check] for name, check in (validators or {}).items()}
         self._arrays = {
             name: wp.full(self.num_envs, float(v), dtype=wp.float32, device=self.device) for name, v in spec.params.items()
         }
@@ -85,9 +85,19 @@ class Params(Mapping):
             raise ValueError(f"params[{name!r}] takes a number or {self.num_envs} numbers, got shape {values.shape}")
         if not np.all(np.isfinite(values)):
             raise ValueError(f"params[{name!r}] must be finite, got {value!r}")
-        if name in self._validators:
-            self._validators[name](name, values)
+        for check in self._validators.get(name, ()):
+            check(name, values)
         arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+
+    def add_validator(self, name: str, check) -> None:
+        """Run ``check(name, values)`` (raising ValueError to refuse) on every later set of ``name``.
+
+        Adding the same ``check`` twice keeps one.
+        """
+        self[name]  # KeyError for an unknown name
+        checks = self._validators.setdefault(name, [])
+        if check not in checks:
+            checks.append(check)
 
     def draw(self, seeds, mask: wp.array | None) -> None:
         """Draw every randomized parameter for the masked envs (capturable)."""

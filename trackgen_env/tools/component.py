@@ -16,7 +16,8 @@ result, e.g. a course line), declared ``inputs`` (:class:`InputSpec`), ``require
 =================  =========================================================================
 
 Nothing allocates or synchronises with the host after ``attach``: every method but
-``attach`` and ``on_bind`` may be recorded into a graph.
+``attach`` and ``on_bind`` may be recorded into a graph. :func:`check_component` runs a
+component through these rules (docs/writing-a-component.md).
 """
 
 from __future__ import annotations
@@ -179,8 +180,11 @@ class ComponentContext:
         generator: the course's generator (``result``, ``layout``, ``params``, ...).
         num_envs: ``E``.
         device: the ``wp.Device``.
-        stream: the course's default stream (None: the device's current stream).
+        stream: the stream to launch on: the course's default stream, or a call's
+            ``stream=`` while that call runs (None: the device's current stream).
         components: name -> component added so far, in execution order.
+        inputs: bind name -> the first :class:`InputSpec` declared for it.
+        declarers: bind name -> names of the components declaring it.
         all_envs: an ``[E] int32`` array of ones (the mask of every env).
     """
 

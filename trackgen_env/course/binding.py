@@ -1,0 +1,118 @@
+"""``Course.bind``: routing every input to its declarers, validated, then applied atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import warp as wp
+
+from ..capture import RebindAfterCaptureWarning
+
+__all__ = ["POSITIONAL_INPUTS", "route_inputs", "apply_bindings"]
+
+# accepted on every course (also positionally, in this order); ignored when undeclared
+POSITIONAL_INPUTS = ("position", "orientation", "half_extents", "box_position")
+
+
+def route_inputs(course, args: tuple, arrays: dict) -> dict[str, dict[str, wp.array]]:
+    """``component name -> {input name: array}`` for every component with inputs; checks everything.
+
+    Raises:
+        TypeError: too many positional arrays or one given twice, a generator input name,
+            an unknown name, a missing required input, a non-``wp.array``, a wrong dtype.
+        ValueError: a wrong shape or device.
+    """
+    if len(args) > len(POSITIONAL_INPUTS):
+        raise TypeError(f"bind() takes at most {len(POSITIONAL_INPUTS)} positional arrays "
+                        f"{POSITIONAL_INPUTS}, got {len(args)}")
+    arrays = dict(arrays)
+    for name, arr in zip(POSITIONAL_INPUTS, args):
+        if name in arrays:
+            raise TypeError(f"bind() got multiple values for {name!r}")
+        arrays[name] = arr
+    declared = course._ctx.inputs
+    gen_inputs = getattr(course.generator, "input_info", None) or {}
+    for name in arrays:
+        if name in gen_inputs:
+            raise TypeError(
+                f"{name!r} is an input of the generator, not of a component, and the course does not bind it: "
+                f"write course.generator.inputs[{name!r}] in place (a stable array that every regeneration and "
+                f"every replay reads), e.g. wp.copy(course.generator.inputs[{name!r}], src) on the "
+                "regeneration's stream, then regenerate()"
+            )
+        if name not in declared and name not in POSITIONAL_INPUTS:
+            raise TypeError(
+                f"bind() got an unknown input {name!r}; the component inputs of this course are "
+                f"{sorted(declared)} (position, orientation, half_extents and box_position are accepted on every course)"
+            )
+    routed, missing = {}, []
+    for c in course._bind_order:
+        r = {}
+        for spec in c.inputs:
+            via, arr = spec.name, arrays.get(spec.name)
+            if arr is None and spec.default is not None:
+                # an explicit name wins over a default route
+                via, arr = spec.default, arrays.get(spec.default)
+            if arr is None:
+                if spec.required:
+                    missing.append(f"{spec.name!r} (component {c.name!r})")
+                continue
+            _check_input(course, c, spec, arr, via)
+            r[spec.name] = arr
+        routed[c.name] = r
+    if missing:
+        raise TypeError(f"bind() is missing required inputs: {', '.join(missing)}")
+    return routed
+
+
+def _check_input(course, component, spec, arr, via: str) -> None:
+    shape = spec.shape(course.num_envs)
+    want = f"a wp.array of shape {shape}, dtype {wp.types.type_repr(spec.dtype)} on {course.device}"
+    where = f"input {spec.name!r} of component {component.name!r}" + (f" (routed from {via!r})" if via != spec.name else "")
+    if not isinstance(arr, wp.array):
+        raise TypeError(f"{where} must be {want}, got {type(arr).__name__} (wrap a tensor with wp.from_torch)")
+    if not wp.types.types_equal(arr.dtype, spec.dtype):
+        raise TypeError(f"{where} must be {want}, got dtype {wp.types.type_repr(arr.dtype)}")
+    if tuple(arr.shape) != shape:
+        raise ValueError(f"{where} must be {want}, got shape {tuple(arr.shape)}")
+    if arr.device != course.device:
+        raise ValueError(f"{where} must be {want}, got an array on {arr.device}")
+
+
+def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> dict:
+    """Bind ``routed`` to every component of ``bind_order``; returns the new bindings.
+
+    Warns :class:`RebindAfterCaptureWarning` once when a capture recorded ``step()`` of a
+    component since the last bind. If a component's ``bind`` raises, every component bound
+    by this call (the one that raised included) gets ``previous`` back, the probes are
+    restored (a later rebind still warns), and the error propagates.
+    """
+    probes = {c.name: getattr(c, "_step_captured", False) for c in order}
+    stale = [name for name, probe in probes.items() if probe]
+    if stale:
+        warnings.warn(
+            RebindAfterCaptureWarning(
+                f"bind() after a capture recorded step() of {stale}: that graph keeps reading the old arrays; "
+                "record it again"
+            ),
+            stacklevel=3,
+        )
+    for c in order:
+        if probes[c.name]:
+            c._step_captured = False  # warned here: the components' own bind must not warn again
+    done = []
+    try:
+        for c in bind_order:
+            done.append(c)
+            c.bind(**routed[c.name])
+    except BaseException:
+        if previous is not None:
+            for c in done:
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    c.bind(**previous[c.name])
+        for c in order:
+            if probes[c.name]:
+                c._step_captured = True
+        raise
+    return routed
