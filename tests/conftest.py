@@ -3,7 +3,7 @@
 import pytest
 import warp as wp
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING  # keep module-load lines out of test output
 
 HAS_CUDA = wp.get_cuda_device_count() > 0
 

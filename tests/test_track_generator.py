@@ -110,6 +110,8 @@ def check_geometry(gen):
         assert np.all(np.abs(seg - seg.mean()) < 0.02 * spacing + 0.02 * seg.mean()), "uneven spacing"
         assert abs(seg.mean() - spacing) < 0.5 * spacing
         assert abs(seg.sum() - r.loop_length.numpy()[e]) < 0.01 * seg.sum()
+        loop = r.loop_length.numpy()[e]
+        assert np.allclose(r.arc_length.numpy()[e, :n], np.arange(n) * loop / n, atol=1e-5 * loop), "arc length not uniform"
         # turn radius from three consecutive points (Menger curvature) >= half width
         a, b, c = np.roll(p, 1, axis=0)[:, :2], p[:, :2], np.roll(p, -1, axis=0)[:, :2]
         cross = np.abs((b - a)[:, 0] * (c - b)[:, 1] - (b - a)[:, 1] * (c - b)[:, 0])

@@ -6,14 +6,10 @@ kernels; components (``trackgen_env.tools``) run beside a simulation; a
 and ``"TrackGen-Gates-v0"`` are the ready envs.
 """
 
-import warp as wp
-
-wp.config.quiet = True
-
-from . import seeding, tools  # noqa: E402
-from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator  # noqa: E402
-from .seeding import PerEnvSeededRNG, SeedState  # noqa: E402
-from .envs import register_envs  # noqa: E402
+from . import seeding, tools
+from .envs import register_envs
+from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator
+from .seeding import PerEnvSeededRNG, SeedState
 
 register_envs()
 

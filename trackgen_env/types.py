@@ -40,8 +40,11 @@ class TrackLayout:
 class TrackResult:
     """A batch of closed tracks (generator output, committed per env).
 
-    The centreline is the middle line of the drivable band; points ``j >= num_points[e]``
-    are padding (they repeat the last point) and are never read by the components.
+    The centreline is the middle line of the drivable band. Its points are spaced evenly
+    in arc length: ``arc_length[e, j] == j * loop_length[e] / num_points[e]`` (a
+    guarantee of the built-in generators that consumers may index by). Points
+    ``j >= num_points[e]`` are padding (they repeat the last point) and are never read by
+    the components.
     """
 
     centerline: wp.array  # [E, P] vec3 [m] centreline points, spaced ~point_spacing apart

@@ -2,7 +2,10 @@
 
 import gymnasium
 
-__all__ = ["register_envs"]
+from .gates import GatesVectorEnv
+from .track import TrackVectorEnv
+
+__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv"]
 
 _ENVS = {
     "TrackGen-Track-v0": "trackgen_env.envs.track:TrackVectorEnv",

@@ -1,0 +1,101 @@
+"""The single-track car kernel (trackgen_env.envs.car) against the model's closed forms."""
+
+import math
+
+import numpy as np
+import pytest
+import warp as wp
+
+from trackgen_env.envs.car import CAR_PRESETS, CarParams, CarState, car_params
+
+RC = CAR_PRESETS["rc10"]
+
+
+def _drive(device, actions, steps, params=RC, start_yaw=0.0):
+    E = len(actions)
+    car = CarState(params, E, device)
+    act = wp.array(np.asarray(actions, np.float32), dtype=wp.vec2, device=device)
+    start_p = wp.array(np.zeros((E, 3), np.float32), dtype=wp.vec3, device=device)
+    q = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), start_yaw)
+    start_q = wp.array([q] * E, dtype=wp.quat, device=device)
+    car.step(act, wp.ones(E, dtype=wp.int32, device=device), start_p, start_q)  # reset to the start
+    no_reset = wp.zeros(E, dtype=wp.int32, device=device)
+    for _ in range(steps):
+        car.step(act, no_reset, start_p, start_q)
+    return car
+
+
+def test_full_throttle_speed_follows_motor_line(device):
+    """v(t) = v_max (1 - exp(-a_max t / v_max)) for a = a_max (1 - v / v_max)."""
+    car = _drive(device, [[0.0, 1.0]], 40)
+    t = 40 * RC.dt
+    expected = RC.max_speed * (1.0 - math.exp(-RC.max_accel * t / RC.max_speed))
+    assert car.speed.numpy()[0] == pytest.approx(expected, rel=0.02)
+    assert car.position.numpy()[0, 1] == 0.0  # straight along +x
+
+
+def test_brake_stops_without_reversing(device):
+    car = _drive(device, [[0.0, -1.0]], 10)
+    assert car.speed.numpy()[0] == 0.0
+    assert np.all(car.position.numpy()[0] == 0.0)
+
+
+def test_constant_steering_turns_at_kinematic_yaw_rate(device):
+    """At low speed (no friction limit), yaw rate = v sin(beta) / l_r with tan(beta) = l_r / L tan(delta)."""
+    car = _drive(device, [[0.5, 0.1]], 30)
+    v = float(car.speed.numpy()[0])
+    lr = RC.cog_to_rear * RC.wheelbase
+    beta = math.atan(lr / RC.wheelbase * math.tan(0.5 * RC.max_steer))
+    assert v > 0.1
+    assert v * v * math.sin(beta) / lr < RC.max_lateral_accel  # below the limit
+    assert car.yaw_rate.numpy()[0] == pytest.approx(v * math.sin(beta) / lr, rel=0.02)
+    assert car.yaw.numpy()[0] > 0.0  # left
+
+
+def test_lateral_acceleration_is_friction_limited(device):
+    car = _drive(device, [[1.0, 1.0], [-1.0, 1.0]], 60)
+    v, r = car.speed.numpy(), car.yaw_rate.numpy()
+    assert np.all(np.abs(v * r) <= RC.max_lateral_accel * 1.05)
+    assert r[0] > 0 > r[1]
+
+
+def test_actions_out_of_range_are_clipped(device):
+    a = _drive(device, [[5.0, 9.0]], 20)
+    b = _drive(device, [[1.0, 1.0]], 20)
+    np.testing.assert_array_equal(a.position.numpy(), b.position.numpy())
+
+
+def test_reset_mask_puts_the_car_at_rest_at_the_start_pose(device):
+    car = _drive(device, [[0.3, 1.0]], 20, start_yaw=1.0)
+    E = 1
+    start_p = wp.array([[1.0, 2.0, 0.0]], dtype=wp.vec3, device=device)
+    start_q = wp.array([wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), 1.0)], dtype=wp.quat, device=device)
+    act = wp.array([[1.0, 1.0]], dtype=wp.vec2, device=device)
+    car.step(act, wp.ones(E, dtype=wp.int32, device=device), start_p, start_q)
+    np.testing.assert_allclose(car.position.numpy()[0], [1.0, 2.0, 0.0])
+    assert car.yaw.numpy()[0] == pytest.approx(1.0, abs=1e-6)
+    assert car.speed.numpy()[0] == 0.0 and car.elapsed.numpy()[0] == 0
+
+
+def test_yaw_stays_wrapped_and_matches_orientation(device):
+    car = _drive(device, [[1.0, 0.3]], 200)
+    yaw = car.yaw.numpy()[0]
+    assert -math.pi <= yaw < math.pi
+    q = car.orientation.numpy()[0]
+    assert math.atan2(2 * (q[3] * q[2] + q[0] * q[1]), 1 - 2 * (q[1] ** 2 + q[2] ** 2)) == pytest.approx(yaw, abs=1e-5)
+
+
+def test_car_params_refuse_bad_values():
+    with pytest.raises(ValueError, match="wheelbase"):
+        CarParams(wheelbase=-1.0, cog_to_rear=0.5, max_steer=0.4, max_accel=1, max_brake=1, max_speed=1,
+                  friction=1, length=1, width=1, height=1)
+    with pytest.raises(ValueError, match="cog_to_rear"):
+        CarParams(wheelbase=1.0, cog_to_rear=1.0, max_steer=0.4, max_accel=1, max_brake=1, max_speed=1,
+                  friction=1, length=1, width=1, height=1)
+    with pytest.raises(ValueError, match="substeps"):
+        CarParams(wheelbase=1.0, cog_to_rear=0.5, max_steer=0.4, max_accel=1, max_brake=1, max_speed=1,
+                  friction=1, length=1, width=1, height=1, substeps=0)
+    with pytest.raises(ValueError, match="rc10"):
+        car_params("kart")
+    with pytest.raises(TypeError):
+        car_params(3)

@@ -1,0 +1,105 @@
+"""Loading real-circuit centrelines (trackgen_env.generators.centerline_io)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from trackgen_env.generators.centerline_io import centerline_length, check_centerline, load_centerline_csv
+
+HEADER = "# x_m,y_m,w_tr_right_m,w_tr_left_m\n"
+
+
+def _circle(n=40, radius=50.0, wr=5.0, wl=6.0):
+    a = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    return np.stack([radius * np.cos(a), radius * np.sin(a), np.full(n, wr), np.full(n, wl)], axis=1)
+
+
+def _write(path, rows, header=HEADER):
+    path.write_text(header + "\n".join(",".join(f"{v:.6f}" for v in r) for r in rows) + "\n")
+    return path
+
+
+def test_csv_loads_as_n_by_4(tmp_path):
+    rows = _circle()
+    data = load_centerline_csv(_write(tmp_path / "c.csv", rows))
+    assert data.shape == (40, 4)
+    np.testing.assert_allclose(data, rows, atol=1e-6)
+
+
+def test_repeated_closing_point_is_dropped(tmp_path):
+    rows = _circle()
+    data = load_centerline_csv(_write(tmp_path / "c.csv", np.vstack([rows, rows[:1]])))
+    assert data.shape == (40, 4)
+
+
+def test_length_of_a_closed_polygon():
+    n, r = 400, 50.0
+    assert centerline_length(_circle(n, r)) == pytest.approx(2 * n * r * math.sin(math.pi / n), rel=1e-9)
+
+
+def test_missing_file_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no centreline CSV"):
+        load_centerline_csv(tmp_path / "nope.csv")
+
+
+def test_wrong_column_count_names_the_layout(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(HEADER + "1,2,3\n4,5,6\n7,8,9\n")
+    with pytest.raises(ValueError, match="x_m, y_m, w_tr_right_m, w_tr_left_m"):
+        load_centerline_csv(path)
+
+
+def test_text_in_a_row_is_refused(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(HEADER + "1,2,3,4\n4,five,6,7\n")
+    with pytest.raises(ValueError, match="4 numeric"):
+        load_centerline_csv(path)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.__setitem__((3, 0), np.nan), "non-finite value in row 3"),
+        (lambda d: d.__setitem__((5, 2), 0.0), "widths must be > 0 m, row 5"),
+        (lambda d: d.__setitem__((6, slice(0, 2)), d[7, :2]), "rows 6 and 7 are the same point"),
+    ],
+)
+def test_bad_rows_are_named(change, message):
+    data = _circle()
+    change(data)
+    with pytest.raises(ValueError, match=message):
+        check_centerline(data)
+
+
+def test_fewer_than_three_points_is_refused():
+    with pytest.raises(ValueError, match=">= 3 distinct points"):
+        check_centerline(_circle()[:2])
+
+
+def test_write_centerline_fills_the_generator_input_of_the_masked_envs():
+    from trackgen_env import TrackGenConfig, TrackGenerator
+    from trackgen_env.generators.centerline_io import write_centerline
+
+    circle = _circle(n=60, radius=20.0, wr=2.0, wl=2.0)
+    cfg = TrackGenConfig(num_envs=3, device="cpu", source="centerline", max_input_points=80, point_spacing=0.5,
+                         max_loop_length=200.0)
+    gen = TrackGenerator(cfg, seeds=0, prepare=False)
+    write_centerline(gen, circle, mask=[True, False, True])
+    assert gen.inputs["centerline.count"].numpy().tolist() == [60, 0, 60]
+    gen.generate()
+    valid = gen.result.valid.numpy()
+    assert valid.tolist() == [1, 0, 1]
+    length = gen.result.loop_length.numpy()[0]
+    assert length == pytest.approx(2 * np.pi * 20.0, rel=0.01)
+
+
+def test_write_centerline_refuses_too_many_points_and_a_procedural_generator():
+    from trackgen_env import TrackGenConfig, TrackGenerator
+    from trackgen_env.generators.centerline_io import write_centerline
+
+    cfg = TrackGenConfig(num_envs=1, device="cpu", source="centerline", max_input_points=10, point_spacing=0.5)
+    with pytest.raises(ValueError, match="over the input capacity max_input_points=10"):
+        write_centerline(TrackGenerator(cfg, prepare=False), _circle(n=40))
+    with pytest.raises(KeyError, match="centerline.xy"):
+        write_centerline(TrackGenerator(TrackGenConfig(num_envs=1, device="cpu"), prepare=False), _circle())

@@ -1,0 +1,1 @@
+"""Demos of ``python -m trackgen_env demo --env <name>``: each module has ``run(args) -> exit code``."""

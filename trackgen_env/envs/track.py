@@ -1,0 +1,576 @@
+"""``TrackGen-Track-v0``: a car racing on freshly generated closed tracks (a Gymnasium vector env)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Any
+
+import gymnasium
+import numpy as np
+import warp as wp
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .. import tools
+from ..course import Course
+from ..devices import resolve_device
+from ..generators.centerline_io import check_centerline
+from ..generators.track import TrackGenerator
+from ..pipeline._validate import check_float, check_int
+from ..pipeline.track_config import TrackGenConfig
+from .car import CarParams, CarState, car_params
+
+__all__ = ["TrackVectorEnv", "PurePursuit", "OBS_FIELDS"]
+
+wp.set_module_options({"enable_backward": False})
+
+#: Names of the first observation entries, in order; the lookahead points follow.
+OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "half_width", "curvature", "lap_fraction")
+_NUM_SCALARS = len(OBS_FIELDS)
+
+
+@wp.kernel
+def _observe(
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the car
+    position: wp.array(dtype=wp.vec3),
+    yaw: wp.array(dtype=float),
+    speed: wp.array(dtype=float),
+    yaw_rate: wp.array(dtype=float),
+    steer: wp.array(dtype=float),
+    elapsed: wp.array(dtype=wp.int32),
+    # inputs: the track
+    centerline: wp.array2d(dtype=wp.vec3),
+    track_curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    valid: wp.array(dtype=wp.int32),
+    # inputs: the course step (localizer, collision, progress)
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    frame_curvature: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+    hit: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    lap_fraction: wp.array(dtype=float),
+    # settings
+    max_episode_steps: int,
+    target_laps: int,
+    off_track_penalty: float,
+    num_lookahead: int,
+    lookahead: wp.array(dtype=float),
+    # state (in/out)
+    s_prev: wp.array(dtype=float),
+    # outputs
+    autoreset: wp.array(dtype=wp.int32),
+    obs: wp.array2d(dtype=float),
+    reward: wp.array(dtype=float),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    laps_out: wp.array(dtype=wp.int32),
+    off_track: wp.array(dtype=wp.bool),
+):
+    e = wp.tid()
+    was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+    n = num_points[e]
+    length = loop_length[e]
+    usable = valid[e] != 0 and n >= 3 and length > 0.0
+
+    inv_spacing = float(n) / wp.max(length, 1.0e-6)
+    psi = yaw[e]
+    c = wp.cos(psi)
+    sn = wp.sin(psi)
+    p = position[e]
+    obs[e, 0] = speed[e]
+    obs[e, 1] = yaw_rate[e]
+    obs[e, 2] = steer[e]
+    if usable:
+        obs[e, 3] = lateral_offset[e]
+        obs[e, 4] = heading_error[e]
+        obs[e, 5] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
+        obs[e, 6] = frame_curvature[e]
+        obs[e, 7] = lap_fraction[e]
+        s_car = s[e]
+        for k in range(num_lookahead):
+            sk = s_car + lookahead[k]
+            if sk >= length:
+                sk = sk - length * wp.floor(sk / length)
+            # the generators resample the centreline uniformly in arc length
+            # (arc_length[e, j] = j * loop_length / num_points): index it directly, without
+            # reading arc_length (the observation's cost is its memory reads)
+            u = sk * inv_spacing
+            j = wp.clamp(int(u), 0, n - 1)
+            j1 = wp.where(j < n - 1, j + 1, 0)  # the last segment closes the loop
+            t = wp.clamp(u - float(j), 0.0, 1.0)
+            q = wp.lerp(centerline[e, j], centerline[e, j1], t)
+            dx = q[0] - p[0]
+            dy = q[1] - p[1]
+            obs[e, 8 + 3 * k] = c * dx + sn * dy
+            obs[e, 9 + 3 * k] = -sn * dx + c * dy
+            obs[e, 10 + 3 * k] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+    else:
+        for i in range(3, 8 + 3 * num_lookahead):
+            obs[e, i] = 0.0
+
+    off = usable and hit[e] != 0
+    if was_reset:
+        s_prev[e] = s[e]
+        reward[e] = 0.0
+        terminated[e] = False
+        truncated[e] = False
+        laps_out[e] = 0
+        off_track[e] = False
+        autoreset[e] = 0
+        return
+
+    progress = float(0.0)
+    if usable:
+        progress = s[e] - s_prev[e]
+        # the lap seam: s jumps by one loop length when the car crosses the start line
+        if progress < -0.5 * length:
+            progress = progress + length
+        elif progress > 0.5 * length:
+            progress = progress - length
+    s_prev[e] = s[e]
+    r = progress
+    if off:
+        r = r - off_track_penalty
+    reward[e] = r
+    term = off or (not usable) or laps[e] >= target_laps
+    trunc = elapsed[e] >= max_episode_steps
+    terminated[e] = term
+    truncated[e] = trunc
+    laps_out[e] = laps[e]
+    off_track[e] = off
+    autoreset[e] = wp.where(term or trunc, 1, 0)
+
+
+class TrackVectorEnv(VectorEnv):
+    """A car racing on procedurally generated closed tracks; every finished env gets a new track.
+
+    ## Description
+
+    Each of ``num_envs`` envs holds its own closed track (a band of width ``width`` around
+    a smooth generated centreline, :class:`~trackgen_env.TrackGenConfig`) and a car, a
+    kinematic single-track (bicycle) model (Kong et al., IEEE IV 2015; Rajamani, *Vehicle
+    Dynamics and Control*, 2012; see :mod:`trackgen_env.envs.car`) with friction-limited
+    steering. The default car is a 1:10 RC car (0.33 m wheelbase, up to 6 m/s) on ~10 m
+    tracks 0.8 m wide. The goal is to cover as much track as possible without touching
+    the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
+    recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
+    collision against the band edges, localization on the centreline) -> reward and
+    termination -> observations, with the NEXT_STEP auto-reset as the course's masked
+    regeneration at the start of the next step.
+
+    ## Action Space
+
+    ``Box(-1, 1, (num_envs, 2), float32)``:
+
+    | Index | Action    | Physical meaning                                                        |
+    |-------|-----------|-------------------------------------------------------------------------|
+    | 0     | steering  | front wheel angle ``steering * max_steer`` [rad], left > 0 (rc10: 0.45) |
+    | 1     | throttle  | > 0: accelerate ``throttle * max_accel * (1 - v / max_speed)`` [m/s^2]; |
+    |       |           | < 0: brake ``throttle * max_brake`` [m/s^2] (no reverse: v >= 0)         |
+
+    Values outside [-1, 1] (including +-inf) are clipped. Any real floating dtype is
+    accepted (converted to float32); NaN raises ``ValueError``, another dtype ``TypeError``,
+    another shape ``ValueError``; a refused action leaves the env unchanged.
+
+    ## Observation Space
+
+    ``Box(-inf, inf, (num_envs, 8 + 3 * num_lookahead), float32)`` (38 by default):
+
+    | Index        | Observation                                                    | Unit  |
+    |--------------|----------------------------------------------------------------|-------|
+    | 0            | speed v                                                        | m/s   |
+    | 1            | yaw rate                                                       | rad/s |
+    | 2            | front wheel angle applied at the last step                     | rad   |
+    | 3            | lateral offset from the centreline (left > 0)                  | m     |
+    | 4            | heading error: car yaw minus centreline yaw, in [-pi, pi)      | rad   |
+    | 5            | half width of the band at the car                              | m     |
+    | 6            | centreline curvature at the car (left turn > 0)                | 1/m   |
+    | 7            | fraction of the current lap done, in [0, 1)                    | -     |
+    | 8 + 3k, 9 + 3k | centreline point ``d_k`` ahead of the car's arc length s, in the car frame (x forward, y left), k = 0 .. K - 1 | m |
+    | 10 + 3k      | centreline curvature at that point (left turn > 0)             | 1/m   |
+
+    The lookahead distances grow as triangular numbers, dense near the car and reaching far
+    enough to brake: ``d_k = lookahead_horizon * (k + 1)(k + 2) / (K (K + 1))`` with ``K =
+    num_lookahead``, so ``d_{K-1} = lookahead_horizon`` (rc10: 0.09, 0.27, 0.54, ... 4.95 m).
+
+    An env whose track is invalid (``valid == 0``, the generator's retries all failed)
+    observes zeros at indices 3 and above, and terminates.
+
+    ## Rewards
+
+    The progress along the centreline during the step [m]: the change of the car's arc
+    length s (from the course's ``Localizer``), unwrapped across the start/finish line, so
+    driving backwards is negative. ``off_track_penalty`` is subtracted on the step where
+    the car's body touches a band edge. The step that auto-resets an env gives 0.
+
+    ## Starting State
+
+    Every env starts at its track's start pose (on the centreline at arc length 0,
+    facing along the track) at rest.
+
+    ## Episode End
+
+    * Termination: the car's body box touches a band edge (``BandCollision("segments")``),
+      the car completed ``laps`` laps (checkpoints passed in order), or the track is invalid.
+    * Truncation: ``max_episode_steps`` steps (counted on the device).
+
+    Auto-reset is ``AutoresetMode.NEXT_STEP``: the step after an env ends ignores its
+    action and returns its first observation on a **new** track (the course's masked
+    regeneration with ``advance=True``), reward 0, terminated and truncated False.
+
+    ## Arguments
+
+    * ``num_envs``: number of envs (>= 1).
+    * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
+    * ``max_episode_steps``: truncation (default 1000 steps = 50 s).
+    * ``laps``: laps to finish an episode (default 1).
+    * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``); None draws one from
+      the OS. ``reset(seed=s)`` reseeds the same way.
+    * ``render_mode``: None or ``"rgb_array"`` (``render()`` returns one RGB frame per env).
+    * ``car``: ``"rc10"`` (default), ``"full"`` (a full-size race car, for real circuits)
+      or a :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
+    * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
+      are replaced by the env's); default ``TrackGenConfig()`` (10 m course, 0.8 m wide).
+    * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
+      centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
+      in every env instead of generated tracks (``track`` must then be None); resampled
+      every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car).
+    * ``checkpoint_spacing``: [m] spacing of the progress checkpoints; default twice the
+      distance the car covers in one step at ``max_speed``.
+    * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
+    * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
+      (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
+      braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
+    * ``capture``: record the step as one graph (default True); False runs it eagerly.
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        device: str | None = None,
+        *,
+        max_episode_steps: int = 1000,
+        laps: int = 1,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        car: str | CarParams = "rc10",
+        track: TrackGenConfig | None = None,
+        centerline: np.ndarray | None = None,
+        checkpoint_spacing: float | None = None,
+        off_track_penalty: float = 1.0,
+        num_lookahead: int = 10,
+        lookahead_horizon: float | None = None,
+        capture: bool = True,
+    ):
+        self.num_envs = check_int("num_envs", num_envs, lo=1)
+        self.device = wp.get_device(resolve_device(device))
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
+        self.laps = check_int("laps", laps, lo=1)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.car = car_params(car)
+        self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
+        self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
+        c = self.car
+        horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
+        self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (1 << 31))
+        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        cp = 2.0 * self.car.max_speed * self.car.dt if checkpoint_spacing is None else checkpoint_spacing
+        self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
+
+        obs_dim = _NUM_SCALARS + 3 * self.num_lookahead
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        if centerline is None:
+            if track is not None and not isinstance(track, TrackGenConfig):
+                raise TypeError(f"track must be a TrackGenConfig or None, got {type(track).__name__}")
+            base = TrackGenConfig() if track is None else track
+            source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
+            spacing, seeds = source.point_spacing, {"seeds": int(seed)}
+        else:
+            if track is not None:
+                raise TypeError("pass either track= (generated tracks) or centerline= (a given circuit), not both")
+            spacing, seeds = self.car.wheelbase / 3.0, {}
+            source = TrackGenerator.from_centerline(
+                check_centerline(centerline), num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
+                seeds=int(seed),
+            )
+        # the warm-started searches only need to cover one step of travel at top speed (a
+        # longer jump falls back to a global search): a small window is the cheap one
+        window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
+        self.course = Course.track(
+            source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
+            extra=[tools.Localizer(warm_window=window)], **seeds,
+        )
+        self.track_config = self.course.generator.config
+
+        E, dev = self.num_envs, self.device
+        self.state = CarState(self.car, E, dev)
+        self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
+        self._action = wp.zeros(E, dtype=wp.vec2, device=dev)
+        self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
+        self._s_prev = wp.zeros(E, dtype=float, device=dev)
+        self._obs = wp.zeros((E, obs_dim), dtype=float, device=dev)
+        self._reward = wp.zeros(E, dtype=float, device=dev)
+        self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._laps = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._off_track = wp.zeros(E, dtype=wp.bool, device=dev)
+        k = np.arange(self.num_lookahead)
+        K = max(self.num_lookahead, 1)
+        distances = self.lookahead_horizon * (k + 1) * (k + 2) / (K * (K + 1))
+        self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)  # [K + 1]: never empty
+        # the action goes in through a host array: on the CPU the device array itself, on
+        # CUDA a pinned staging array copied in before each replay
+        self._action_host = self._action if dev.is_cpu else wp.zeros(E, dtype=wp.vec2, device="cpu", pinned=True)
+        self._action_view = self._action_host.numpy().view(np.float32).reshape(E, 2)
+        self._needs_reset = True
+        self._fresh = True  # the tracks of the construction are not driven yet
+
+        # warm-up: load every module outside any capture, then record the step
+        self._step_body()
+        self.graph = self._record() if capture else None
+
+    def _record(self):
+        try:
+            with wp.ScopedCapture(device=self.device) as cap:
+                self._step_body()
+            return cap.graph
+        except RuntimeError as exc:  # CaptureError, e.g. a host-side generator stage (NotCapturableError)
+            warnings.warn(f"TrackVectorEnv: the step cannot be recorded ({exc}); running it eagerly", RuntimeWarning, stacklevel=3)
+            return None
+
+    # -- the step body (recorded once, replayed every step) ---------------------------------
+    def _step_body(self):
+        self.course.regenerate(mask=self._autoreset, advance=True)
+        self._advance(self._autoreset)
+
+    def _advance(self, reset_mask: wp.array):
+        r = self.course.result
+        self.state.step(self._action, reset_mask, r.start_position, r.start_orientation)
+        res = self.course.step()
+        st, fr, ev = self.state, res.frame, res.events
+        wp.launch(
+            _observe,
+            self.num_envs,
+            inputs=[
+                reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
+                r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
+                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
+                res.contacts.hit, ev.laps, ev.lap_fraction,
+                self.max_episode_steps, self.laps, self.off_track_penalty, self.num_lookahead, self._lookahead,
+                self._s_prev,
+            ],
+            outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated, self._laps, self._off_track],
+            device=self.device,
+        )
+
+    # -- Gymnasium API ----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset every env: new tracks (the same ones for the same ``seed``), cars at rest at the start.
+
+        Args:
+            seed: None (the next tracks of each env's stream; the first reset after
+                construction keeps the construction's tracks) or an int ``s`` (env i's
+                tracks restart from seed ``hash(s, i)``: the same as ``TrackVectorEnv(seed=s)``).
+            options: unused (must be None or empty).
+
+        Returns:
+            ``(obs [E, D] float32, info dict)``.
+
+        Raises:
+            ValueError: a negative or non-int seed, or non-empty options.
+        """
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        if options:
+            raise ValueError(f"TrackVectorEnv.reset takes no options, got {sorted(options)}")
+        super().reset(seed=seed)
+        if seed is not None:
+            self.course.generate(seeds=int(seed))
+        elif not self._fresh:
+            self.course.regenerate(advance=True)
+        else:
+            self.course.reset()
+        self._fresh = False
+        self._advance(self._all_envs)
+        self._needs_reset = False
+        obs, _, _, _, info = self._outputs()
+        return obs, info
+
+    def step(self, actions):
+        """Advance every env by ``dt``; envs that ended on the previous step auto-reset (NEXT_STEP).
+
+        Args:
+            actions: ``[E, 2]`` real floats (steering, throttle), clipped to [-1, 1].
+
+        Returns:
+            ``(obs [E, D] float32, reward [E] float32, terminated [E] bool, truncated [E] bool,
+            info)``; ``info`` holds ``"laps"`` ([E] int32, laps completed this episode) and
+            ``"off_track"`` ([E] bool), with their Gymnasium ``"_laps"`` / ``"_off_track"`` masks.
+
+        Raises:
+            RuntimeError: ``reset()`` was not called first.
+            TypeError: ``actions`` is not of a real floating dtype.
+            ValueError: ``actions`` has another shape, or holds NaN.
+        """
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        np.copyto(self._action_view, self._check_actions(actions))
+        if self._action_host is not self._action:
+            wp.copy(self._action, self._action_host)
+        if self.graph is not None:
+            wp.capture_launch(self.graph)
+        else:
+            self._step_body()
+        return self._outputs()
+
+    def _check_actions(self, actions) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype.kind != "f":
+            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
+        if a.shape != (self.num_envs, 2):
+            raise ValueError(f"actions must have shape ({self.num_envs}, 2) (steering, throttle), got {a.shape}")
+        nan = np.isnan(a)
+        if nan.any():
+            rows = np.flatnonzero(nan.any(axis=1))
+            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
+        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
+
+    def _outputs(self):
+        obs = self._obs.numpy().copy()
+        reward = self._reward.numpy().copy()
+        terminated = self._terminated.numpy().copy()
+        truncated = self._truncated.numpy().copy()
+        everyone = np.ones(self.num_envs, dtype=bool)
+        info = {
+            "laps": self._laps.numpy().copy(),
+            "_laps": everyone,
+            "off_track": self._off_track.numpy().copy(),
+            "_off_track": everyone.copy(),
+        }
+        return obs, reward, terminated, truncated, info
+
+    # -- inspection -------------------------------------------------------------------------
+    def car_pose(self) -> np.ndarray:
+        """``[E, 3]`` float32 (x [m], y [m], yaw [rad]) of every car (a host copy)."""
+        p = self.state.position.numpy()  # a view on the CPU: concatenate copies
+        return np.concatenate([p[:, :2], self.state.yaw.numpy()[:, None]], axis=1).astype(np.float32)
+
+    def tracks(self) -> list[dict[str, np.ndarray]]:
+        """Host copies of every env's track: ``centerline [n, 2]``, ``half_width [n]``, ``valid``."""
+        r = self.course.result
+        c, hw, n, v = r.centerline.numpy(), r.half_width.numpy(), r.num_points.numpy(), r.valid.numpy()
+        return [
+            {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
+            for e in range(self.num_envs)
+        ]
+
+    def render(self):
+        """One RGB frame ``[H, W, 3]`` uint8 per env (track, band and car), or None without ``render_mode``."""
+        if self.render_mode is None:
+            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
+            return None
+        from ..viz import render_frame
+
+        pose = self.car_pose()
+        return [render_frame(t, pose[e], self.car) for e, t in enumerate(self.tracks())]
+
+
+class PurePursuit:
+    """Pure-pursuit steering with a curvature speed profile, on :class:`TrackVectorEnv` observations.
+
+    Steering (Coulter, "Implementation of the Pure Pursuit Path Tracking Algorithm",
+    CMU-RI-TR-92-01, 1992): the goal point is where the polyline through the observation's
+    lookahead points (car frame, starting at the car) first reaches the distance
+    ``L_d = lookahead_gain * v + lookahead_min`` from the car; the arc through it has
+    curvature ``kappa = 2 y / L_d^2``, so the wheel angle is ``atan(wheelbase * kappa)``.
+
+    Speed: the pursued arc (``kappa``, at distance 0) and, at each lookahead point, the
+    larger of the centreline curvature there and the curvature of the circle through it
+    and its two neighbours (which catches a short corner between two points), ``kappa_k``,
+    allow ``v_k = sqrt(lat_accel / |kappa_k|)`` with ``lat_accel = margin * friction * g``; the
+    target speed is the lowest ``sqrt(v_k^2 + 2 b d_k)`` (braking at ``b = margin *
+    max_brake`` over the distance ``d_k`` to the point), capped at ``margin * max_speed``;
+    the throttle is proportional to the speed error.
+
+    Args:
+        car: the env's :class:`CarParams` (``env.car``).
+        lookahead_gain: [s] lookahead distance per speed.
+        lookahead_min: [m] lookahead at rest; default ``1.2 * wheelbase`` (0.4 m for rc10).
+        margin: fraction of the friction, brake and speed limits to plan with.
+        speed_gain: [1/(m/s)] throttle per m/s of speed error.
+    """
+
+    def __init__(self, car: CarParams, *, lookahead_gain: float = 0.15, lookahead_min: float | None = None,
+                 margin: float = 0.7, speed_gain: float = 2.0):
+        self.car = car
+        self.lookahead_gain = lookahead_gain
+        self.lookahead_min = 1.2 * car.wheelbase if lookahead_min is None else lookahead_min
+        self.margin = margin
+        self.speed_gain = speed_gain
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """``[E, D]`` observations -> ``[E, 2]`` float32 actions in [-1, 1].
+
+        Raises:
+            ValueError: observations without lookahead points.
+        """
+        obs = np.asarray(obs, dtype=np.float32)
+        E = obs.shape[0]
+        v = obs[:, 0]
+        ahead = obs[:, _NUM_SCALARS:].reshape(E, -1, 3)
+        if ahead.shape[1] < 1:
+            raise ValueError("PurePursuit needs observations with lookahead points (num_lookahead >= 1)")
+        # the polyline from the car (the origin) through the lookahead points
+        pts = np.concatenate([np.zeros((E, 1, 2), np.float32), ahead[:, :, :2]], axis=1)
+        dist = np.linalg.norm(pts, axis=2)  # [E, K + 1], 0 at the car
+        # steering: the goal point at distance L_d on the polyline
+        ld = self.lookahead_gain * v + self.lookahead_min
+        beyond = dist >= ld[:, None]
+        k = np.where(beyond.any(axis=1), beyond.argmax(axis=1), pts.shape[1] - 1)
+        rows = np.arange(E)
+        p0, p1 = pts[rows, k - 1], pts[rows, k]
+        d0, d1 = dist[rows, k - 1], dist[rows, k]
+        t = np.clip((ld - d0) / np.maximum(d1 - d0, 1e-6), 0.0, 1.0)
+        goal = p0 + t[:, None] * (p1 - p0)
+        kappa = 2.0 * goal[:, 1] / np.maximum((goal**2).sum(axis=1), 1e-6)
+        steer = np.arctan(self.car.wheelbase * kappa) / self.car.max_steer
+        # speed: the slowest of the curvature limits ahead, braking distance included
+        # (a short corner between two points shows as a turn of the polyline through them)
+        q = ahead[:, :, :2]
+        a, b, c = q[:, 1:-1] - q[:, :-2], q[:, 2:] - q[:, 1:-1], q[:, 2:] - q[:, :-2]
+        cross = np.abs(a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0])
+        norms = np.linalg.norm(a, axis=2) * np.linalg.norm(b, axis=2) * np.linalg.norm(c, axis=2)
+        turn = np.zeros(ahead.shape[:2], np.float32)
+        turn[:, 1:-1] = 2.0 * cross / np.maximum(norms, 1e-9)
+        curv = np.concatenate([np.abs(kappa[:, None]), np.maximum(np.abs(ahead[:, :, 2]), turn)], axis=1)
+        v_curve = np.sqrt(self.margin * self.car.max_lateral_accel / np.maximum(curv, 1e-6))
+        reach = np.sqrt(v_curve**2 + 2.0 * self.margin * self.car.max_brake * dist)
+        v_target = np.minimum(reach.min(axis=1), self.margin * self.car.max_speed)
+        throttle = self.speed_gain * (v_target - v)
+        return np.clip(np.stack([steer, throttle], axis=1), -1.0, 1.0).astype(np.float32)

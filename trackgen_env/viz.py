@@ -1,0 +1,179 @@
+"""Matplotlib figures of tracks and driven traces (needs the ``viz`` extra: matplotlib).
+
+A *track* here is a host-side dict as :meth:`TrackVectorEnv.tracks` returns it:
+``centerline`` ``[n, 2]`` [m], ``half_width`` ``[n]`` [m], ``valid`` bool. A *trace* is an
+``[T, 2]`` array of car positions [m] (NaN rows break the line, e.g. at a reset).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "render_frame"]
+
+_BAND = "#d9d9d9"
+_EDGE = "#555555"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def band_edges(centerline: np.ndarray, half_width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left and right band edges ``[n, 2]`` [m] of a closed centreline (central-difference normals)."""
+    c = np.asarray(centerline, dtype=np.float64)[:, :2]
+    t = np.roll(c, -1, axis=0) - np.roll(c, 1, axis=0)
+    t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+    n = np.stack([-t[:, 1], t[:, 0]], axis=1)
+    hw = np.asarray(half_width, dtype=np.float64)[:, None]
+    return c + hw * n, c - hw * n
+
+
+def _draw_track(ax, track: dict, *, lw: float = 0.6) -> None:
+    from matplotlib.collections import PolyCollection
+
+    c = np.asarray(track["centerline"])[:, :2]
+    if len(c) < 3:
+        ax.text(0.5, 0.5, "invalid track", transform=ax.transAxes, ha="center", va="center", color="red")
+        return
+    left, right = band_edges(c, track["half_width"])
+    nxt = np.roll(np.arange(len(c)), -1)
+    quads = np.stack([left, left[nxt], right[nxt], right], axis=1)
+    ax.add_collection(PolyCollection(quads, facecolors=_BAND, edgecolors=_BAND, linewidths=0.3))
+    for edge in (left, right):
+        loop = np.vstack([edge, edge[:1]])
+        ax.plot(loop[:, 0], loop[:, 1], color=_EDGE, lw=lw)
+    ax.plot(c[:, 0], c[:, 1], color="white", lw=0.3, ls=(0, (3, 5)))
+    ax.plot(c[0, 0], c[0, 1], marker="s", color="black", ms=3)
+    if not track.get("valid", True):
+        ax.set_title("invalid", color="red")
+
+
+def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: str | os.PathLike, *,
+                    speeds: list[np.ndarray] | None = None, ncols: int | None = None, title: str | None = None,
+                    labels: list[str] | None = None) -> str:
+    """A grid of tracks (band in grey, edges dark) with the driven traces on top; writes a PNG.
+
+    Args:
+        tracks: host-side tracks (see the module docstring).
+        traces: one ``[T, 2]`` trace per track, or None.
+        speeds: one ``[T]`` speed [m/s] per trace: colours the traces (one colour scale).
+        path: the PNG to write (its folder is created).
+        ncols: columns of the grid (default ``ceil(sqrt(len(tracks)))``).
+        title: a figure title.
+        labels: one caption per track.
+
+    Returns:
+        ``path`` as a str.
+    """
+    plt = _pyplot()
+    from matplotlib.collections import LineCollection
+
+    k = len(tracks)
+    ncols = ncols or int(np.ceil(np.sqrt(k)))
+    vmax = max((float(np.max(v)) for v in speeds if len(v)), default=1.0) if speeds is not None else 1.0
+    nrows = int(np.ceil(k / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.6 * nrows + (0.4 if title else 0)), squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if i >= k:
+            ax.axis("off")
+            continue
+        _draw_track(ax, tracks[i])
+        if traces is not None and len(traces[i]) > 1:
+            tr = np.asarray(traces[i])
+            if speeds is None:
+                ax.plot(tr[:, 0], tr[:, 1], color="#d62728", lw=0.9)
+            else:
+                lines = LineCollection(np.stack([tr[:-1], tr[1:]], axis=1), cmap="plasma", linewidths=1.2)
+                lines.set_array(np.asarray(speeds[i])[1:])
+                lines.set_clim(0.0, vmax)
+                ax.add_collection(lines)
+                colored = lines
+        if labels is not None:
+            ax.set_xlabel(labels[i], fontsize=7)
+        ax.autoscale_view()
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    if speeds is not None and traces is not None and any(len(t) > 1 for t in traces):
+        fig.subplots_adjust(right=0.9)
+        fig.colorbar(colored, cax=fig.add_axes([0.92, 0.3, 0.015, 0.4]), label="speed [m/s]")
+    return _save(fig, path)
+
+
+def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike, *, speed: np.ndarray | None = None,
+                 title: str | None = None) -> str:
+    """One circuit with its driven trace, coloured by ``speed`` [m/s] when given; writes a PNG.
+
+    Returns:
+        ``path`` as a str.
+    """
+    plt = _pyplot()
+    c = np.asarray(track["centerline"])[:, :2]
+    span = np.ptp(c, axis=0) + 1e-9 if len(c) else np.ones(2)
+    width = 9.0
+    fig, ax = plt.subplots(figsize=(width, float(np.clip(width * 0.85 * span[1] / span[0], 3.0, 12.0)) + 0.8))
+    ax.set_aspect("equal")
+    _draw_track(ax, track, lw=0.8)
+    if trace is not None and len(trace):
+        tr = np.asarray(trace)
+        if speed is not None:
+            sc = ax.scatter(tr[:, 0], tr[:, 1], c=np.asarray(speed) * 3.6, s=1.5, cmap="plasma", zorder=3)
+            fig.colorbar(sc, ax=ax, shrink=0.7, label="speed [km/h]")
+        else:
+            ax.plot(tr[:, 0], tr[:, 1], color="#d62728", lw=1.0)
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    if title:
+        ax.set_title(title)
+    ax.autoscale_view()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def render_frame(track: dict, pose: np.ndarray, car, *, size: int = 256) -> np.ndarray:
+    """An RGB frame ``[size, size, 3]`` uint8 of one track with the car's body box at ``pose``.
+
+    Args:
+        track: a host-side track.
+        pose: (x [m], y [m], yaw [rad]).
+        car: the :class:`~trackgen_env.envs.car.CarParams` (body length and width).
+    """
+    plt = _pyplot()
+    dpi = 64
+    fig = plt.figure(figsize=(size / dpi, size / dpi), dpi=dpi)
+    ax = fig.add_axes([0, 0, 1, 1])
+    ax.set_aspect("equal")
+    ax.axis("off")
+    _draw_track(ax, track)
+    x, y, yaw = (float(v) for v in pose[:3])
+    c, s = np.cos(yaw), np.sin(yaw)
+    hl, hw = 0.5 * car.length, 0.5 * car.width
+    corners = np.array([[hl, hw], [hl, -hw], [-hl, -hw], [-hl, hw]]) @ np.array([[c, s], [-s, c]]) + [x, y]
+    ax.fill(corners[:, 0], corners[:, 1], color="#d62728", zorder=4)
+    ax.autoscale_view()
+    fig.canvas.draw()
+    frame = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+    plt.close(fig)
+    return frame
+
+
+def _save(fig, path) -> str:
+    plt = _pyplot()
+    path = os.fspath(path)
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
