@@ -100,9 +100,20 @@ def _layout(
     if uniform(key, 1) < 0.5:
         direction = -1.0
     step = _TWO_PI / float(num_ctrl)
+    # radial profile: a random mix of the low angular modes 2..4 (elongation, triangle,
+    # square lobes), scaled to [0, 1]; its depth is radius_jitter
+    a2 = uniform(key, 2)
+    a3 = uniform(key, 3)
+    a4 = 0.5 * uniform(key, 4)
+    p2 = _TWO_PI * uniform(key, 5)
+    p3 = _TWO_PI * uniform(key, 6)
+    p4 = _TWO_PI * uniform(key, 7)
+    total = a2 + a3 + a4 + 1.0e-6
     for k in range(num_ctrl):
-        theta = phase + direction * (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
-        r = r_outer * (1.0 - radius_jitter[e] * uniform(key, 9 + 3 * k))
+        u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
+        theta = phase + direction * u
+        f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
+        r = r_outer * (1.0 - radius_jitter[e] * (0.8 * f + 0.2 * uniform(key, 9 + 3 * k)))
         z = elevation[e] * uniform(key, 10 + 3 * k)
         ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
         ctrl_hw[e, k] = hw

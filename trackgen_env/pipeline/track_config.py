@@ -21,7 +21,9 @@ class TrackGenConfig:
     """Configuration of a batch of procedurally generated closed tracks.
 
     A track is a periodic cubic B-spline through ``num_control_points`` control points placed
-    around the centre of a square of side ``size`` at jittered angles and radii, resampled by
+    around the centre of a square of side ``size`` at jittered angles; their radii follow a
+    random mix of the angular modes 2-4 (elongated, triangular, square lobes; bean and
+    kidney shapes) plus a little noise, ``radius_jitter`` deep. The loop is resampled by
     arc length every ``point_spacing``; the band is the centreline +- ``width / 2``. An env
     whose band self-intersects, turns tighter than its half width, or is longer than
     ``max_loop_length`` draws again (up to ``max_retries`` times) and is marked invalid only
@@ -34,7 +36,8 @@ class TrackGenConfig:
         width: [m] full width of the band (dynamic: ``"band.width"``).
         point_spacing: [m] spacing of the resampled centreline points.
         num_control_points: control points of the loop (>= 5).
-        radius_jitter: fraction in [0, 0.9] of the radius drawn away (``"layout.radius_jitter"``).
+        radius_jitter: depth in [0, 0.9] of the radial profile, as a fraction of the radius
+            (``"layout.radius_jitter"``).
         angle_jitter: fraction in [0, 0.45] of the angular step drawn away (``"layout.angle_jitter"``).
         elevation: [m] height amplitude of an elevated track; 0 is flat (``"layout.elevation"``).
             An elevated config declares no loop-length bound (``max_loop_length`` is then
@@ -60,8 +63,8 @@ class TrackGenConfig:
     size: float = 10.0
     width: float = 0.8
     point_spacing: float = 0.1
-    num_control_points: int = 10
-    radius_jitter: float = 0.5
+    num_control_points: int = 12
+    radius_jitter: float = 0.7
     angle_jitter: float = 0.25
     elevation: float = 0.0
     max_loop_length: float | None = None
