@@ -1,6 +1,7 @@
-"""Matplotlib figures of tracks and driven traces (needs the ``viz`` extra: matplotlib).
+"""Matplotlib figures of tracks, driven traces and progress curves (needs the ``viz`` extra: matplotlib).
 
-A *track* here is a host-side dict as :meth:`TrackVectorEnv.tracks` returns it:
+The envs' own ``render_mode="rgb_array"`` frames are drawn on the device
+(:mod:`trackgen_env.render`); these figures are for reports. A *track* here is a host-side dict as :meth:`TrackVectorEnv.tracks` returns it:
 ``centerline`` ``[n, 2]`` [m], ``half_width`` ``[n]`` [m], ``valid`` bool. A *trace* is an
 ``[T, 2]`` array of car positions [m] (NaN rows break the line, e.g. at a reset).
 """
@@ -11,7 +12,7 @@ import os
 
 import numpy as np
 
-__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "render_frame"]
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "render_frame"]
 
 _BAND = "#d9d9d9"
 _EDGE = "#555555"
@@ -141,8 +142,53 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
     return _save(fig, path)
 
 
+def plot_progress(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | os.PathLike, *,
+                  xlabel: str = "env steps", ylabel: str = "episode return", title: str | None = None,
+                  smooth: int = 1) -> str:
+    """Progress curves (a learning curve, laps or gates per episode, ...) on one axis; writes a PNG.
+
+    Args:
+        curves: label -> ``(x [N], y [N])``, e.g. ``{"PPO": (steps, returns), "random": (steps, returns)}``.
+        path: the PNG to write (its folder is created).
+        xlabel, ylabel, title: the axis labels and an optional title.
+        smooth: width of a trailing moving average drawn over each curve (1: none; the raw
+            curve stays, faint, underneath).
+
+    Returns:
+        ``path`` as a str.
+
+    Raises:
+        ValueError: ``smooth < 1``, or an ``x`` and ``y`` of different lengths.
+    """
+    if smooth < 1:
+        raise ValueError(f"smooth must be >= 1, got {smooth}")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for label, (x, y) in curves.items():
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        if x.shape != y.shape:
+            raise ValueError(f"curve {label!r}: x and y must have one length, got {x.shape} and {y.shape}")
+        if smooth > 1 and len(y) >= smooth:
+            (raw,) = ax.plot(x, y, lw=0.8, alpha=0.3)
+            mean = np.convolve(y, np.ones(smooth) / smooth, mode="valid")
+            ax.plot(x[smooth - 1:], mean, lw=1.6, color=raw.get_color(), label=label)
+        else:
+            ax.plot(x, y, lw=1.4, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if curves:
+        ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def render_frame(track: dict, pose: np.ndarray, car, *, size: int = 256) -> np.ndarray:
-    """An RGB frame ``[size, size, 3]`` uint8 of one track with the car's body box at ``pose``.
+    """An RGB frame ``[size, size, 3]`` uint8 of one track with the car's body box at ``pose``, by matplotlib.
+
+    Slow (a figure per frame): the envs render on the device instead (``render_mode="rgb_array"``).
 
     Args:
         track: a host-side track.

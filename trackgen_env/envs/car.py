@@ -187,6 +187,7 @@ def _car_step(
     reset_mask: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
+    reset_only: int,
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
@@ -198,7 +199,7 @@ def _car_step(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        # NEXT_STEP autoreset: the env's action is ignored, the car starts again at rest
+        # a reset: the env's action is ignored, the car starts again at rest
         p0 = start_position[e]
         psi0 = yaw_of(start_orientation[e])
         position[e] = wp.vec3(p0[0], p0[1], p0[2])
@@ -208,6 +209,8 @@ def _car_step(
         yaw_rate[e] = 0.0
         steer[e] = 0.0
         elapsed[e] = 0
+        return
+    if reset_only != 0:
         return
 
     u = action[e]
@@ -270,20 +273,22 @@ class CarState:
         self.elapsed = zeros(wp.int32)
         self.half_extents = wp.array([wp.vec3(*params.half_extents)] * num_envs, dtype=wp.vec3, device=self.device)
 
-    def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array):
+    def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
+             *, reset_only: bool = False):
         """Reset the masked envs to their start pose at rest; integrate the others over ``dt``.
 
         Args:
             action: ``[E]`` vec2 (steering, throttle) in [-1, 1] (clipped).
             reset_mask: ``[E]`` int32, nonzero = put the car at the start pose, speed 0.
             start_position, start_orientation: ``[E]`` vec3 / quat start poses.
+            reset_only: leave the unmasked envs untouched (a masked restart).
 
         One launch, no host sync: capturable.
         """
         wp.launch(
             _car_step,
             self.num_envs,
-            inputs=[self.model, action, reset_mask, start_position, start_orientation],
+            inputs=[self.model, action, reset_mask, start_position, start_orientation, int(reset_only)],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )

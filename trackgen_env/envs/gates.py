@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any
 
 import numpy as np
 import warp as wp
-from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector import AutoresetMode
 
-from ..devices import resolve_device
-from ..pipeline._validate import check_float, check_int
+from .. import render
+from ..pipeline._validate import check_float
 from ..pipeline.gates_config import GateGenConfig
+from .base import CourseVectorEnv
 from .quadrotor import (
     ControllerGains,
     QuadrotorParams,
@@ -54,6 +52,7 @@ def _fly(
     reset_mask: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
+    reset_only: int,
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     velocity: wp.array(dtype=wp.vec3),
@@ -64,7 +63,7 @@ def _fly(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        # NEXT_STEP autoreset: the action is ignored, the drone starts at rest at the start pose
+        # a reset: the action is ignored, the drone starts at rest at the start pose
         position[e] = start_position[e]
         velocity[e] = wp.vec3(0.0)
         orientation[e] = wp.normalize(start_orientation[e])
@@ -72,6 +71,8 @@ def _fly(
         for i in range(4):
             last_action[e, i] = 0.0
         elapsed[e] = 0
+        return
+    if reset_only != 0:
         return
     a0 = wp.clamp(action[e, 0], -1.0, 1.0)
     a1 = wp.clamp(action[e, 1], -1.0, 1.0)
@@ -146,6 +147,7 @@ def _observe(
     crash_penalty: float,
     body_rate_penalty: float,
     bounds_margin: float,
+    restart: int,
     # state (in/out): the gate the progress reward measures towards, and the distance to it
     target: wp.array(dtype=wp.int32),
     target_distance: wp.array(dtype=wp.float32),
@@ -162,6 +164,8 @@ def _observe(
 ):
     e = wp.tid()
     was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+    if restart != 0 and not was_reset:
+        return
     n = num_checkpoints[e]
     usable = valid[e] != 0 and n >= 2
     p = position[e]
@@ -206,9 +210,10 @@ def _observe(
     if was_reset:
         target[e] = nxt
         target_distance[e] = dist
-        reward[e] = 0.0
-        terminated[e] = False
-        truncated[e] = False
+        if restart == 0:  # a restart keeps the ended episode's reward and termination
+            reward[e] = 0.0
+            terminated[e] = False
+            truncated[e] = False
         gates_out[e] = 0
         laps_out[e] = 0
         collision_out[e] = False
@@ -246,7 +251,7 @@ def _observe(
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
-class GatesVectorEnv(VectorEnv):
+class GatesVectorEnv(CourseVectorEnv):
     """A quadrotor racing through procedurally generated gate courses; every finished env gets a new course.
 
     ## Description
@@ -259,10 +264,11 @@ class GatesVectorEnv(VectorEnv):
     is a 250 g micro quad (thrust-to-weight 3) on courses of 7 gates 0.6 m wide, 2-3 m
     apart in an 8 m disc. The goal is to fly through the gates in order without touching a frame or the
     ground. Everything runs in Warp kernels on ``device``; ``step()`` replays one recorded
-    graph: NEXT_STEP auto-reset of the envs that ended on the previous step (the course's
-    masked regeneration, ``advance=True``) -> quadrotor dynamics -> ``course.step()``
-    (gate passes in order, frame collision of the body box, localization on the course
-    line) -> reward and termination -> observations.
+    graph: quadrotor dynamics -> ``course.step()`` (gate passes in order, frame collision of
+    the body box, localization on the course line) -> reward and termination ->
+    observations, with the auto-reset of ``autoreset_mode`` as the course's masked
+    regeneration (``advance=True``) inside the same graph (:mod:`trackgen_env.envs.base`;
+    ``docs/envs.md``).
 
     ## Action Space
 
@@ -278,7 +284,9 @@ class GatesVectorEnv(VectorEnv):
     Body frame: x forward, y left, z up along the thrust. Values outside [-1, 1]
     (including +-inf) are clipped. Any real floating dtype is accepted (converted to
     float32); NaN raises ``ValueError``, another dtype ``TypeError``, another shape
-    ``ValueError``; a refused action leaves the env unchanged.
+    ``ValueError``; a refused action leaves the env unchanged. With ``output="torch"`` a
+    torch tensor is copied into the action buffer on the device (no host round trip; its
+    NaN are not checked, which would synchronise).
 
     ## Observation Space
 
@@ -325,9 +333,20 @@ class GatesVectorEnv(VectorEnv):
       highest gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 
-    Auto-reset is ``AutoresetMode.NEXT_STEP``: the step after an env ends ignores its
-    action and returns its first observation on a **new** course (the course's masked
-    regeneration with ``advance=True``), reward 0, terminated and truncated False.
+    Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** course (the
+    course's masked regeneration with ``advance=True``):
+
+    * ``NEXT_STEP`` (default): the step after an env ends ignores its action and returns
+      its first observation, reward 0, terminated and truncated False.
+    * ``SAME_STEP``: the step that ends an env returns its reward and termination, its new
+      episode's first observation, and ``info["final_obs"]`` ``[E, 44]`` / ``info["final_info"]``
+      (the ended step's info arrays) with the masks ``"_final_obs"`` / ``"_final_info"``.
+    * ``DISABLED``: no auto-reset; ``reset(options={"reset_mask": m})`` restarts the envs of
+      ``m``. A finished env stepped without a reset goes on flying from where it ended.
+
+    ``info`` holds ``"gates_passed"`` ([E] int32, gates passed in order this episode),
+    ``"laps"`` ([E] int32), ``"collision"`` ([E] bool: a gate frame or the ground was hit
+    this step) and ``"out_of_bounds"`` ([E] bool), each with its Gymnasium ``"_name"`` mask.
 
     ## Arguments
 
@@ -337,8 +356,16 @@ class GatesVectorEnv(VectorEnv):
     * ``laps``: laps to finish an episode (default 1).
     * ``seed``: int seed of the courses (env i uses ``hash(seed, i)``); None draws one from
       the OS. ``reset(seed=s)`` reseeds the same way.
-    * ``render_mode``: None (rendering gate courses is not available yet: ``demo --env gates``
-      draws them with matplotlib).
+    * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
+      RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device: the course
+      line and the gates from above (the next gate in green), the drone with its heading,
+      and along the bottom quarter a side view (x against altitude).
+    * ``render_size``: frame side in pixels (default 256).
+    * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
+      ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.
+    * ``output``: ``"numpy"`` (default: fresh host arrays) or ``"torch"`` (torch tensors on
+      the env's device, zero-copy views of the env's buffers, overwritten by the next step:
+      clone to keep; no host sync inside ``step()`` on CUDA).
     * ``quadrotor``: a :class:`~trackgen_env.envs.quadrotor.QuadrotorParams` (mass, thrust,
       rate limits, lag, drag, ``dt``, ``substeps``, body box); default the 250 g micro quad
       at 50 Hz.
@@ -353,10 +380,14 @@ class GatesVectorEnv(VectorEnv):
 
     ## Version History
 
-    * v0: initial version.
+    * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
+      ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
+      the default behaviour.
     """
 
-    metadata = {"render_modes": [], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
+    info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool))
 
     def __init__(
         self,
@@ -367,6 +398,9 @@ class GatesVectorEnv(VectorEnv):
         laps: int = 1,
         seed: int | None = None,
         render_mode: str | None = None,
+        render_size: int = 256,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        output: str = "numpy",
         quadrotor: QuadrotorParams | None = None,
         gates: GateGenConfig | None = None,
         gate_bonus: float = 1.0,
@@ -379,13 +413,9 @@ class GatesVectorEnv(VectorEnv):
         from ..course import Course  # layer 5; imported here so that registering the env stays light
         from .. import tools
 
-        self.num_envs = check_int("num_envs", num_envs, lo=1)
-        self.device = wp.get_device(resolve_device(device))
-        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
-        self.laps = check_int("laps", laps, lo=1)
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None (no render modes yet), got {render_mode!r}")
-        self.render_mode = render_mode
+        seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
+                           render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
+                           render_size=render_size)
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
         self.quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
@@ -398,20 +428,12 @@ class GatesVectorEnv(VectorEnv):
         self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
         self.bounds_margin = check_float("bounds_margin", bounds_margin, lo=0.0, lo_open=True)
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (1 << 31))
-        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        self._spaces(OBS_DIM, 4)
 
-        self.single_observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.single_action_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-
-        self.course = Course.gates(self.gates_config, collision=tools.FrameCollision(self.bar_thickness), seeds=int(seed))
+        self.course = Course.gates(self.gates_config, collision=tools.FrameCollision(self.bar_thickness), seeds=seed)
 
         E, dev = self.num_envs, self.device
-        self._dynamics = quadrotor_model(self.quadrotor)
+        self._dynamics_model = quadrotor_model(self.quadrotor)
         self.position = wp.zeros(E, dtype=wp.vec3, device=dev)
         self.velocity = wp.zeros(E, dtype=wp.vec3, device=dev)
         self.orientation = wp.array(np.tile([0.0, 0.0, 0.0, 1.0], (E, 1)), dtype=wp.quat, device=dev)
@@ -420,163 +442,48 @@ class GatesVectorEnv(VectorEnv):
         self._last_action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
         self._elapsed = wp.zeros(E, dtype=wp.int32, device=dev)
         self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
-
-        self._action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
-        self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)
         self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
-        self._obs = wp.zeros((E, OBS_DIM), dtype=wp.float32, device=dev)
-        self._reward = wp.zeros(E, dtype=wp.float32, device=dev)
-        self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
-        self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
-        self._gates = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._laps = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._collision = wp.zeros(E, dtype=wp.bool, device=dev)
-        self._out_of_bounds = wp.zeros(E, dtype=wp.bool, device=dev)
-        # on the CPU the device arrays are host memory: write the action through a view
-        self._action_view = self._action.numpy() if dev.is_cpu else None
-        self._needs_reset = True
-        self._fresh = True  # the courses of the construction are not flown yet
+        self._finish_init(wp.zeros((E, 4), dtype=wp.float32, device=dev), capture)
 
-        # warm-up: load every module outside any capture, then record the step
-        self._step_body()
-        self.graph = self._record() if capture else None
-
-    def _record(self):
-        try:
-            with wp.ScopedCapture(device=self.device) as cap:
-                self._step_body()
-            return cap.graph
-        except Exception as exc:  # e.g. a host-side generator stage (NotCapturableError)
-            warnings.warn(f"GatesVectorEnv: the step cannot be recorded ({exc}); running it eagerly", RuntimeWarning, stacklevel=3)
-            return None
-
-    # -- the step body (recorded once, replayed every step) ---------------------------------
-    def _step_body(self):
-        self.course.regenerate(mask=self._autoreset, advance=True)
-        self._advance(self._autoreset)
-
-    def _advance(self, reset_mask: wp.array):
+    # -- what differs from the track env: the quadrotor, the observation, the picture --------
+    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
         wp.launch(
             _fly,
             self.num_envs,
-            inputs=[self._dynamics, self._action, reset_mask, r.start_position, r.start_orientation],
+            inputs=[self._dynamics_model, self._action, reset_mask, r.start_position, r.start_orientation,
+                    int(reset_only)],
             outputs=[self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed],
             device=self.device,
         )
-        res = self.course.step()
-        cps, ev = self.course.checkpoints, res.events
+
+    def _observe(self, res, reset_mask: wp.array, restart: bool):
+        cps, ev, info = self.course.checkpoints, res.events, self._info
         wp.launch(
             _observe,
             self.num_envs,
             inputs=[
                 reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed,
-                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, r.valid,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
                 self.max_episode_steps, self.laps, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
-                self.bounds_margin,
+                self.bounds_margin, int(restart),
                 self._target, self._target_distance,
             ],
             outputs=[
                 self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
-                self._gates, self._laps, self._collision, self._out_of_bounds,
+                info["gates_passed"], info["laps"], info["collision"], info["out_of_bounds"],
             ],
             device=self.device,
         )
 
-    # -- Gymnasium API ----------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Reset every env: new courses (the same ones for the same ``seed``), drones at rest at the start.
-
-        Args:
-            seed: None (the next courses of each env's stream; the first reset after
-                construction keeps the construction's courses) or an int ``s`` (env i's
-                courses restart from seed ``hash(s, i)``: the same as ``GatesVectorEnv(seed=s)``).
-            options: unused (must be None or empty).
-
-        Returns:
-            ``(obs [E, 44] float32, info dict)``.
-
-        Raises:
-            ValueError: a negative or non-int seed, or non-empty options.
-        """
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
-        if options:
-            raise ValueError(f"GatesVectorEnv.reset takes no options, got {sorted(options)}")
-        super().reset(seed=seed)
-        if seed is not None:
-            self.course.generate(seeds=int(seed))
-        elif not self._fresh:
-            self.course.regenerate(advance=True)
-        else:
-            self.course.reset()
-        self._fresh = False
-        self._advance(self._all_envs)
-        self._needs_reset = False
-        obs, _, _, _, info = self._outputs()
-        return obs, info
-
-    def step(self, actions):
-        """Advance every env by ``dt``; envs that ended on the previous step auto-reset (NEXT_STEP).
-
-        Args:
-            actions: ``[E, 4]`` real floats (thrust, roll rate, pitch rate, yaw rate), clipped to [-1, 1].
-
-        Returns:
-            ``(obs [E, 44] float32, reward [E] float32, terminated [E] bool, truncated [E] bool,
-            info)``; ``info`` holds ``"gates_passed"`` ([E] int32, gates passed in order this
-            episode), ``"laps"`` ([E] int32), ``"collision"`` ([E] bool: a gate frame or the
-            ground was hit this step) and ``"out_of_bounds"`` ([E] bool), each with its
-            Gymnasium ``"_name"`` mask.
-
-        Raises:
-            RuntimeError: ``reset()`` was not called first.
-            TypeError: ``actions`` is not of a real floating dtype.
-            ValueError: ``actions`` has another shape, or holds NaN.
-        """
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
-        a = self._check_actions(actions)
-        if self._action_view is not None:
-            np.copyto(self._action_view, a)
-        else:
-            self._action.assign(a)
-        if self.graph is not None:
-            wp.capture_launch(self.graph)
-        else:
-            self._step_body()
-        return self._outputs()
-
-    def _check_actions(self, actions) -> np.ndarray:
-        a = np.asarray(actions)
-        if a.dtype.kind != "f":
-            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
-        if a.shape != (self.num_envs, 4):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs}, 4) (thrust, roll rate, pitch rate, yaw rate), got {a.shape}"
-            )
-        nan = np.isnan(a)
-        if nan.any():
-            rows = np.flatnonzero(nan.any(axis=1))
-            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
-        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
-
-    def _outputs(self):
-        everyone = np.ones(self.num_envs, dtype=bool)
-        info = {}
-        for name, arr in (("gates_passed", self._gates), ("laps", self._laps), ("collision", self._collision),
-                          ("out_of_bounds", self._out_of_bounds)):
-            info[name] = arr.numpy().copy()
-            info["_" + name] = everyone.copy()
-        return (
-            self._obs.numpy().copy(),
-            self._reward.numpy().copy(),
-            self._terminated.numpy().copy(),
-            self._truncated.numpy().copy(),
-            info,
+    def _draw(self, frames: wp.array, views: wp.array, num: int):
+        cps, line = self.course.checkpoints, self.course.course_line
+        render.draw_gates(
+            frames, views, num, cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
+            self._target, line.centerline, line.num_points, self.position, self.orientation,
+            max(self.quadrotor.half_extents[:2]),
         )
 
     # -- inspection -------------------------------------------------------------------------

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
-from typing import Any
 
-import gymnasium
 import numpy as np
 import warp as wp
-from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector import AutoresetMode
 
-from .. import tools
+from .. import render, tools
 from ..course import Course
-from ..devices import resolve_device
 from ..generators.centerline_io import check_centerline
 from ..generators.track import TrackGenerator
 from ..pipeline._validate import check_float, check_int
 from ..pipeline.track_config import TrackGenConfig
+from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params
 
 __all__ = ["TrackVectorEnv", "PurePursuit", "OBS_FIELDS"]
@@ -65,6 +60,7 @@ def _observe(
     off_track_penalty: float,
     num_lookahead: int,
     lookahead: wp.array(dtype=float),
+    restart: int,
     # state (in/out)
     s_prev: wp.array(dtype=float),
     # outputs
@@ -78,6 +74,8 @@ def _observe(
 ):
     e = wp.tid()
     was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+    if restart != 0 and not was_reset:
+        return
     n = num_points[e]
     length = loop_length[e]
     usable = valid[e] != 0 and n >= 3 and length > 0.0
@@ -121,9 +119,10 @@ def _observe(
     off = usable and hit[e] != 0
     if was_reset:
         s_prev[e] = s[e]
-        reward[e] = 0.0
-        terminated[e] = False
-        truncated[e] = False
+        if restart == 0:  # a restart keeps the ended episode's reward and termination
+            reward[e] = 0.0
+            terminated[e] = False
+            truncated[e] = False
         laps_out[e] = 0
         off_track[e] = False
         autoreset[e] = 0
@@ -151,7 +150,7 @@ def _observe(
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
-class TrackVectorEnv(VectorEnv):
+class TrackVectorEnv(CourseVectorEnv):
     """A car racing on procedurally generated closed tracks; every finished env gets a new track.
 
     ## Description
@@ -165,8 +164,8 @@ class TrackVectorEnv(VectorEnv):
     the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
     recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
     collision against the band edges, localization on the centreline) -> reward and
-    termination -> observations, with the NEXT_STEP auto-reset as the course's masked
-    regeneration at the start of the next step.
+    termination -> observations, with the auto-reset of ``autoreset_mode`` as the course's
+    masked regeneration inside the same graph (:mod:`trackgen_env.envs.base`; ``docs/envs.md``).
 
     ## Action Space
 
@@ -180,7 +179,9 @@ class TrackVectorEnv(VectorEnv):
 
     Values outside [-1, 1] (including +-inf) are clipped. Any real floating dtype is
     accepted (converted to float32); NaN raises ``ValueError``, another dtype ``TypeError``,
-    another shape ``ValueError``; a refused action leaves the env unchanged.
+    another shape ``ValueError``; a refused action leaves the env unchanged. With
+    ``output="torch"`` a torch tensor is copied into the action buffer on the device (no
+    host round trip; its NaN are not checked, which would synchronise).
 
     ## Observation Space
 
@@ -211,7 +212,7 @@ class TrackVectorEnv(VectorEnv):
     The progress along the centreline during the step [m]: the change of the car's arc
     length s (from the course's ``Localizer``), unwrapped across the start/finish line, so
     driving backwards is negative. ``off_track_penalty`` is subtracted on the step where
-    the car's body touches a band edge. The step that auto-resets an env gives 0.
+    the car's body touches a band edge. The step that auto-resets an env (NEXT_STEP) gives 0.
 
     ## Starting State
 
@@ -224,9 +225,20 @@ class TrackVectorEnv(VectorEnv):
       the car completed ``laps`` laps (checkpoints passed in order), or the track is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 
-    Auto-reset is ``AutoresetMode.NEXT_STEP``: the step after an env ends ignores its
-    action and returns its first observation on a **new** track (the course's masked
-    regeneration with ``advance=True``), reward 0, terminated and truncated False.
+    Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** track (the
+    course's masked regeneration with ``advance=True``):
+
+    * ``NEXT_STEP`` (default): the step after an env ends ignores its action and returns
+      its first observation, reward 0, terminated and truncated False.
+    * ``SAME_STEP``: the step that ends an env returns its reward and termination, its new
+      episode's first observation, and ``info["final_obs"]`` ``[E, D]`` / ``info["final_info"]``
+      (the ended step's info arrays) with the masks ``"_final_obs"`` / ``"_final_info"``.
+    * ``DISABLED``: no auto-reset; ``reset(options={"reset_mask": m})`` restarts the envs of
+      ``m``. A finished env stepped without a reset goes on driving from where it ended (its
+      outputs are then the continuation, with terminated/truncated as the kernel computes them).
+
+    ``info`` holds ``"laps"`` ([E] int32, laps completed this episode) and ``"off_track"``
+    ([E] bool), with their Gymnasium masks ``"_laps"`` / ``"_off_track"``.
 
     ## Arguments
 
@@ -236,7 +248,15 @@ class TrackVectorEnv(VectorEnv):
     * ``laps``: laps to finish an episode (default 1).
     * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``); None draws one from
       the OS. ``reset(seed=s)`` reseeds the same way.
-    * ``render_mode``: None or ``"rgb_array"`` (``render()`` returns one RGB frame per env).
+    * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
+      RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device (track band,
+      edges, checkpoints, start line, the car's body box).
+    * ``render_size``: frame side in pixels (default 256).
+    * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
+      ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.
+    * ``output``: ``"numpy"`` (default: fresh host arrays) or ``"torch"`` (torch tensors on
+      the env's device, zero-copy views of the env's buffers, overwritten by the next step:
+      clone to keep; no host sync inside ``step()`` on CUDA).
     * ``car``: ``"rc10"`` (default), ``"full"`` (a full-size race car, for real circuits)
       or a :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
     * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
@@ -255,10 +275,14 @@ class TrackVectorEnv(VectorEnv):
 
     ## Version History
 
-    * v0: initial version.
+    * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
+      ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
+      the default behaviour.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    action_labels = "(steering, throttle)"
+    info_fields = (("laps", wp.int32), ("off_track", wp.bool))
 
     def __init__(
         self,
@@ -269,6 +293,9 @@ class TrackVectorEnv(VectorEnv):
         laps: int = 1,
         seed: int | None = None,
         render_mode: str | None = None,
+        render_size: int = 256,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        output: str = "numpy",
         car: str | CarParams = "rc10",
         track: TrackGenConfig | None = None,
         centerline: np.ndarray | None = None,
@@ -278,45 +305,32 @@ class TrackVectorEnv(VectorEnv):
         lookahead_horizon: float | None = None,
         capture: bool = True,
     ):
-        self.num_envs = check_int("num_envs", num_envs, lo=1)
-        self.device = wp.get_device(resolve_device(device))
-        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
-        self.laps = check_int("laps", laps, lo=1)
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.render_mode = render_mode
+        seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
+                           render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
+                           render_size=render_size)
         self.car = car_params(car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
         horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (1 << 31))
-        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
         cp = 2.0 * self.car.max_speed * self.car.dt if checkpoint_spacing is None else checkpoint_spacing
         self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
-
-        obs_dim = _NUM_SCALARS + 3 * self.num_lookahead
-        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._spaces(_NUM_SCALARS + 3 * self.num_lookahead, 2)
 
         if centerline is None:
             if track is not None and not isinstance(track, TrackGenConfig):
                 raise TypeError(f"track must be a TrackGenConfig or None, got {type(track).__name__}")
             base = TrackGenConfig() if track is None else track
             source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
-            spacing, seeds = source.point_spacing, {"seeds": int(seed)}
+            spacing, seeds = source.point_spacing, {"seeds": seed}
         else:
             if track is not None:
                 raise TypeError("pass either track= (generated tracks) or centerline= (a given circuit), not both")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             source = TrackGenerator.from_centerline(
                 check_centerline(centerline), num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
-                seeds=int(seed),
+                seeds=seed,
             )
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
@@ -330,50 +344,20 @@ class TrackVectorEnv(VectorEnv):
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev)
         self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
-        self._action = wp.zeros(E, dtype=wp.vec2, device=dev)
-        self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
-        self._obs = wp.zeros((E, obs_dim), dtype=float, device=dev)
-        self._reward = wp.zeros(E, dtype=float, device=dev)
-        self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
-        self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
-        self._laps = wp.zeros(E, dtype=wp.int32, device=dev)
-        self._off_track = wp.zeros(E, dtype=wp.bool, device=dev)
         k = np.arange(self.num_lookahead)
         K = max(self.num_lookahead, 1)
         distances = self.lookahead_horizon * (k + 1) * (k + 2) / (K * (K + 1))
         self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)  # [K + 1]: never empty
-        # the action goes in through a host array: on the CPU the device array itself, on
-        # CUDA a pinned staging array copied in before each replay
-        self._action_host = self._action if dev.is_cpu else wp.zeros(E, dtype=wp.vec2, device="cpu", pinned=True)
-        self._action_view = self._action_host.numpy().view(np.float32).reshape(E, 2)
-        self._needs_reset = True
-        self._fresh = True  # the tracks of the construction are not driven yet
+        self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
-        # warm-up: load every module outside any capture, then record the step
-        self._step_body()
-        self.graph = self._record() if capture else None
-
-    def _record(self):
-        try:
-            with wp.ScopedCapture(device=self.device) as cap:
-                self._step_body()
-            return cap.graph
-        except RuntimeError as exc:  # CaptureError, e.g. a host-side generator stage (NotCapturableError)
-            warnings.warn(f"TrackVectorEnv: the step cannot be recorded ({exc}); running it eagerly", RuntimeWarning, stacklevel=3)
-            return None
-
-    # -- the step body (recorded once, replayed every step) ---------------------------------
-    def _step_body(self):
-        self.course.regenerate(mask=self._autoreset, advance=True)
-        self._advance(self._autoreset)
-
-    def _advance(self, reset_mask: wp.array):
+    # -- what differs from the gates env: the car, the observation, the picture --------------
+    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
-        self.state.step(self._action, reset_mask, r.start_position, r.start_orientation)
-        res = self.course.step()
-        st, fr, ev = self.state, res.frame, res.events
+        self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
+
+    def _observe(self, res, reset_mask: wp.array, restart: bool):
+        r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
         wp.launch(
             _observe,
             self.num_envs,
@@ -383,97 +367,20 @@ class TrackVectorEnv(VectorEnv):
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
                 res.contacts.hit, ev.laps, ev.lap_fraction,
                 self.max_episode_steps, self.laps, self.off_track_penalty, self.num_lookahead, self._lookahead,
-                self._s_prev,
+                int(restart), self._s_prev,
             ],
-            outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated, self._laps, self._off_track],
+            outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
+                     info["laps"], info["off_track"]],
             device=self.device,
         )
 
-    # -- Gymnasium API ----------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Reset every env: new tracks (the same ones for the same ``seed``), cars at rest at the start.
-
-        Args:
-            seed: None (the next tracks of each env's stream; the first reset after
-                construction keeps the construction's tracks) or an int ``s`` (env i's
-                tracks restart from seed ``hash(s, i)``: the same as ``TrackVectorEnv(seed=s)``).
-            options: unused (must be None or empty).
-
-        Returns:
-            ``(obs [E, D] float32, info dict)``.
-
-        Raises:
-            ValueError: a negative or non-int seed, or non-empty options.
-        """
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
-        if options:
-            raise ValueError(f"TrackVectorEnv.reset takes no options, got {sorted(options)}")
-        super().reset(seed=seed)
-        if seed is not None:
-            self.course.generate(seeds=int(seed))
-        elif not self._fresh:
-            self.course.regenerate(advance=True)
-        else:
-            self.course.reset()
-        self._fresh = False
-        self._advance(self._all_envs)
-        self._needs_reset = False
-        obs, _, _, _, info = self._outputs()
-        return obs, info
-
-    def step(self, actions):
-        """Advance every env by ``dt``; envs that ended on the previous step auto-reset (NEXT_STEP).
-
-        Args:
-            actions: ``[E, 2]`` real floats (steering, throttle), clipped to [-1, 1].
-
-        Returns:
-            ``(obs [E, D] float32, reward [E] float32, terminated [E] bool, truncated [E] bool,
-            info)``; ``info`` holds ``"laps"`` ([E] int32, laps completed this episode) and
-            ``"off_track"`` ([E] bool), with their Gymnasium ``"_laps"`` / ``"_off_track"`` masks.
-
-        Raises:
-            RuntimeError: ``reset()`` was not called first.
-            TypeError: ``actions`` is not of a real floating dtype.
-            ValueError: ``actions`` has another shape, or holds NaN.
-        """
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
-        np.copyto(self._action_view, self._check_actions(actions))
-        if self._action_host is not self._action:
-            wp.copy(self._action, self._action_host)
-        if self.graph is not None:
-            wp.capture_launch(self.graph)
-        else:
-            self._step_body()
-        return self._outputs()
-
-    def _check_actions(self, actions) -> np.ndarray:
-        a = np.asarray(actions)
-        if a.dtype.kind != "f":
-            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
-        if a.shape != (self.num_envs, 2):
-            raise ValueError(f"actions must have shape ({self.num_envs}, 2) (steering, throttle), got {a.shape}")
-        nan = np.isnan(a)
-        if nan.any():
-            rows = np.flatnonzero(nan.any(axis=1))
-            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
-        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
-
-    def _outputs(self):
-        obs = self._obs.numpy().copy()
-        reward = self._reward.numpy().copy()
-        terminated = self._terminated.numpy().copy()
-        truncated = self._truncated.numpy().copy()
-        everyone = np.ones(self.num_envs, dtype=bool)
-        info = {
-            "laps": self._laps.numpy().copy(),
-            "_laps": everyone,
-            "off_track": self._off_track.numpy().copy(),
-            "_off_track": everyone.copy(),
-        }
-        return obs, reward, terminated, truncated, info
+    def _draw(self, frames: wp.array, views: wp.array, num: int):
+        r, cps = self.course.result, self.course.checkpoints
+        render.draw_track(
+            frames, views, num, r.centerline, r.half_width, r.num_points, r.valid,
+            cps.position, cps.direction, cps.half_width, cps.num_checkpoints,
+            self.state.position, self.state.yaw, self.car.half_extents[:2],
+        )
 
     # -- inspection -------------------------------------------------------------------------
     def car_pose(self) -> np.ndarray:
@@ -489,16 +396,6 @@ class TrackVectorEnv(VectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
-
-    def render(self):
-        """One RGB frame ``[H, W, 3]`` uint8 per env (track, band and car), or None without ``render_mode``."""
-        if self.render_mode is None:
-            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
-            return None
-        from ..viz import render_frame
-
-        pose = self.car_pose()
-        return [render_frame(t, pose[e], self.car) for e, t in enumerate(self.tracks())]
 
 
 class PurePursuit:

@@ -1,0 +1,481 @@
+"""The machinery the course envs share: one recorded step, the autoreset modes, outputs, rendering.
+
+:class:`CourseVectorEnv` is a ``gymnasium.vector.VectorEnv`` over a
+:class:`~trackgen_env.course.Course` and a batch of bodies (a car, a quadrotor). A
+subclass builds its course, its state and its spaces, then calls :meth:`_finish_init`;
+it supplies only what differs between envs:
+
+* ``_dynamics(reset_mask, reset_only)``: one launch that puts the masked envs at their
+  course's start pose at rest and, unless ``reset_only``, integrates the others one
+  ``dt`` under ``self._action``;
+* ``_observe(res, reset_mask, restart)``: one launch (after ``course.step()``, whose
+  :class:`~trackgen_env.course.StepResult` is ``res``) writing observations, reward,
+  termination, the info arrays and ``self._autoreset`` (1 where the env ended); masked
+  envs get their first observation and reset info, and (``restart`` False) reward 0 and
+  not done; with ``restart`` True the unmasked envs are left untouched and the masked envs'
+  reward and termination are kept (they are the ended episode's);
+* ``_draw(frames, views, num)``: the launches drawing the first ``num`` envs into ``frames``
+  (``[num, H, W, 3]`` uint8; ``views`` is their scratch, :mod:`trackgen_env.render`).
+
+The step is recorded once as a graph (Warp's CPU graph capture on the CPU, a CUDA graph on
+CUDA) and replayed by :meth:`step`; the bodies per autoreset mode:
+
+============  ===============================================================================
+NEXT_STEP     ``regenerate(mask=autoreset, advance=True)`` -> dynamics (masked envs reset,
+              the action ignored) -> ``course.step()`` -> observe
+SAME_STEP     dynamics -> ``course.step()`` -> observe -> copy obs and info to the final
+              buffers -> ``regenerate(mask=autoreset, advance=True)`` -> if any env ended:
+              dynamics (masked envs only) -> ``course.step()`` -> observe (masked envs only)
+DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_mask": m})``
+              replays ``regenerate(mask=m, advance=True)`` -> the SAME_STEP restart
+============  ===============================================================================
+
+The masked regeneration holds the course's ``any(mask)`` conditional, so a step where no
+env ends skips it on device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any
+
+import gymnasium
+import numpy as np
+import warp as wp
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .. import exec as exec_modes
+from ..course.graphs import any_set
+from ..devices import resolve_device
+from ..pipeline._validate import check_int
+
+__all__ = ["CourseVectorEnv", "OUTPUTS", "autoreset_mode", "check_seed"]
+
+#: The output types of ``step()`` / ``reset()``.
+OUTPUTS = ("numpy", "torch")
+
+
+def autoreset_mode(value) -> AutoresetMode:
+    """An :class:`~gymnasium.vector.AutoresetMode`, its value (``"NextStep"``) or its name (``"next_step"``).
+
+    Raises:
+        ValueError: anything else.
+    """
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        for mode in AutoresetMode:
+            if value == mode.value or value.upper() == mode.name:
+                return mode
+    raise ValueError(
+        f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
+        f"{[m.value for m in AutoresetMode]}, got {value!r}"
+    )
+
+
+def check_seed(seed) -> int | None:
+    """None or an int >= 0 (NumPy ints included) -> None or int.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+    return int(seed)
+
+
+class CourseVectorEnv(VectorEnv):
+    """Base class of the course envs (see the module docstring); not registered itself.
+
+    Subclass attributes:
+        action_labels: the action's components for error messages, e.g. ``"(steering, throttle)"``.
+        info_fields: ``(name, dtype)`` of the per-env info arrays ``step()`` returns (``self._info[name]``).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    action_labels = ""
+    info_fields: tuple[tuple[str, Any], ...] = ()
+
+    # -- construction ----------------------------------------------------------------------
+    def _setup(self, num_envs, device, *, max_episode_steps, laps, seed, render_mode, autoreset_mode_, output,
+               render_size) -> int:
+        """Check and set the shared arguments; returns the int seed of the courses (drawn when None)."""
+        self.num_envs = check_int("num_envs", num_envs, lo=1)
+        self.device = wp.get_device(resolve_device(device))
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
+        self.laps = check_int("laps", laps, lo=1)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.autoreset_mode = autoreset_mode(autoreset_mode_)
+        # per instance: the class's dict is shared by every env
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+        if output == "torch":
+            try:
+                import torch  # noqa: F401
+            except ImportError as exc:
+                raise ImportError('output="torch" needs PyTorch (pip install "trackgen_env[torch]")') from exc
+        self.output = output
+        self.render_size = check_int("render_size", render_size, lo=16, hi=4096)
+        seed = check_seed(seed)
+        return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
+
+    def _spaces(self, obs_dim: int, action_dim: int) -> None:
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (action_dim,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+    def _finish_init(self, action: wp.array, capture: bool) -> None:
+        """Allocate the shared buffers around the subclass's ``action`` array, warm up, record.
+
+        Args:
+            action: the stable ``[E]`` (vector dtype) or ``[E, A]`` float32 action array the
+                dynamics read; ``step()`` writes the checked action into it.
+            capture: record the step (and the masked reset) as graphs.
+        """
+        E, dev = self.num_envs, self.device
+        obs_dim = self.single_observation_space.shape[0]
+        self._action = action
+        self._action_dim = self.single_action_space.shape[0]
+        self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
+        self._no_envs = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._reset_mask = wp.zeros(E, dtype=wp.int32, device=dev)  # DISABLED: reset(options={"reset_mask": m})
+        self._any = wp.zeros(1, dtype=wp.int32, device=dev)  # SAME_STEP: did any env end (the restart's condition)
+        self._obs = wp.zeros((E, obs_dim), dtype=wp.float32, device=dev)
+        self._reward = wp.zeros(E, dtype=wp.float32, device=dev)
+        self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
+        self._info = {name: wp.zeros(E, dtype=dtype, device=dev) for name, dtype in self.info_fields}
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        self._final_obs = wp.zeros((E, obs_dim), dtype=wp.float32, device=dev) if same_step else None
+        self._final_info = {name: wp.zeros(E, dtype=d, device=dev) for name, d in self.info_fields} if same_step else {}
+        # the action goes in through a host array: on the CPU the device array itself, on
+        # CUDA a pinned staging array copied in before each replay (an event guards its reuse)
+        self._action_host = action if dev.is_cpu else wp.zeros_like(action, device="cpu", pinned=True)
+        self._action_view = self._action_host.numpy().view(np.float32).reshape(E, self._action_dim)
+        self._action_copied = None if dev.is_cpu else wp.Event(dev)
+        self._frames = None  # [E, H, W, 3] uint8, allocated at the first render()
+        self._torch = self._torch_views() if self.output == "torch" else None
+        self._streams = {}  # torch CUDA stream handle -> wp.Stream
+        self._needs_reset = True
+        self._fresh = True  # the courses of the construction are not used yet
+
+        # warm-up: load every module outside any capture (the course is prepared already), then
+        # record; no regeneration here, so that the first reset() keeps the construction's courses
+        self._advance(self._no_envs)
+        self._restart(self._no_envs)
+        self.graph = self._record(self._step_body, "step") if capture else None
+        self.reset_graph = (
+            self._record(self._reset_body, "masked reset")
+            if capture and self.autoreset_mode is AutoresetMode.DISABLED else None
+        )
+
+    def _record(self, body, what: str):
+        try:
+            with wp.ScopedCapture(device=self.device) as cap:
+                body()
+            return cap.graph
+        except RuntimeError as exc:  # CaptureError, e.g. a host-side generator stage (NotCapturableError)
+            warnings.warn(f"{type(self).__name__}: the {what} cannot be recorded ({exc}); running it eagerly",
+                          RuntimeWarning, stacklevel=4)
+            return None
+
+    # -- the recorded bodies -----------------------------------------------------------------
+    def _step_body(self):
+        mode = self.autoreset_mode
+        if mode is AutoresetMode.NEXT_STEP:
+            self.course.regenerate(mask=self._autoreset, advance=True)
+            self._advance(self._autoreset)
+        elif mode is AutoresetMode.DISABLED:
+            self._advance(self._no_envs)
+        else:
+            self._advance(self._no_envs)
+            # the ended episodes' last observation and info, before the restart overwrites them
+            wp.copy(self._final_obs, self._obs)
+            for name, arr in self._info.items():
+                wp.copy(self._final_info[name], arr)
+            self.course.regenerate(mask=self._autoreset, advance=True)
+            self._when_any(self._autoreset, lambda: self._restart(self._autoreset))
+
+    def _when_any(self, mask: wp.array, body) -> None:
+        """Record ``body`` under an ``any(mask)`` conditional node (as the course's masked
+        regeneration), so a replay where no env ended skips it; run it unconditionally
+        outside a recording or where conditional nodes are unavailable (with an all-zero
+        mask the restart changes no output: it is an identity then)."""
+        dev = self.device
+        if dev.is_capturing and exec_modes.conditional_allowed() and (dev.is_cpu or wp.is_conditional_graph_supported()):
+            any_set(mask, self._any)
+            wp.capture_if(self._any, on_true=body)
+        else:
+            body()
+
+    def _reset_body(self):
+        self.course.regenerate(mask=self._reset_mask, advance=True)
+        self._restart(self._reset_mask)
+
+    def _advance(self, reset_mask: wp.array):
+        """Reset the masked envs, step the others, observe all."""
+        self._dynamics(reset_mask, False)
+        self._observe(self.course.step(), reset_mask, False)
+
+    def _restart(self, mask: wp.array):
+        """Reset the masked envs (on their regenerated course) and observe them; the others are untouched."""
+        self._dynamics(mask, True)
+        self._observe(self.course.step(), mask, True)
+
+    # -- Gymnasium API ---------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset every env (or, under DISABLED, the envs of ``options["reset_mask"]``).
+
+        Args:
+            seed: None (the next courses of each env's stream; the first reset after
+                construction keeps the construction's courses) or an int ``s`` (env i's
+                courses restart from seed ``hash(s, i)``: the same as constructing with ``seed=s``).
+            options: None, or (``autoreset_mode=DISABLED`` only) ``{"reset_mask": m}`` with
+                ``m`` an ``[E]`` bool NumPy array with at least one True: only those envs get
+                a new course (``advance=True``) and restart; the other envs are untouched.
+
+        Returns:
+            ``(obs [E, D] float32, info dict)`` (NumPy, or torch views with ``output="torch"``);
+            after a masked reset ``obs`` holds every env's current observation and the info
+            masks (``"_laps"``, ...) are ``reset_mask``.
+
+        Raises:
+            ValueError: a negative or non-int seed; options other than ``reset_mask``; a
+                ``reset_mask`` in another autoreset mode, of another shape, all False, or
+                with a seed.
+            TypeError: a ``reset_mask`` that is not a bool NumPy array.
+            RuntimeError: a masked reset before the first full ``reset()``.
+        """
+        seed = check_seed(seed)
+        mask = self._check_reset_options(options, seed)
+        with self._stream_scope():
+            return self._reset(seed, mask)
+
+    def _reset(self, seed: int | None, mask: np.ndarray | None):
+        if mask is not None:
+            self._reset_mask.assign(mask.astype(np.int32))
+            if self.reset_graph is not None:
+                wp.capture_launch(self.reset_graph)
+            else:
+                self._reset_body()
+            obs, _, _, _, info = self._outputs(final=False)
+            # as Gymnasium's SyncVectorEnv: the info of the reset envs only
+            reset = mask if self._torch is None else self._torch["everyone"].new_tensor(mask)
+            for name in self._info:
+                info["_" + name] = reset.copy() if self._torch is None else reset
+            return obs, info
+        super().reset(seed=seed)
+        if seed is not None:
+            self.course.generate(seeds=seed)
+        elif not self._fresh:
+            self.course.regenerate(advance=True)
+        else:
+            self.course.reset()
+        self._fresh = False
+        self._advance(self._all_envs)
+        self._needs_reset = False
+        obs, _, _, _, info = self._outputs(final=False)
+        return obs, info
+
+    def _check_reset_options(self, options, seed) -> np.ndarray | None:
+        if not options:
+            return None
+        name = type(self).__name__
+        if set(options) != {"reset_mask"}:
+            raise ValueError(f"{name}.reset takes no options but reset_mask, got {sorted(options)}")
+        if self.autoreset_mode is not AutoresetMode.DISABLED:
+            raise ValueError(f"reset_mask needs autoreset_mode=DISABLED, this env's is {self.autoreset_mode.value}")
+        mask = options["reset_mask"]
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
+            raise TypeError(f"options['reset_mask'] must be a bool NumPy array, got {got}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}")
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must hold at least one True")
+        if seed is not None:
+            raise ValueError("a masked reset takes no seed (it draws each masked env's next course)")
+        if self._needs_reset:
+            raise RuntimeError("call reset() (every env) before a masked reset")
+        return mask
+
+    def step(self, actions):
+        """Advance every env by ``dt``, with the autoreset of ``autoreset_mode``.
+
+        Args:
+            actions: ``[E, A]`` real floats (NumPy or array-like; a torch tensor too), clipped to [-1, 1].
+
+        Returns:
+            ``(obs [E, D] float32, reward [E] float32, terminated [E] bool, truncated [E] bool,
+            info)``; ``info`` holds the per-env info arrays with their Gymnasium ``"_name"``
+            masks, and under SAME_STEP ``"final_obs"`` / ``"final_info"`` (see the class docstring).
+
+        Raises:
+            RuntimeError: ``reset()`` was not called first.
+            TypeError: ``actions`` is not of a real floating dtype.
+            ValueError: ``actions`` has another shape, or (NumPy) holds NaN.
+        """
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        with self._stream_scope():
+            self._write_actions(actions)
+            if self.graph is not None:
+                wp.capture_launch(self.graph)
+            else:
+                self._step_body()
+            return self._outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+
+    def _stream_scope(self):
+        """Torch output on CUDA: launch on torch's current stream, so that the views are ordered with torch's work."""
+        if self._torch is None or self.device.is_cpu:
+            return contextlib.nullcontext()
+        import torch
+
+        current = torch.cuda.current_stream(wp.device_to_torch(self.device))
+        stream = self._streams.get(current.cuda_stream)
+        if stream is None:
+            stream = self._streams[current.cuda_stream] = wp.stream_from_torch(current)
+        return wp.ScopedStream(stream, sync_enter=False)
+
+    def _write_actions(self, actions) -> None:
+        if self._torch is not None and _is_torch(actions):
+            # stays on the device: no host round trip, no sync; NaN is not checked (that would sync)
+            if not actions.dtype.is_floating_point:
+                raise TypeError(f"actions must be a real floating tensor (float32 preferred), got dtype {actions.dtype}")
+            self._check_action_shape(tuple(actions.shape))
+            self._torch["action"].copy_(actions, non_blocking=True)  # the dynamics kernels clip to [-1, 1]
+            return
+        a = self._check_actions(actions)
+        if self._action_copied is not None:
+            wp.synchronize_event(self._action_copied)  # the previous copy out of the staging array is done
+        np.copyto(self._action_view, a)
+        if self._action_host is not self._action:
+            wp.copy(self._action, self._action_host)
+            wp.record_event(self._action_copied)
+
+    def _check_action_shape(self, shape) -> None:
+        if shape != (self.num_envs, self._action_dim):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs}, {self._action_dim}) {self.action_labels}, got {shape}"
+            )
+
+    def _check_actions(self, actions) -> np.ndarray:
+        if _is_torch(actions):
+            actions = actions.detach().cpu().numpy()
+        a = np.asarray(actions)
+        if a.dtype.kind != "f":
+            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
+        self._check_action_shape(a.shape)
+        nan = np.isnan(a)
+        if nan.any():
+            rows = np.flatnonzero(nan.any(axis=1))
+            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
+        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
+
+    # -- outputs -----------------------------------------------------------------------------
+    def _torch_views(self) -> dict:
+        import torch
+
+        views = {"action": wp.to_torch(self._action), "obs": wp.to_torch(self._obs),
+                 "reward": wp.to_torch(self._reward), "terminated": wp.to_torch(self._terminated),
+                 "truncated": wp.to_torch(self._truncated),
+                 "everyone": torch.ones(self.num_envs, dtype=torch.bool, device=wp.device_to_torch(self.device))}
+        views["info"] = {name: wp.to_torch(a) for name, a in self._info.items()}
+        if self._final_obs is not None:
+            views["final_obs"] = wp.to_torch(self._final_obs)
+            views["final_info"] = {name: wp.to_torch(a) for name, a in self._final_info.items()}
+        return views
+
+    def _outputs(self, *, final: bool):
+        """The step's 5-tuple; ``final``: add SAME_STEP's ``final_obs`` / ``final_info``."""
+        if self._torch is not None:
+            return self._torch_outputs(final)
+        copy = self.device.is_cpu  # on CUDA .numpy() is already a fresh host copy
+
+        def host(a):
+            x = a.numpy()
+            return x.copy() if copy else x
+
+        obs, reward, terminated, truncated = host(self._obs), host(self._reward), host(self._terminated), host(self._truncated)
+        info = {}
+        everyone = np.ones(self.num_envs, dtype=bool)
+        for name, arr in self._info.items():
+            info[name] = host(arr)
+            info["_" + name] = everyone.copy()
+        if final:
+            done = terminated | truncated
+            if done.any():  # as Gymnasium's SyncVectorEnv: the keys only when an env ended
+                info["final_obs"] = host(self._final_obs)
+                info["_final_obs"] = done
+                final_info = {}
+                for name, arr in self._final_info.items():
+                    final_info[name] = host(arr)
+                    final_info["_" + name] = done.copy()
+                info["final_info"] = final_info
+                info["_final_info"] = done.copy()
+        return obs, reward, terminated, truncated, info
+
+    def _torch_outputs(self, final: bool):
+        t = self._torch
+        info = {}
+        for name, view in t["info"].items():
+            info[name] = view
+            info["_" + name] = t["everyone"]
+        if final:
+            # always present (whether an env ended is not known on the host without a sync)
+            done = t["terminated"] | t["truncated"]
+            info["final_obs"] = t["final_obs"]
+            info["_final_obs"] = done
+            final_info = {}
+            for name, view in t["final_info"].items():
+                final_info[name] = view
+                final_info["_" + name] = done
+            info["final_info"] = final_info
+            info["_final_info"] = done
+        return t["obs"], t["reward"], t["terminated"], t["truncated"], info
+
+    # -- rendering ---------------------------------------------------------------------------
+    def render(self):
+        """One RGB frame ``[H, W, 3]`` uint8 per env (``H = W = render_size``), drawn on the device.
+
+        Returns:
+            A tuple of ``num_envs`` frames (Gymnasium's vector convention; views of one
+            ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``.
+            For a video of one env, ``gymnasium.wrappers.vector.RecordVideo(env, ...,
+            record_first_only=True)``.
+        """
+        if self.render_mode is None:
+            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
+            return None
+        return tuple(self.render_frames())
+
+    def render_frames(self, num: int | None = None) -> np.ndarray:
+        """The frames of the first ``num`` envs (all when None) as one ``[num, H, W, 3]`` uint8 host array.
+
+        Raises:
+            ValueError: ``num`` outside ``1 .. num_envs``.
+        """
+        num = self.num_envs if num is None else check_int("num", num, lo=1, hi=self.num_envs)
+        size = self.render_size
+        if self._frames is None or self._frames.shape[0] < num:
+            self._frames = wp.zeros((num, size, size, 3), dtype=wp.uint8, device=self.device)
+            self._views = wp.zeros((num, 2), dtype=wp.vec4, device=self.device)
+        frames = self._frames if self._frames.shape[0] == num else self._frames[:num]
+        with self._stream_scope():
+            self._draw(frames, self._views, num)
+            out = frames.numpy()
+        return out.copy() if self.device.is_cpu else out
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "dtype") and hasattr(x, "is_floating_point")
