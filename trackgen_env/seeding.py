@@ -172,8 +172,9 @@ class SeedState:
 
     Args:
         num_envs, device: the generator's.
-        seeds: ``None`` (seed 0), an int, an ``[E] int32`` ``wp.array`` (bound by pointer,
-            never written), or a :class:`PerEnvSeededRNG` (bound to its array).
+        seeds: ``None`` (seed 0), an int (env ``i`` gets ``hash(seed, i)``), ``E`` ints (used
+            as given; owned), an ``[E] int32`` ``wp.array`` (bound by pointer, never
+            written), or a :class:`PerEnvSeededRNG` (bound to its array).
 
     Raises:
         TypeError / ValueError: a seeds value of another type, shape, dtype or device.
@@ -192,9 +193,12 @@ class SeedState:
         elif seeds is None or (isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_))):
             self.seeds = wp.array(_seed_values(0 if seeds is None else int(seeds), self.num_envs), dtype=wp.int32, device=self.device)
             self.owned = True
+        elif isinstance(seeds, (list, tuple, np.ndarray)):
+            self.seeds = wp.array(_seed_values(seeds, self.num_envs), dtype=wp.int32, device=self.device)
+            self.owned = True
         else:
             raise TypeError(
-                "seeds must be None, an int, an [E] int32 wp.array, a PerEnvSeededRNG or a SeedState; "
+                "seeds must be None, an int, E ints, an [E] int32 wp.array, a PerEnvSeededRNG or a SeedState; "
                 f"got {type(seeds).__name__}"
             )
         self.counters = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)

@@ -76,16 +76,22 @@ def autoreset_mode(value) -> AutoresetMode:
     )
 
 
-def check_seed(seed) -> int | None:
-    """None or an int >= 0 (NumPy ints included) -> None or int.
+def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
+    """None, an int >= 0, or ``num_envs`` ints (one seed per env, used as given, as
+    Gymnasium's ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
 
     Raises:
-        ValueError: anything else.
+        ValueError: anything else (a negative seed, a list of another length).
     """
     if seed is None:
         return None
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        values = np.asarray(seed)
+        if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer) or values.min() < 0 or values.max() >= 1 << 32:
+            raise ValueError(f"seed must be None, an int >= 0 or {num_envs} ints in [0, 2**32), got {seed!r}")
+        return values.astype(np.int64)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        raise ValueError(f"seed must be None, an int >= 0 or {num_envs} ints in [0, 2**32), got {seed!r}")
     return int(seed)
 
 
@@ -124,7 +130,7 @@ class CourseVectorEnv(VectorEnv):
                 raise ImportError('output="torch" needs PyTorch (pip install "trackgen_env[torch]")') from exc
         self.output = output
         self.render_size = check_int("render_size", render_size, lo=16, hi=4096)
-        seed = check_seed(seed)
+        seed = check_seed(seed, self.num_envs)
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
 
     def _spaces(self, obs_dim: int, action_dim: int) -> None:
@@ -238,8 +244,9 @@ class CourseVectorEnv(VectorEnv):
 
         Args:
             seed: None (the next courses of each env's stream; the first reset after
-                construction keeps the construction's courses) or an int ``s`` (env i's
-                courses restart from seed ``hash(s, i)``: the same as constructing with ``seed=s``).
+                construction keeps the construction's courses), an int ``s`` (env i's
+                courses restart from seed ``hash(s, i)``: the same as constructing with
+                ``seed=s``), or ``E`` ints (env i's courses restart from seed ``seed[i]``).
             options: None, or (``autoreset_mode=DISABLED`` only) ``{"reset_mask": m}`` with
                 ``m`` an ``[E]`` bool NumPy array with at least one True: only those envs get
                 a new course (``advance=True``) and restart; the other envs are untouched.
@@ -256,7 +263,7 @@ class CourseVectorEnv(VectorEnv):
             TypeError: a ``reset_mask`` that is not a bool NumPy array.
             RuntimeError: a masked reset before the first full ``reset()``.
         """
-        seed = check_seed(seed)
+        seed = check_seed(seed, self.num_envs)
         mask = self._check_reset_options(options, seed)
         with self._stream_scope():
             return self._reset(seed, mask)
@@ -274,7 +281,7 @@ class CourseVectorEnv(VectorEnv):
             for name in self._info:
                 info["_" + name] = reset.copy() if self._torch is None else reset
             return obs, info
-        super().reset(seed=seed)
+        super().reset(seed=seed if isinstance(seed, int) else None)
         if seed is not None:
             self.course.generate(seeds=seed)
         elif not self._fresh:

@@ -246,8 +246,8 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
     * ``max_episode_steps``: truncation (default 1000 steps = 50 s).
     * ``laps``: laps to finish an episode (default 1).
-    * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``); None draws one from
-      the OS. ``reset(seed=s)`` reseeds the same way.
+    * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``), or ``num_envs`` ints
+      (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device (track band,
       edges, checkpoints, start line, the car's body box).

@@ -1,0 +1,29 @@
+"""Per-env seed lists, as Gymnasium's ``reset(seed=[...])``: env i's courses come from ``seed[i]``."""
+
+import numpy as np
+import pytest
+
+from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
+from trackgen_env.seeding import env_seeds
+
+
+@pytest.mark.parametrize("cls", [TrackVectorEnv, GatesVectorEnv])
+def test_a_seed_list_gives_env_i_the_seed_i(cls):
+    env = cls(num_envs=4, device="cpu", seed=1)
+    by_int, _ = env.reset(seed=9)
+    by_int = by_int.copy()
+    by_list, _ = env.reset(seed=[int(s) for s in env_seeds(9, 4).view(np.uint32)])
+    assert np.array_equal(by_int, by_list)
+    built = cls(num_envs=4, device="cpu", seed=env_seeds(9, 4).view(np.uint32))
+    assert np.array_equal(built.reset()[0], by_int)
+
+
+def test_a_seed_list_of_another_length_is_refused_and_the_env_stays_usable():
+    env = TrackVectorEnv(num_envs=4, device="cpu", seed=1)
+    obs, _ = env.reset(seed=3)
+    obs = obs.copy()
+    with pytest.raises(ValueError, match="4 ints"):
+        env.reset(seed=[1, 2, 3])
+    with pytest.raises(ValueError, match="4 ints"):
+        env.reset(seed=[1, 2, 3, -4])
+    assert np.array_equal(env.reset(seed=3)[0], obs)
