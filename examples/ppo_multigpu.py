@@ -138,12 +138,10 @@ def rank_env_seeds(seed: int, rank: int, world_size: int, num_envs: int) -> np.n
 
 def make_env(args: Args, env_device: str, seeds: np.ndarray):
     """This rank's vector env on ``env_device``, its envs reseeded with ``seeds``, and the vector wrappers."""
-    envs = gym.make_vec(args.env_id, num_envs=args.num_envs, device=env_device, seed=args.seed)
+    # one seed per env (env i's courses come from seeds[i]): this rank's disjoint slice
+    envs = gym.make_vec(args.env_id, num_envs=args.num_envs, device=env_device, seed=seeds.view(np.uint32))
     # the masking below is written for NEXT_STEP auto-reset: refuse any other mode
     assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP, envs.metadata["autoreset_mode"]
-    # per-env seeds through the course (the env's seed= is one int for all envs); the first
-    # reset after this keeps these courses
-    envs.unwrapped.course.generate(seeds=seeds)
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # raw returns, before normalisation
     # gymnasium's vector ClipAction clips env by env in Python; np.clip on the batch is the same
     low, high = envs.single_action_space.low, envs.single_action_space.high
