@@ -117,3 +117,72 @@ def test_sdf_agrees_with_segments_within_a_cell(generated):
         np.testing.assert_allclose(baked[near], exact[near], atol=float(cell.max()))
         far = valid & (exact < -2.0 * cell - cell)
         np.testing.assert_array_equal(sdf.result.hit.numpy()[far], 1)
+
+
+def reference_clearance(gen, e, p):
+    """(closest segment's distance, clearance) of ``p`` by brute force over every segment, float64."""
+    n = int(gen.result.num_points.numpy()[e])
+    a = gen.result.centerline.numpy()[e, :n].astype(np.float64)
+    nrm = gen.result.normal.numpy()[e, :n].astype(np.float64)
+    hw = gen.result.half_width.numpy()[e, :n].astype(np.float64)
+    b, nrm1, hw1 = np.roll(a, -1, 0), np.roll(nrm, -1, 0), np.roll(hw, -1, 0)
+    ab = b - a
+    t = np.clip(((p - a) * ab).sum(-1) / (ab * ab).sum(-1), 0.0, 1.0)
+    q = a + ab * t[:, None]
+    dist = np.linalg.norm(p - q, axis=1)
+    j = int(np.argmin(dist))
+    u = nrm[j] * (1 - t[j]) + nrm1[j] * t[j]
+    lateral = np.dot(p - q[j], u / np.linalg.norm(u))
+    return dist[j], hw[j] * (1 - t[j]) + hw1[j] * t[j] - abs(lateral)
+
+
+def test_warm_started_searches_find_the_closest_segment_while_driving(generated):
+    """The descent from the warm segment (and, for the box's corners, from the centre's
+    segment) agrees with a brute-force search over every segment: points driven along
+    each track on and off the band, a few segments per step, with occasional teleports."""
+    gen, ctx, comps, _ = generated
+    regenerate(ctx, comps)
+    E = NUM_ENVS
+    window = 4
+    loc = Localizer(warm_window=window, name="localizer.walk")
+    box = BandCollision(window=window, name="collision.box")
+    ctx.add(loc)
+    ctx.add(box)
+    pos = wp.zeros(E, dtype=wp.vec3, device="cpu")
+    rot = wp.zeros(E, dtype=wp.quat, device="cpu")
+    half = wp.array(np.tile(np.float32([0.225, 0.1, 0.05]), (E, 1)), dtype=wp.vec3, device="cpu")
+    loc.bind(position=pos)
+    box.bind(position=pos, orientation=rot, half_extents=half)
+    for c in (loc, box):
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    line, nrm = gen.result.centerline.numpy(), gen.result.normal.numpy()
+    tan, hw = gen.result.tangent.numpy(), gen.result.half_width.numpy()
+    n = np.maximum(gen.result.num_points.numpy(), 1)
+    valid = np.flatnonzero(gen.result.valid.numpy())
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, n)
+    for step in range(60):
+        teleport = rng.random(E) < 0.05
+        index = np.where(teleport, rng.integers(0, n), index + rng.integers(-1, 4, E)) % n
+        rows = np.arange(E)
+        offset = rng.uniform(-1.3, 1.3, E) * hw[rows, index]
+        p = line[rows, index] + offset[:, None] * nrm[rows, index] + rng.uniform(-0.05, 0.05, (E, 3)) * [1, 1, 0]
+        yaw = np.arctan2(tan[rows, index, 1], tan[rows, index, 0]) + rng.uniform(-0.6, 0.6, E)
+        pos.assign(p.astype(np.float32))
+        rot.assign(np.stack([np.zeros(E), np.zeros(E), np.sin(yaw / 2), np.cos(yaw / 2)], 1).astype(np.float32))
+        loc.step(ctx)
+        box.step(ctx)
+        segment, distance = loc.result.segment.numpy(), box.result.distance.numpy()
+        for e in valid:
+            pe = p[e].astype(np.float64)
+            j = segment[e]
+            a, b = line[e, j].astype(np.float64), line[e, (j + 1) % n[e]].astype(np.float64)
+            t = np.clip(np.dot(pe - a, b - a) / np.dot(b - a, b - a), 0.0, 1.0)
+            best, _ = reference_clearance(gen, e, pe)
+            assert np.linalg.norm(a + (b - a) * t - pe) == pytest.approx(best, abs=1e-5), (step, e)
+            c, s = np.cos(yaw[e]), np.sin(yaw[e])
+            corners = [pe + [c * sx * 0.225 - s * sy * 0.1, s * sx * 0.225 + c * sy * 0.1, -0.05]
+                       for sx in (1, -1) for sy in (1, -1)]
+            expected = min(reference_clearance(gen, e, q)[1] for q in corners)
+            assert distance[e] == pytest.approx(expected, abs=1e-4), (step, e)

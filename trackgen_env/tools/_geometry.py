@@ -1,8 +1,8 @@
 """Kernels of the track-family runtime components (one Warp module: one compile).
 
 ``Checkpoints``, ``Progress``, ``BandCollision`` (both backends) and ``Localizer`` launch
-the kernels here; the ``wp.func`` helpers (closest point on a closed polyline with a
-warm-started windowed search, opening crossings) serve any component that reads a course
+the kernels here; the ``wp.func`` helpers (closest point on a closed polyline by a
+warm-started descent, opening crossings) serve any component that reads a course
 line with the field names of :class:`~trackgen_env.types.TrackResult`, and the Python
 helpers at the end (input binding, launches on the course's stream) any component.
 
@@ -12,10 +12,14 @@ from point ``j`` to point ``(j + 1) % n`` and covers arc lengths
 Geometry: closest point on a segment and a segment crossing a plane follow C. Ericson,
 *Real-Time Collision Detection* (Morgan Kaufmann, 2005), sections 5.1.2 and 5.3.1.
 
-Every kernel takes ``e = wp.tid()`` first, inputs before outputs (state read and written
-in between), and the per-generation and reset kernels return early for envs outside the
-mask. A kernel never reads past ``min(num_points[e], P)`` nor past a
-capacity, and writes safe values for invalid envs.
+Every kernel takes ``e = wp.tid()`` (``e, lane = wp.tid()``) first, inputs before outputs
+(state read and written in between), and the per-generation and reset kernels return
+early for envs outside the mask. Per-generation kernels run ``lanes(device, count)``
+threads per env, each looping over its share of the env's points or checkpoints: on the
+CPU one, as each thread of a launch costs ~10-15 ns even when its env is masked out
+(Warp copies every array argument per thread), so a masked regeneration of a few envs at
+E = 4096 costs microseconds, not milliseconds. A kernel never reads past
+``min(num_points[e], P)`` nor past a capacity, and writes safe values for invalid envs.
 """
 
 from __future__ import annotations
@@ -32,6 +36,16 @@ _Z_UP = wp.constant(wp.vec3(0.0, 0.0, 1.0))
 _X_AXIS = wp.constant(wp.vec3(1.0, 0.0, 0.0))
 _PI = wp.constant(3.14159265358979)
 _TWO_PI = wp.constant(6.28318530717959)
+
+#: A course-line point's data the ``Localizer`` reads besides the position, normal and half
+#: width: tangent x, y, z, arc length [m], curvature [1/m]; one record per point, so the
+#: two points of a segment share a cache line or two instead of one per source array.
+frame_record = wp.types.vector(length=5, dtype=wp.float32)
+
+#: A checkpoint's opening as ``Progress`` reads it: centre x, y, z [m], direction x, y, z,
+#: half width [m], half height [m]; 32 bytes, so an opening and its neighbour often share
+#: one cache line (instead of a line in each of 4 arrays).
+opening_record = wp.types.vector(length=8, dtype=wp.float32)
 
 
 # -- closed polylines -----------------------------------------------------------------------
@@ -82,12 +96,34 @@ def lerp_unit(u0: wp.vec3, u1: wp.vec3, t: float) -> wp.vec3:
 
 
 @wp.func
+def next_point(j: int, n: int) -> int:
+    """``(j + 1) % n`` for ``j`` in ``[0, n)``, without an integer division."""
+    if j + 1 < n:
+        return j + 1
+    return 0
+
+
+@wp.func
+def prev_point(j: int, n: int) -> int:
+    """``(j - 1) % n`` for ``j`` in ``[0, n)``, without an integer division."""
+    if j > 0:
+        return j - 1
+    return n - 1
+
+
+@wp.func
+def segment_d2(line: wp.array2d(dtype=wp.vec3), e: int, n: int, j: int, p: wp.vec3) -> float:
+    """Squared distance from ``p`` to segment ``j`` (``j`` in ``[0, n)``) of env ``e``'s closed line."""
+    return segment_dist2(p, line[e, j], line[e, next_point(j, n)])
+
+
+@wp.func
 def nearest_global(line: wp.array2d(dtype=wp.vec3), e: int, n: int, p: wp.vec3) -> int:
     """Index of the segment of env ``e``'s closed line (``n`` points) closest to ``p``: O(n)."""
     best = int(0)
     best_d = float(BIG)
     for j in range(n):
-        d = segment_dist2(p, line[e, j], line[e, wrap_index(j + 1, n)])
+        d = segment_d2(line, e, n, j, p)
         if d < best_d:
             best_d = d
             best = j
@@ -95,50 +131,86 @@ def nearest_global(line: wp.array2d(dtype=wp.vec3), e: int, n: int, p: wp.vec3) 
 
 
 @wp.func
-def nearest_window(line: wp.array2d(dtype=wp.vec3), e: int, n: int, center: int, window: int, p: wp.vec3) -> int:
-    """Closest segment among ``center - window .. center + window`` (cyclic), or -1 when it
-    lies on the window's edge (then it need not be a local minimum of the distance)."""
-    best = int(0)
-    best_i = int(0)
-    best_d = float(BIG)
-    for i in range(-window, window + 1):
-        j = wrap_index(center + i, n)
-        d = segment_dist2(p, line[e, j], line[e, wrap_index(j + 1, n)])
-        if d < best_d:
-            best_d = d
-            best = j
-            best_i = i
-    if best_i == -window or best_i == window:
+def nearest_walk(
+    line: wp.array2d(dtype=wp.vec3), e: int, n: int, center: int, start: int, window: int, p: wp.vec3
+) -> int:
+    """Closest segment to ``p`` among ``center +- window`` (cyclic; ``2 window + 1 < n``) by
+    descent from segment ``center + start`` (``|start| < window``), or -1 when the descent
+    reaches the window's edge (the closest segment may lie beyond it).
+
+    Steps to the neighbour while it is closer and stops at a local minimum of the segment
+    distance: 2 or 3 + (steps) distance evaluations instead of the window's ``2 window + 1``.
+    Where the distance is unimodal over the window (a point on or near the band of a
+    track whose band does not fold over itself) this is the window's minimum from any
+    start, ties included: like a scan from ``center - window`` upwards, it keeps the
+    lowest offset among equal distances (a descent downwards moves on ties, upwards not).
+    """
+    offset = start
+    best = center + start  # |start| < n: one wrap at most
+    if best < 0:
+        best = best + n
+    elif best >= n:
+        best = best - n
+    best_d = segment_d2(line, e, n, best, p)
+    up = next_point(best, n)
+    d_up = segment_d2(line, e, n, up, p)
+    down = int(0)
+    d_down = float(BIG)
+    if not (d_up < best_d):
+        # a descent upwards needs no look downwards (the distance is unimodal)
+        down = prev_point(best, n)
+        d_down = segment_d2(line, e, n, down, p)
+    if d_up < best_d:
+        best = up
+        best_d = d_up
+        offset = offset + 1
+        while offset < window:
+            j = next_point(best, n)
+            d = segment_d2(line, e, n, j, p)
+            if d < best_d:
+                best = j
+                best_d = d
+                offset = offset + 1
+            else:
+                break
+    elif d_down <= best_d:
+        best = down
+        best_d = d_down
+        offset = offset - 1
+        while offset > -window:
+            j = prev_point(best, n)
+            d = segment_d2(line, e, n, j, p)
+            if d <= best_d:
+                best = j
+                best_d = d
+                offset = offset - 1
+            else:
+                break
+    if offset >= window or offset <= -window:
         return -1
     return best
 
 
 @wp.func
-def lateral_at(
+def project(
     line: wp.array2d(dtype=wp.vec3),
     normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
     e: int,
     n: int,
     j: int,
     p: wp.vec3,
-) -> float:
-    """Signed offset of ``p`` from segment ``j`` along the interpolated left normal (left > 0)."""
-    j1 = wrap_index(j + 1, n)
+):
+    """Projection of ``p`` on segment ``j``: its parameter ``t`` in [0, 1], the signed offset
+    along the interpolated left normal (left > 0) and the band half width interpolated there."""
+    j1 = next_point(j, n)
     a = line[e, j]
     b = line[e, j1]
     t = segment_param(p, a, b)
     q = a + (b - a) * t
-    return wp.dot(p - q, lerp_unit(normal[e, j], normal[e, j1], t))
-
-
-@wp.func
-def half_width_at(
-    line: wp.array2d(dtype=wp.vec3), half_width: wp.array2d(dtype=float), e: int, n: int, j: int, p: wp.vec3
-) -> float:
-    """Band half width interpolated at the point of segment ``j`` closest to ``p``."""
-    j1 = wrap_index(j + 1, n)
-    t = segment_param(p, line[e, j], line[e, j1])
-    return half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
+    lateral = wp.dot(p - q, lerp_unit(normal[e, j], normal[e, j1], t))
+    hw = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
+    return t, lateral, hw
 
 
 @wp.func
@@ -149,27 +221,31 @@ def locate(
     e: int,
     n: int,
     warm: int,
+    start: int,
     window: int,
     check_band: int,
     p: wp.vec3,
-) -> int:
-    """Segment of env ``e``'s closed line closest to ``p``, warm-started at segment ``warm``.
+):
+    """Segment ``j`` of env ``e``'s closed line closest to ``p``, warm-started at segment
+    ``warm``, and the projection of ``p`` on it (see :func:`project`): ``(j, t, lateral, hw)``.
 
-    Searches ``warm +- window`` segments; falls back to the global O(n) search when
-    ``warm`` is unset (outside ``[0, n)``, e.g. -1 after a reset), when the window covers
-    the whole line, when the windowed minimum sits on the window's edge (not a local
-    minimum), or, with ``check_band``, when ``p`` is off the band there (a teleport can
-    land next to another part of the course). Requires ``n >= 3``.
+    A descent from segment ``warm + start`` (:func:`nearest_walk`, within ``warm +-
+    window``; ``start`` is clamped to ``+-(window - 1)``); falls back to the global O(n)
+    search when ``warm`` is unset (outside ``[0, n)``, e.g. -1 after a reset), when the
+    window covers the whole line, when the descent reaches the window's edge (the closest
+    segment may lie beyond it), or, with ``check_band``, when ``p`` is off the band there
+    (a teleport can land next to another part of the course). Requires ``n >= 3``.
     """
-    if warm < 0 or warm >= n or 2 * window + 1 >= n:
-        return nearest_global(line, e, n, p)
-    j = nearest_window(line, e, n, warm, window, p)
-    if j < 0:
-        return nearest_global(line, e, n, p)
-    if check_band != 0:
-        if wp.abs(lateral_at(line, normal, e, n, j, p)) > half_width_at(line, half_width, e, n, j, p):
-            return nearest_global(line, e, n, p)
-    return j
+    j = int(-1)
+    if warm >= 0 and warm < n and 2 * window + 1 < n:
+        j = nearest_walk(line, e, n, warm, wp.clamp(start, 1 - window, window - 1), window, p)
+    if j >= 0:
+        t, lateral, hw = project(line, normal, half_width, e, n, j, p)
+        if check_band == 0 or not (wp.abs(lateral) > hw):
+            return j, t, lateral, hw
+    j = nearest_global(line, e, n, p)
+    t, lateral, hw = project(line, normal, half_width, e, n, j, p)
+    return j, t, lateral, hw
 
 
 @wp.func
@@ -203,6 +279,7 @@ def _place_checkpoints(
     loop_length: wp.array(dtype=float),
     spacing: float,
     half_height: float,
+    lanes: int,
     # outputs
     cp_position: wp.array2d(dtype=wp.vec3),
     cp_direction: wp.array2d(dtype=wp.vec3),
@@ -214,7 +291,7 @@ def _place_checkpoints(
     clipped: wp.array(dtype=wp.int32),
     draws: wp.array(dtype=wp.int32),
 ):
-    e, k = wp.tid()
+    e, lane = wp.tid()
     if mask[e] == 0:
         return
     capacity = cp_position.shape[1]
@@ -227,43 +304,44 @@ def _place_checkpoints(
     else:
         length = 0.0
     n = wp.min(wanted, capacity)
-    if k == 0:
+    if lane == 0:
         num_checkpoints[e] = n
         cp_loop_length[e] = length
         clipped[e] = wp.where(wanted > capacity, 1, 0)
         draws[e] = 0
-    if k >= n:
-        # padding (never read: consumers stop at num_checkpoints)
-        cp_position[e, k] = wp.vec3(0.0)
-        cp_direction[e, k] = _X_AXIS
-        cp_half_width[e, k] = 0.0
-        cp_half_height[e, k] = half_height
-        cp_arc_length[e, k] = 0.0
-        return
-    s = float(k) * length / float(n)
-    # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
-    lo = int(0)
-    hi = n_pts - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if arc_length[e, mid] <= s:
-            lo = mid
+    for k in range(lane, capacity, lanes):
+        if k >= n:
+            # padding (never read: consumers stop at num_checkpoints)
+            cp_position[e, k] = wp.vec3(0.0)
+            cp_direction[e, k] = _X_AXIS
+            cp_half_width[e, k] = 0.0
+            cp_half_height[e, k] = half_height
+            cp_arc_length[e, k] = 0.0
         else:
-            hi = mid - 1
-    j = lo
-    j1 = wrap_index(j + 1, n_pts)
-    s0 = arc_length[e, j]
-    s1 = length
-    if j + 1 < n_pts:
-        s1 = arc_length[e, j + 1]
-    t = float(0.0)
-    if s1 > s0:
-        t = wp.clamp((s - s0) / (s1 - s0), 0.0, 1.0)
-    cp_position[e, k] = line[e, j] * (1.0 - t) + line[e, j1] * t
-    cp_direction[e, k] = lerp_unit(tangent[e, j], tangent[e, j1], t)
-    cp_half_width[e, k] = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
-    cp_half_height[e, k] = half_height
-    cp_arc_length[e, k] = s
+            s = float(k) * length / float(n)
+            # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
+            lo = int(0)
+            hi = n_pts - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if arc_length[e, mid] <= s:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            j = lo
+            j1 = next_point(j, n_pts)
+            s0 = arc_length[e, j]
+            s1 = length
+            if j + 1 < n_pts:
+                s1 = arc_length[e, j + 1]
+            t = float(0.0)
+            if s1 > s0:
+                t = wp.clamp((s - s0) / (s1 - s0), 0.0, 1.0)
+            cp_position[e, k] = line[e, j] * (1.0 - t) + line[e, j1] * t
+            cp_direction[e, k] = lerp_unit(tangent[e, j], tangent[e, j1], t)
+            cp_half_width[e, k] = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
+            cp_half_height[e, k] = half_height
+            cp_arc_length[e, k] = s
 
 
 @wp.kernel
@@ -300,13 +378,13 @@ def _sample_checkpoints(
 
 # -- progress -------------------------------------------------------------------------------
 @wp.func
-def crosses_opening(
-    q: wp.vec3, p: wp.vec3, c: wp.vec3, d: wp.vec3, half_width: float, half_height: float, forward: int
-) -> int:
+def crosses_opening(opening: opening_record, q: wp.vec3, p: wp.vec3, forward: int) -> int:
     """1 when the step ``q -> p`` crosses the opening at ``c`` (plane normal ``d``) in the
     given sense (``forward`` 1: from behind to in front; 0: from in front to behind)
     inside ``|lateral| <= half_width`` and ``|vertical| <= half_height``, where
     lateral = normalize(z x d) and vertical = d x lateral."""
+    c = wp.vec3(opening[0], opening[1], opening[2])
+    d = wp.vec3(opening[3], opening[4], opening[5])
     dq = wp.dot(q - c, d)
     dp = wp.dot(p - c, d)
     if forward != 0:
@@ -323,9 +401,29 @@ def crosses_opening(
     else:
         lat = wp.vec3(0.0, 1.0, 0.0)
     vert = wp.cross(d, lat)
-    if wp.abs(wp.dot(x, lat)) <= half_width and wp.abs(wp.dot(x, vert)) <= half_height:
+    if wp.abs(wp.dot(x, lat)) <= opening[6] and wp.abs(wp.dot(x, vert)) <= opening[7]:
         return 1
     return 0
+
+
+@wp.kernel
+def _pack_openings(
+    mask: wp.array(dtype=wp.int32),
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    lanes: int,
+    # output
+    openings: wp.array2d(dtype=opening_record),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    for k in range(lane, openings.shape[1], lanes):
+        c = cp_position[e, k]
+        d = cp_direction[e, k]
+        openings[e, k] = opening_record(c[0], c[1], c[2], d[0], d[1], d[2], cp_half_width[e, k], cp_half_height[e, k])
 
 
 @wp.kernel
@@ -373,10 +471,7 @@ def _progress_reset(
 @wp.kernel
 def _progress_step(
     position: wp.array(dtype=wp.vec3),
-    cp_position: wp.array2d(dtype=wp.vec3),
-    cp_direction: wp.array2d(dtype=wp.vec3),
-    cp_half_width: wp.array2d(dtype=float),
-    cp_half_height: wp.array2d(dtype=float),
+    openings: wp.array2d(dtype=opening_record),
     num_checkpoints: wp.array(dtype=wp.int32),
     # state
     start_checkpoint: wp.array(dtype=wp.int32),
@@ -402,7 +497,7 @@ def _progress_step(
         return
     q = prev_position[e]
     prev_position[e] = p
-    n = wp.min(num_checkpoints[e], cp_position.shape[1])
+    n = wp.min(num_checkpoints[e], openings.shape[1])
     if n < 1:
         return
     s0 = start_checkpoint[e]
@@ -410,15 +505,15 @@ def _progress_step(
     best = checkpoints_passed[e]
     n_laps = laps[e]
     k_next = wrap_index(s0 + k_net + 1, n)
-    k_prev = wrap_index(s0 + k_net, n)
-    fwd = crosses_opening(q, p, cp_position[e, k_next], cp_direction[e, k_next], cp_half_width[e, k_next],
-                          cp_half_height[e, k_next], 1)
+    k_prev = prev_point(k_next, n)
+    fwd = crosses_opening(openings[e, k_next], q, p, 1)
     back = int(0)
     if fwd == 0:
-        back = crosses_opening(q, p, cp_position[e, k_prev], cp_direction[e, k_prev], cp_half_width[e, k_prev],
-                               cp_half_height[e, k_prev], 0)
+        back = crosses_opening(openings[e, k_prev], q, p, 0)
+    k_new = k_next
     if fwd != 0:
         k_net = k_net + 1
+        k_new = next_point(k_next, n)
         wrong_way[e] = 0
         # only new ground counts: re-passing a checkpoint undone by a wrong-way crossing
         # restores the order but earns no pass (no farming by driving back and forth)
@@ -430,11 +525,12 @@ def _progress_step(
                 lap_completed[e] = 1
     elif back != 0:
         k_net = k_net - 1
+        k_new = k_prev
         wrong_way[e] = 1
     net[e] = k_net
     checkpoints_passed[e] = best
     laps[e] = n_laps
-    next_checkpoint[e] = wrap_index(s0 + k_net + 1, n)
+    next_checkpoint[e] = k_new  # (s0 + k_net + 1) mod n
     in_lap = wp.clamp(k_net - n_laps * n, 0, n - 1)
     lap_fraction[e] = float(in_lap) / float(n)
 
@@ -446,24 +542,6 @@ def _unset_warm(mask: wp.array(dtype=wp.int32), warm: wp.array(dtype=wp.int32)):
     if mask[e] == 0:
         return
     warm[e] = -1
-
-
-@wp.func
-def band_clearance(
-    line: wp.array2d(dtype=wp.vec3),
-    normal: wp.array2d(dtype=wp.vec3),
-    half_width: wp.array2d(dtype=float),
-    e: int,
-    n: int,
-    warm: int,
-    window: int,
-    p: wp.vec3,
-) -> float:
-    """Half width minus |lateral offset| of ``p`` at its closest segment near ``warm`` (< 0: off
-    the band). A box corner searches around its box centre's segment: being off the band is
-    what is measured there, not a sign of a teleport."""
-    j = locate(line, normal, half_width, e, n, warm, window, 0, p)
-    return half_width_at(line, half_width, e, n, j, p) - wp.abs(lateral_at(line, normal, e, n, j, p))
 
 
 @wp.kernel
@@ -492,22 +570,51 @@ def _band_collision(
         warm[e] = -1
         return
     c = position[e]
-    j = locate(line, normal, half_width, e, n, warm[e], window, 1, c)
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, c)
     warm[e] = j
-    clearance = float(0.0)
+    clearance = hw - wp.abs(lateral)
     if use_box != 0:
+        # each corner searches around the centre's segment (being off the band is what is
+        # measured there, not a sign of a teleport), its descent starting at the segment
+        # its offset along segment j points to (the centreline is resampled evenly)
         rot = orientation[e]
         h = half_extents[e]
+        a = line[e, j]
+        ab = line[e, next_point(j, n)] - a
+        l2 = wp.dot(ab, ab)
+        along = wp.vec3(0.0)
+        if l2 > 0.0:
+            along = ab / l2
         clearance = float(BIG)
         for i in range(4):
             sx = wp.where(i % 2 == 0, 1.0, -1.0)
             sy = wp.where(i < 2, 1.0, -1.0)
             corner = c + wp.quat_rotate(rot, wp.vec3(sx * h[0], sy * h[1], -h[2]))
-            clearance = wp.min(clearance, band_clearance(line, normal, half_width, e, n, j, window, corner))
-    else:
-        clearance = half_width_at(line, half_width, e, n, j, c) - wp.abs(lateral_at(line, normal, e, n, j, c))
+            u = wp.dot(corner - a, along)
+            if not (wp.abs(u) < float(window)):  # also a NaN position: no undefined int conversion
+                u = wp.where(u > 0.0, float(window), -float(window))
+            jc, tc, lateral_c, hw_c = locate(line, normal, half_width, e, n, j, int(wp.floor(u)), window, 0, corner)
+            clearance = wp.min(clearance, hw_c - wp.abs(lateral_c))
     distance[e] = clearance
     hit[e] = wp.where(clearance < 0.0, 1, 0)
+
+
+@wp.kernel
+def _pack_frame(
+    mask: wp.array(dtype=wp.int32),
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    lanes: int,
+    # output
+    frame: wp.array2d(dtype=frame_record),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    for j in range(lane, frame.shape[1], lanes):
+        d = tangent[e, j]
+        frame[e, j] = frame_record(d[0], d[1], d[2], arc_length[e, j], curvature[e, j])
 
 
 @wp.kernel
@@ -517,11 +624,9 @@ def _localize(
     use_orientation: int,
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
-    tangent: wp.array2d(dtype=wp.vec3),
     normal: wp.array2d(dtype=wp.vec3),
-    arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
+    frame: wp.array2d(dtype=frame_record),
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     window: int,
@@ -545,28 +650,27 @@ def _localize(
         warm[e] = -1
         return
     p = position[e]
-    j = locate(line, normal, half_width, e, n, warm[e], window, 1, p)
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, p)
     warm[e] = j
     segment[e] = j
-    j1 = wrap_index(j + 1, n)
-    a = line[e, j]
-    b = line[e, j1]
-    t = segment_param(p, a, b)
+    j1 = next_point(j, n)
+    r0 = frame[e, j]
+    r1 = frame[e, j1]
     length = loop_length[e]
-    s0 = arc_length[e, j]
+    s0 = r0[3]
     s1 = length
     if j + 1 < n:
-        s1 = arc_length[e, j + 1]
+        s1 = r1[3]
     sp = s0 + (s1 - s0) * t
     if sp >= length:
         sp = sp - length
     s[e] = wp.max(sp, 0.0)
-    lateral_offset[e] = wp.dot(p - (a + (b - a) * t), lerp_unit(normal[e, j], normal[e, j1], t))
-    curvature_out[e] = curvature[e, j] * (1.0 - t) + curvature[e, j1] * t
+    lateral_offset[e] = lateral
+    curvature_out[e] = r0[4] * (1.0 - t) + r1[4] * t
     err = float(0.0)
     if use_orientation != 0:
         f = wp.quat_rotate(orientation[e], _X_AXIS)
-        d = lerp_unit(tangent[e, j], tangent[e, j1], t)
+        d = lerp_unit(wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), t)
         err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
     heading_error[e] = err
 
@@ -615,13 +719,17 @@ def _sdf_frame(
 def _sdf_clear(
     mask: wp.array(dtype=wp.int32),
     cell: wp.array(dtype=float),
+    lanes: int,
     # output
     grid: wp.array3d(dtype=float),
 ):
-    e, iy, ix = wp.tid()
+    e, lane = wp.tid()
     if mask[e] == 0:
         return
-    grid[e, iy, ix] = -2.0 * cell[e]
+    res = grid.shape[2]
+    far = -2.0 * cell[e]
+    for i in range(lane, grid.shape[1] * res, lanes):
+        grid[e, i // res, i % res] = far
 
 
 @wp.kernel
@@ -634,34 +742,34 @@ def _sdf_splat(
     origin: wp.array(dtype=wp.vec2),
     cell: wp.array(dtype=float),
     reach: wp.array(dtype=float),
+    lanes: int,
     # output: max over segments of (half width - distance) at each node
     grid: wp.array3d(dtype=float),
 ):
-    e, j = wp.tid()
+    e, lane = wp.tid()
     if mask[e] == 0:
         return
     n = line_count(num_points, valid, line.shape[1], e)
-    if j >= n:
-        return
-    j1 = wrap_index(j + 1, n)
-    a = line[e, j]
-    b = line[e, j1]
-    a2 = wp.vec3(a[0], a[1], 0.0)
-    b2 = wp.vec3(b[0], b[1], 0.0)
     h = cell[e]
     o = origin[e]
     r = reach[e]
     res = grid.shape[1]
-    x0 = wp.max(int(wp.floor((wp.min(a[0], b[0]) - r - o[0]) / h)), 0)
-    x1 = wp.min(int(wp.ceil((wp.max(a[0], b[0]) + r - o[0]) / h)), res - 1)
-    y0 = wp.max(int(wp.floor((wp.min(a[1], b[1]) - r - o[1]) / h)), 0)
-    y1 = wp.min(int(wp.ceil((wp.max(a[1], b[1]) + r - o[1]) / h)), res - 1)
-    for iy in range(y0, y1 + 1):
-        for ix in range(x0, x1 + 1):
-            q = wp.vec3(o[0] + float(ix) * h, o[1] + float(iy) * h, 0.0)
-            t = segment_param(q, a2, b2)
-            d = wp.length(q - (a2 + (b2 - a2) * t))
-            wp.atomic_max(grid, e, iy, ix, half_width[e, j] * (1.0 - t) + half_width[e, j1] * t - d)
+    for j in range(lane, n, lanes):
+        j1 = next_point(j, n)
+        a = line[e, j]
+        b = line[e, j1]
+        a2 = wp.vec3(a[0], a[1], 0.0)
+        b2 = wp.vec3(b[0], b[1], 0.0)
+        x0 = wp.max(int(wp.floor((wp.min(a[0], b[0]) - r - o[0]) / h)), 0)
+        x1 = wp.min(int(wp.ceil((wp.max(a[0], b[0]) + r - o[0]) / h)), res - 1)
+        y0 = wp.max(int(wp.floor((wp.min(a[1], b[1]) - r - o[1]) / h)), 0)
+        y1 = wp.min(int(wp.ceil((wp.max(a[1], b[1]) + r - o[1]) / h)), res - 1)
+        for iy in range(y0, y1 + 1):
+            for ix in range(x0, x1 + 1):
+                q = wp.vec3(o[0] + float(ix) * h, o[1] + float(iy) * h, 0.0)
+                t = segment_param(q, a2, b2)
+                d = wp.length(q - (a2 + (b2 - a2) * t))
+                wp.atomic_max(grid, e, iy, ix, half_width[e, j] * (1.0 - t) + half_width[e, j1] * t - d)
 
 
 @wp.func
@@ -779,6 +887,15 @@ def check_window(value, name: str, default: int) -> int:
     if value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value}")
     return int(value)
+
+
+def lanes(device: wp.Device, count: int) -> int:
+    """Threads per env of a per-generation kernel looping over ``count`` items (points,
+    checkpoints, gates): 1 on the CPU, where a launch runs on one thread and each thread
+    costs ~10-15 ns even when its env is masked out (Warp copies every array argument per
+    thread), so a masked regeneration of one env costs ~nothing; ``min(64, count)`` on
+    CUDA, where the lanes run in parallel."""
+    return 1 if device.is_cpu else max(1, min(64, int(count)))
 
 
 def launch(kernel, dim, ctx, inputs) -> None:

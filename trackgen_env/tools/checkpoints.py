@@ -117,13 +117,14 @@ class Checkpoints(Component):
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, cps = ctx.source(self), self._set
+        lanes = geo.lanes(ctx.device, self.capacity)
         geo.launch(
             geo._place_checkpoints,
-            (ctx.num_envs, self.capacity),
+            (ctx.num_envs, lanes),
             ctx,
             [
                 ctx.mask(mask), ctx.result.valid, src.centerline, src.tangent, src.arc_length, src.half_width,
-                src.num_points, src.loop_length, self.spacing, TRACK_HALF_HEIGHT,
+                src.num_points, src.loop_length, self.spacing, TRACK_HALF_HEIGHT, lanes,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.arc_length,
                 cps.num_checkpoints, cps.loop_length, self.clipped, self._sampler.draws,
             ],

@@ -30,11 +30,14 @@ class BandCollision(Component):
     section 5.1.2):
 
     * ``"segments"``: each tested point is projected on the closest centreline segment,
-      found by a windowed search of ``+- window`` segments around the env's last segment,
-      with a global search when that index is unset (after a reset or a generation), when
-      the windowed minimum is on the window's edge (not a local minimum), or when the box
-      centre is off the band there (a teleport); corners search around the centre's
-      segment. Clearance along the interpolated left normal, exact for the polyline.
+      found by a descent from the env's last segment (to the closer neighbour while there
+      is one, at most ``window`` segments away: where the distance is unimodal over
+      ``+- window`` segments, the closest of them), with a global search when that index
+      is unset (after a reset or a generation), when the descent reaches ``+- window``
+      (the closest segment may lie beyond), or when the box centre is off the band there
+      (a teleport); corners search within ``+- window`` of the centre's segment, their
+      descent starting at the segment their offset along it points to. Clearance along
+      the interpolated left normal, exact for the polyline.
     * ``"sdf"``: ``on_generate`` bakes, per masked env, a ``resolution x resolution`` grid
       of clearance values over the x-y bounding box of the band (plus a 4-cell margin;
       cell size ``h`` = box extent / (resolution - 9)): every segment writes
@@ -118,10 +121,12 @@ class BandCollision(Component):
         geo.launch(geo._sdf_frame, ctx.num_envs, ctx,
                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, res,
                     self.origin, self.cell, self._reach])
-        geo.launch(geo._sdf_clear, (ctx.num_envs, res, res), ctx, [m, self.cell, self.grid])
-        geo.launch(geo._sdf_splat, (ctx.num_envs, src.centerline.shape[1]), ctx,
+        lanes = geo.lanes(ctx.device, res * res)
+        geo.launch(geo._sdf_clear, (ctx.num_envs, lanes), ctx, [m, self.cell, lanes, self.grid])
+        lanes = geo.lanes(ctx.device, src.centerline.shape[1])
+        geo.launch(geo._sdf_splat, (ctx.num_envs, lanes), ctx,
                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, self.origin, self.cell,
-                    self._reach, self.grid])
+                    self._reach, lanes, self.grid])
 
     def reset(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         if self.backend == "segments":

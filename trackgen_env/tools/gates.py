@@ -5,9 +5,11 @@ All read the generator's :class:`~trackgen_env.types.GateResult` (``gate_positio
 ``gate_orientation``, ``gate_width``, ``gate_height``, ``num_gates``, ``valid``). A gate's
 local frame: +x is its normal (the direction of travel through it), +y its lateral axis
 (left), +z up; its opening spans ``|y| <= gate_width / 2`` and ``|z| <= gate_height / 2``
-around its centre. Every kernel launches once per call, parallel over envs (and over gates
-or course-line points in the per-generation kernels), never reads past ``num_gates`` nor a
-capacity, and returns early for envs outside the mask.
+around its centre. Every kernel launches once per call, parallel over envs (the
+per-generation kernels also over ``geo.lanes`` lanes per env looping over gates or
+course-line points: one on the CPU, so that a masked regeneration costs ~nothing for the
+envs outside the mask), never reads past ``num_gates`` nor a capacity, and returns early
+for envs outside the mask.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def _gate_checkpoints(
     gate_width: wp.array(dtype=float),
     gate_height: wp.array(dtype=float),
     num_gates: wp.array(dtype=wp.int32),
+    lanes: int,
     # outputs
     cp_position: wp.array2d(dtype=wp.vec3),
     cp_direction: wp.array2d(dtype=wp.vec3),
@@ -63,33 +66,34 @@ def _gate_checkpoints(
     cp_loop_length: wp.array(dtype=float),
     draws: wp.array(dtype=wp.int32),
 ):
-    e, k = wp.tid()
+    e, lane = wp.tid()
     if mask[e] == 0:
         return
     n = _gate_count(num_gates, valid, wp.min(gate_position.shape[1], cp_position.shape[1]), e)
-    if k == 0:
+    if lane == 0:
         num_checkpoints[e] = n
         draws[e] = 0  # the sampler's stream restarts with each generation
         length = float(0.0)
         for i in range(n):
             length = length + wp.length(gate_position[e, (i + 1) % n] - gate_position[e, i])
         cp_loop_length[e] = length
-    if k >= n:
-        # padding (never read: consumers stop at num_checkpoints)
-        cp_position[e, k] = wp.vec3(0.0)
-        cp_direction[e, k] = _X_AXIS
-        cp_half_width[e, k] = 0.0
-        cp_half_height[e, k] = 0.0
-        cp_arc_length[e, k] = 0.0
-        return
-    s = float(0.0)
-    for i in range(k):
-        s = s + wp.length(gate_position[e, i + 1] - gate_position[e, i])
-    cp_position[e, k] = gate_position[e, k]
-    cp_direction[e, k] = wp.quat_rotate(gate_orientation[e, k], _X_AXIS)
-    cp_half_width[e, k] = 0.5 * gate_width[e]
-    cp_half_height[e, k] = 0.5 * gate_height[e]
-    cp_arc_length[e, k] = s
+    for k in range(lane, cp_position.shape[1], lanes):
+        if k >= n:
+            # padding (never read: consumers stop at num_checkpoints)
+            cp_position[e, k] = wp.vec3(0.0)
+            cp_direction[e, k] = _X_AXIS
+            cp_half_width[e, k] = 0.0
+            cp_half_height[e, k] = 0.0
+            cp_arc_length[e, k] = 0.0
+        else:
+            s = float(0.0)
+            for i in range(k):
+                s = s + wp.length(gate_position[e, i + 1] - gate_position[e, i])
+            cp_position[e, k] = gate_position[e, k]
+            cp_direction[e, k] = wp.quat_rotate(gate_orientation[e, k], _X_AXIS)
+            cp_half_width[e, k] = 0.5 * gate_width[e]
+            cp_half_height[e, k] = 0.5 * gate_height[e]
+            cp_arc_length[e, k] = s
 
 
 # -- course line ----------------------------------------------------------------------------
@@ -102,6 +106,7 @@ def _course_line_points(
     gate_width: wp.array(dtype=float),
     num_gates: wp.array(dtype=wp.int32),
     samples_per_gate: int,
+    lanes: int,
     # outputs
     centerline: wp.array2d(dtype=wp.vec3),
     tangent: wp.array2d(dtype=wp.vec3),
@@ -109,55 +114,56 @@ def _course_line_points(
     curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
 ):
-    e, k = wp.tid()
+    e, lane = wp.tid()
     if mask[e] == 0:
         return
     n = _gate_count(num_gates, valid, gate_position.shape[1], e)
     count = n * samples_per_gate
-    if count == 0:
-        centerline[e, k] = wp.vec3(0.0)
-        tangent[e, k] = _X_AXIS
-        normal[e, k] = _Y_AXIS
-        curvature[e, k] = 0.0
-        half_width[e, k] = 0.0
-        return
-    # padding repeats the last point (never read: consumers stop at num_points)
-    kk = wp.min(k, count - 1)
-    i = kk // samples_per_gate
-    t = float(kk - i * samples_per_gate) / float(samples_per_gate)
-    i1 = (i + 1) % n
-    p0 = gate_position[e, i]
-    p1 = gate_position[e, i1]
-    # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
-    # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
-    chord = wp.length(p1 - p0)
-    m0 = chord * wp.quat_rotate(gate_orientation[e, i], _X_AXIS)
-    m1 = chord * wp.quat_rotate(gate_orientation[e, i1], _X_AXIS)
-    t2 = t * t
-    t3 = t2 * t
-    pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
-    d1 = (6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1 + (3.0 * t2 - 2.0 * t) * m1
-    d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
-    speed = wp.length(d1)
-    tan = _X_AXIS
-    if speed > 1.0e-9:
-        tan = d1 / speed
-    # signed curvature of the horizontal projection (the turn the normal measures)
-    speed_h2 = d1[0] * d1[0] + d1[1] * d1[1]
-    kappa = float(0.0)
-    if speed_h2 > 1.0e-12:
-        kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_h2 * wp.sqrt(speed_h2))
-    left = wp.vec3(-tan[1], tan[0], 0.0)
-    ln = wp.length(left)
-    if ln > 1.0e-9:
-        left = left / ln
-    else:
-        left = _Y_AXIS
-    centerline[e, k] = pos
-    tangent[e, k] = tan
-    normal[e, k] = left
-    curvature[e, k] = kappa
-    half_width[e, k] = 0.5 * gate_width[e]
+    for k in range(lane, centerline.shape[1], lanes):
+        if count == 0:
+            centerline[e, k] = wp.vec3(0.0)
+            tangent[e, k] = _X_AXIS
+            normal[e, k] = _Y_AXIS
+            curvature[e, k] = 0.0
+            half_width[e, k] = 0.0
+        else:
+            # padding repeats the last point (never read: consumers stop at num_points)
+            kk = wp.min(k, count - 1)
+            i = kk // samples_per_gate
+            t = float(kk - i * samples_per_gate) / float(samples_per_gate)
+            i1 = (i + 1) % n
+            p0 = gate_position[e, i]
+            p1 = gate_position[e, i1]
+            # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
+            # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
+            chord = wp.length(p1 - p0)
+            m0 = chord * wp.quat_rotate(gate_orientation[e, i], _X_AXIS)
+            m1 = chord * wp.quat_rotate(gate_orientation[e, i1], _X_AXIS)
+            t2 = t * t
+            t3 = t2 * t
+            pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
+            d1 = (6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1 + (3.0 * t2 - 2.0 * t) * m1
+            d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
+            speed = wp.length(d1)
+            tan = _X_AXIS
+            if speed > 1.0e-9:
+                tan = d1 / speed
+            # signed curvature of the horizontal projection (the turn the normal measures)
+            speed_h2 = d1[0] * d1[0] + d1[1] * d1[1]
+            kappa = float(0.0)
+            if speed_h2 > 1.0e-12:
+                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_h2 * wp.sqrt(speed_h2))
+            left = wp.vec3(-tan[1], tan[0], 0.0)
+            ln = wp.length(left)
+            if ln > 1.0e-9:
+                left = left / ln
+            else:
+                left = _Y_AXIS
+            centerline[e, k] = pos
+            tangent[e, k] = tan
+            normal[e, k] = left
+            curvature[e, k] = kappa
+            half_width[e, k] = 0.5 * gate_width[e]
 
 
 @wp.kernel
@@ -409,10 +415,11 @@ class GateCheckpoints(Component):
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, cs = ctx.source(self), self._set
+        lanes = geo.lanes(ctx.device, self.capacity)
         geo.launch(
-            _gate_checkpoints, (ctx.num_envs, self.capacity), ctx,
+            _gate_checkpoints, (ctx.num_envs, lanes), ctx,
             [ctx.mask(mask), ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
-             src.gate_height, src.num_gates, cs.position, cs.direction, cs.half_width, cs.half_height,
+             src.gate_height, src.num_gates, lanes, cs.position, cs.direction, cs.half_width, cs.half_height,
              cs.arc_length, cs.num_checkpoints, cs.loop_length, self._sampler.draws],
         )
 
@@ -486,10 +493,11 @@ class CenterlineFromGates(Component):
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, line, m = ctx.source(self), self._line, ctx.mask(mask)
+        lanes = geo.lanes(ctx.device, line.centerline.shape[1])
         geo.launch(
-            _course_line_points, line.centerline.shape, ctx,
+            _course_line_points, (ctx.num_envs, lanes), ctx,
             [m, ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width, src.num_gates,
-             self.samples_per_gate, line.centerline, line.tangent, line.normal, line.curvature, line.half_width],
+             self.samples_per_gate, lanes, line.centerline, line.tangent, line.normal, line.curvature, line.half_width],
         )
         geo.launch(
             _course_line_arc_length, ctx.num_envs, ctx,

@@ -21,11 +21,13 @@ class Localizer(Component):
     the bound ``position`` ``[E] vec3`` [m] and, optionally, ``orientation`` ``[E] quat``.
 
     Algorithm (closest point on a segment: Ericson, *Real-Time Collision Detection*, 2005,
-    section 5.1.2): the closest segment is found by a windowed search of ``+- warm_window``
-    segments around the env's previous segment, with a global O(P) search when that
-    index is unset (after a reset or a generation), when the windowed minimum lies on the
-    window's edge (not a local minimum), or when the position is off the band there (a
-    teleport). On segment ``j`` with projection parameter ``t`` in [0, 1]:
+    section 5.1.2): the closest segment is found by a descent from the env's previous
+    segment (to the closer neighbour while there is one, at most ``warm_window`` segments
+    away: where the distance is unimodal over ``+- warm_window`` segments, the closest of
+    them), with a global O(P) search when that index is unset (after a reset or a
+    generation), when the descent reaches ``+- warm_window`` (the closest segment may lie
+    beyond), or when the position is off the band there (a teleport). On segment ``j``
+    with projection parameter ``t`` in [0, 1]:
     ``s = arc_length[j] + t * (segment arc length)`` wrapped to ``[0, loop_length)``;
     ``lateral_offset`` = offset along the interpolated left normal (left > 0);
     ``curvature`` = linear interpolation of the points' curvature; ``heading_error`` =
@@ -33,6 +35,12 @@ class Localizer(Component):
     ``[-pi, pi)`` (0 when ``orientation`` is unbound). An invalid env (``valid == 0`` or
     fewer than 3 points) reads ``s = lateral_offset = heading_error = curvature = 0``,
     ``segment = 0``.
+
+    ``on_generate(ctx, mask)`` copies the masked envs' per-point tangent, arc length and
+    curvature into one ``[E, P]`` record array (one or two cache lines per step instead of
+    one per source array); ``step`` reads those records, so after writing a source's
+    arrays in place, call ``on_generate`` for the envs changed (a course does, in its
+    regeneration body). Memory: ``20 E P`` bytes.
 
     Args:
         warm_window: half width of the warm-started search in segments, an int >= 1
@@ -72,6 +80,9 @@ class Localizer(Component):
             segment=wp.zeros(num_envs, dtype=wp.int32, device=device),
         )
         self._warm = wp.full(num_envs, -1, dtype=wp.int32, device=device)  # -1: search globally
+        # per point: tangent, arc length, curvature in one record (refreshed by on_generate)
+        points = ctx.source(self).centerline.shape[1]
+        self._points = wp.zeros((num_envs, points), dtype=geo.frame_record, device=device)
         # stands for an unbound orientation (the kernel does not read it)
         self._no_orientation = wp.zeros(1, dtype=wp.quat, device=device)
 
@@ -79,8 +90,12 @@ class Localizer(Component):
         self.bound = geo.bind_inputs(self, arrays)
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
+        m, src = ctx.mask(mask), ctx.source(self)
+        lanes = geo.lanes(ctx.device, self._points.shape[1])
+        geo.launch(geo._pack_frame, (ctx.num_envs, lanes), ctx,
+                   [m, src.tangent, src.arc_length, src.curvature, lanes, self._points])
         # the masked envs' lines changed: their warm segment means nothing now
-        geo.launch(geo._unset_warm, ctx.num_envs, ctx, [ctx.mask(mask), self._warm])
+        geo.launch(geo._unset_warm, ctx.num_envs, ctx, [m, self._warm])
 
     def reset(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         geo.launch(geo._unset_warm, ctx.num_envs, ctx, [ctx.mask(mask), self._warm])
@@ -96,8 +111,8 @@ class Localizer(Component):
             [
                 self.bound["position"], orientation if orientation is not None else self._no_orientation,
                 0 if orientation is None else 1,
-                ctx.result.valid, src.centerline, src.tangent, src.normal, src.arc_length, src.curvature,
-                src.half_width, src.num_points, src.loop_length, self.warm_window, self._warm,
+                ctx.result.valid, src.centerline, src.normal, src.half_width, self._points, src.num_points,
+                src.loop_length, self.warm_window, self._warm,
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
             ],
         )

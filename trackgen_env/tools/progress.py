@@ -38,6 +38,12 @@ class Progress(Component):
     The crossing test is the segment-plane intersection of Ericson, *Real-Time Collision
     Detection* (2005), section 5.3.1, followed by a bounds check in the plane.
 
+    ``on_generate(ctx, mask)`` packs the masked envs' openings (centre, direction, half
+    width, half height: one 32-byte record each, so that a step reads one or two cache
+    lines instead of one in each of 4 arrays); ``step`` reads those records, so after
+    writing the checkpoints' arrays in place, call ``on_generate`` for the envs changed (a
+    course does, in its regeneration body, after the ``checkpoints`` component's).
+
     ``reset(ctx, mask)`` starts the masked envs on checkpoint 0 (``next_checkpoint = 1``)
     with zero counters; ``reset_to(ctx, mask, start)`` starts them on checkpoint
     ``start[e]`` instead (with ``CheckpointSampler``). The first step after a reset only
@@ -72,12 +78,21 @@ class Progress(Component):
         self._net = zeros()  # forward minus backward crossings since the reset
         self._has_prev = zeros()  # 0 until the first step after a reset
         self._prev = zeros(wp.vec3)
+        # the openings packed one record each (refreshed by on_generate)
+        capacity = self._checkpoints(ctx).position.shape[1]
+        self._openings = wp.zeros((num_envs, capacity), dtype=geo.opening_record, device=device)
 
     def on_bind(self, arrays: dict) -> None:
         self.bound = geo.bind_inputs(self, arrays)
 
     def _checkpoints(self, ctx: ComponentContext):
         return ctx.components["checkpoints"].result
+
+    def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
+        cps = self._checkpoints(ctx)
+        lanes = geo.lanes(ctx.device, self._openings.shape[1])
+        geo.launch(geo._pack_openings, (ctx.num_envs, lanes), ctx,
+                   [ctx.mask(mask), cps.position, cps.direction, cps.half_width, cps.half_height, lanes, self._openings])
 
     def _reset(self, ctx: ComponentContext, mask, start) -> None:
         cps, ev = self._checkpoints(ctx), self._events
@@ -119,8 +134,7 @@ class Progress(Component):
             ctx.num_envs,
             ctx,
             [
-                self.bound["position"], cps.position, cps.direction, cps.half_width, cps.half_height,
-                cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,
+                self.bound["position"], self._openings, cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,
                 ev.passed, ev.lap_completed, ev.wrong_way, ev.next_checkpoint, ev.checkpoints_passed, ev.laps,
                 ev.lap_fraction,
             ],
