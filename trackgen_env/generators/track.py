@@ -164,6 +164,10 @@ def _spline_table(
     point_spacing: float,
     max_loop_length: float,
     max_points: int,
+    ctrl_hw: wp.array2d(dtype=float),
+    min_turn_radius_factor: float,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
     table: wp.array2d(dtype=float),
     loop_length: wp.array(dtype=float),
     num_points: wp.array(dtype=wp.int32),
@@ -187,6 +191,9 @@ def _spline_table(
         p1 = _ctrl(ctrl, e, k, n)
         p2 = _ctrl(ctrl, e, k + 1, n)
         p3 = _ctrl(ctrl, e, k + 2, n)
+        # turn radius >= factor * half width, checked here on the dense samples already
+        # (0 turns the check off): most rejected draws stop before the resampling
+        limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
             pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
             d = k * samples + i
@@ -194,6 +201,13 @@ def _spline_table(
                 total = total + wp.length(pos - prev)
                 table[e, d] = total
             prev = pos
+            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
+            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
+            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
+            if bend * bend > speed2 * speed2 * speed2:
+                ok[e] = 0
+                if attempt[e] < max_retries:
+                    return  # another draw follows: this one needs no table
     pos0, d10, d20 = _curve(_ctrl(ctrl, e, -1, n), _ctrl(ctrl, e, 0, n), _ctrl(ctrl, e, 1, n), _ctrl(ctrl, e, 2, n), 0.0, kind)
     total = total + wp.length(pos0 - prev)
     table[e, n * samples] = total
@@ -214,6 +228,9 @@ def _resample(
     kind: int,
     samples: int,
     lanes: int,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
     table: wp.array2d(dtype=float),
     loop_length: wp.array(dtype=float),
     num_points: wp.array(dtype=wp.int32),
@@ -225,7 +242,9 @@ def _resample(
     half_width: wp.array2d(dtype=float),
 ):
     e, lane = wp.tid()
-    if pending[e] == 0:
+    # a draw already rejected is not resampled, but for the last attempt: an env that ends
+    # invalid still holds its own last draw, whatever its history
+    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
         return
     n = ctrl_count[e]
     count = num_points[e]
@@ -233,36 +252,54 @@ def _resample(
         return
     total = loop_length[e]
     last = n * samples
+    # Each lane's samples come in increasing s, so its search of the cumulative chord-length
+    # table (table[lo] <= s < table[lo + 1]) resumes where the previous one stopped: a walk
+    # of a step or two with one lane (the CPU), a binary search over the rest with many.
+    lo = int(0)
+    padded = int(0)
+    pos = wp.vec3()
+    tan = wp.vec3()
+    left = wp.vec3()
+    kappa = float(0.0)
+    hw = float(0.0)
+    s = float(0.0)
     for j in range(lane, centerline.shape[1], lanes):
-        jj = wp.min(j, count - 1)  # padding repeats the last point
-        s = float(jj) * total / float(count)
-        # binary search of the cumulative chord-length table: table[lo] <= s < table[lo + 1]
-        lo = int(0)
-        hi = last
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if table[e, mid] <= s:
-                lo = mid
+        # padding (j >= count) repeats the last point: evaluated once per lane, then copied
+        if j < count or padded == 0:
+            s = float(wp.min(j, count - 1)) * total / float(count)
+            if lanes == 1:
+                while lo + 1 < last and table[e, lo + 1] <= s:
+                    lo = lo + 1
             else:
-                hi = mid
-        seg = table[e, lo + 1] - table[e, lo]
-        frac = float(0.0)
-        if seg > 0.0:
-            frac = (s - table[e, lo]) / seg
-        k = lo // samples
-        t = (float(lo - k * samples) + frac) / float(samples)
-        pos, d1, d2 = _curve(_ctrl(ctrl, e, k - 1, n), _ctrl(ctrl, e, k, n), _ctrl(ctrl, e, k + 1, n), _ctrl(ctrl, e, k + 2, n), t, kind)
-        speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
-        tan = wp.normalize(d1)
-        left = wp.vec3(0.0, 0.0, 0.0)
-        kappa = float(0.0)
-        if speed_xy > 0.0:
-            left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
-            kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
-        if kind == _BSPLINE:
-            hw = ctrl_hw[e, 0]
-        else:
-            hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
+                hi = last
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if table[e, mid] <= s:
+                        lo = mid
+                    else:
+                        hi = mid
+            seg = table[e, lo + 1] - table[e, lo]
+            frac = float(0.0)
+            if seg > 0.0:
+                frac = (s - table[e, lo]) / seg
+            k = lo // samples
+            t = (float(lo - k * samples) + frac) / float(samples)
+            d1 = wp.vec3()
+            d2 = wp.vec3()
+            pos, d1, d2 = _curve(_ctrl(ctrl, e, k - 1, n), _ctrl(ctrl, e, k, n), _ctrl(ctrl, e, k + 1, n), _ctrl(ctrl, e, k + 2, n), t, kind)
+            speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
+            tan = wp.normalize(d1)
+            left = wp.vec3(0.0, 0.0, 0.0)
+            kappa = 0.0
+            if speed_xy > 0.0:
+                left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
+                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
+            if kind == _BSPLINE:
+                hw = ctrl_hw[e, 0]
+            else:
+                hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
+            if j >= count:
+                padded = 1
         centerline[e, j] = pos
         tangent[e, j] = tan
         normal[e, j] = left
@@ -531,13 +568,14 @@ class TrackGenerator(Generator):
         wp.launch(
             _spline_table, E,
             inputs=[self._pending, self._ctrl, self._ctrl_count, int(kind), self._samples, cfg.point_spacing,
-                    cfg.max_loop_length, cfg.max_points],
+                    cfg.max_loop_length, cfg.max_points, self._ctrl_hw,
+                    cfg.min_turn_radius_factor if self._procedural else 0.0, self.max_retries, self._attempt],
             outputs=[self._table, st["loop_length"], st["num_points"], self._ok], device=dev,
         )
         wp.launch(
             _resample, (E, self._lanes),
             inputs=[self._pending, self._ctrl, self._ctrl_hw, self._ctrl_count, int(kind), self._samples, self._lanes,
-                    self._table, st["loop_length"], st["num_points"]],
+                    self.max_retries, self._attempt, self._ok, self._table, st["loop_length"], st["num_points"]],
             outputs=[st["centerline"], st["tangent"], st["normal"], st["arc_length"], st["curvature"], st["half_width"]],
             device=dev,
         )
