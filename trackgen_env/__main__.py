@@ -1,15 +1,21 @@
-"""Command line: ``python -m trackgen_env demo [--env track|gates] [options]``.
+"""Command line: ``python -m trackgen_env demo|train|eval [options]``.
 
 ``demo`` drives an env with a built-in controller, prints env-steps/s and episode
 statistics, and writes pictures: ``--env track`` (default) a pure-pursuit car on
 generated tracks (or a real circuit with ``--track-csv``), ``--env gates`` a quadrotor
 through generated gates.
+
+``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
+model and its normalisation statistics) and ``eval`` runs a saved model on held-out
+courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.train`.
+They need ``pip install trackgen_env[sb3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 DEMO_ENVS = ("track", "gates")
@@ -28,7 +34,60 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--track-csv", default=None, metavar="FILE",
                       help="track env: drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m) instead")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    from .train import ENV_IDS, EVAL_SEED
+
+    train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
+    train.add_argument("--env", choices=sorted(ENV_IDS), default="TrackGen-Track-v0", help="env id (default: TrackGen-Track-v0)")
+    train.add_argument("--steps", type=int, required=True, help="env steps to train for, all envs together")
+    train.add_argument("--num-envs", type=int, default=16, help="parallel envs (default: 16)")
+    train.add_argument("--seed", type=int, default=0, help="seed of the training courses, torch and numpy (default: 0)")
+    train.add_argument("--device", default=None, help='Warp device of the env (default: cuda:0 if present, else cpu)')
+    train.add_argument("--out", default=None, help="folder for model.zip, vecnormalize.pkl, monitor.csv, train.json "
+                                                   "(default: out/ppo_<env>_s<seed>)")
+    train.add_argument("--logdir", default=None, help="TensorBoard log folder (default: OUT/tb)")
+    train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
+    ev.add_argument("model", metavar="MODEL", help="a model.zip written by train")
+    ev.add_argument("--env", choices=sorted(ENV_IDS), default=None, help="env id (default: the model's, from train.json)")
+    ev.add_argument("--episodes", type=int, default=None,
+                    help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a deterministic policy)")
+    ev.add_argument("--seed", type=int, default=EVAL_SEED,
+                    help=f"seed of the held-out courses; must not overlap the training seeds (default: {EVAL_SEED})")
+    ev.add_argument("--device", default=None, help="Warp device of the env")
+    ev.add_argument("--track-csv", default=None, metavar="FILE",
+                    help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training width")
+    ev.add_argument("--track-scale", type=float, default=None, help="scale of the --track-csv circuit (default: "
+                                                                     "mean width -> the training track width)")
+    ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     return parser
+
+
+def _train(args) -> int:
+    from .train import train
+
+    out = args.out or f"out/ppo_{args.env.split('-')[1].lower()}_s{args.seed}"
+    path = train(args.env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
+                 logdir=args.logdir, progress=not args.no_progress)
+    print(f"saved {path} (TensorBoard: tensorboard --logdir {args.logdir or os.path.join(out, 'tb')})")
+    return 0
+
+
+def _eval(args) -> int:
+    from .train import eval_results_json, evaluate, format_eval_table
+
+    episodes = args.episodes or (1 if args.track_csv else 100)
+    results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
+                       track_csv=args.track_csv, track_scale=args.track_scale)
+    where = args.track_csv or f"held-out courses (seed {args.seed})"
+    n = results[0].episodes
+    print(f"{n} episode{'' if n == 1 else 's'} per policy on {where}\n")
+    print(format_eval_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(eval_results_json(results) + "\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,10 +95,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
-    for name in ("num_envs", "steps"):
-        value = getattr(args, name)
+    for name in ("num_envs", "steps", "episodes"):
+        value = getattr(args, name, None)
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
+            return 2
+    if args.command in ("train", "eval"):
+        try:
+            return _train(args) if args.command == "train" else _eval(args)
+        except (ValueError, FileNotFoundError, ImportError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
     demo = importlib.import_module(f"trackgen_env.demos.{args.env}")
     return int(demo.run(args) or 0)

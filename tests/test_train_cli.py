@@ -1,0 +1,91 @@
+"""``python -m trackgen_env train`` / ``eval``: a tiny end-to-end run, and clear errors for bad arguments."""
+
+import json
+
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from trackgen_env.__main__ import main  # noqa: E402
+from trackgen_env.train import EVAL_SEED, evaluate  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    rc = main(["train", "--env", "TrackGen-Track-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
+               "--device", "cpu", "--out", str(out), "--no-progress"])
+    assert rc == 0
+    return out
+
+
+def test_train_writes_model_stats_monitor_logs_and_record(trained):
+    for name in ("model.zip", "vecnormalize.pkl", "monitor.csv", "train.json"):
+        assert (trained / name).is_file(), name
+    assert any((trained / "tb").rglob("events.out.tfevents.*"))
+    record = json.loads((trained / "train.json").read_text())
+    assert record["env_id"] == "TrackGen-Track-v0" and record["seed"] == 3 and record["num_envs"] == 4
+    assert record["steps"] >= 512
+
+
+def test_eval_reports_trained_and_random_on_held_out_tracks(trained, capsys):
+    assert main(["eval", str(trained / "model.zip"), "--episodes", "3", "--device", "cpu",
+                 "--json", str(trained / "eval.json")]) == 0
+    text = capsys.readouterr().out
+    assert "lap completion" in text and "trained PPO" in text and "random" in text
+    rows = json.loads((trained / "eval.json").read_text())
+    assert [r["policy"] for r in rows] == ["trained PPO", "random"]
+    assert all(r["episodes"] == 3 and 0.0 <= r["lap_completion_rate"] <= 1.0 for r in rows)
+
+
+def test_eval_on_a_real_circuit_csv(trained, tmp_path):
+    import numpy as np
+
+    t = np.linspace(0.0, 2.0 * np.pi, 80, endpoint=False)
+    rows = np.stack([60.0 * np.cos(t), 40.0 * np.sin(t), np.full_like(t, 6.0), np.full_like(t, 6.0)], axis=1)
+    csv = tmp_path / "oval.csv"
+    np.savetxt(csv, rows, delimiter=",", header="x_m,y_m,w_tr_right_m,w_tr_left_m")
+    (trained_res, random_res) = evaluate(trained / "model.zip", episodes=1, device="cpu", track_csv=csv)
+    assert trained_res.episodes == 1 and random_res.episodes == 1
+
+
+def test_eval_refuses_the_training_seed(trained):
+    with pytest.raises(ValueError, match="shares per-env course seeds"):
+        evaluate(trained / "model.zip", episodes=2, seed=3, device="cpu")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--steps", "0"], "--steps must be >= 1"),
+    (["train", "--steps", "10", "--num-envs", "0"], "--num-envs must be >= 1"),
+    (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**31)"),
+    (["eval", "no/such/model.zip"], "no model at"),
+    (["eval", "x.zip", "--episodes", "0"], "--episodes must be >= 1"),
+])
+def test_bad_arguments_exit_2_with_a_clear_error(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_env_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--env", "CartPole-v1", "--steps", "10"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_eval_seed_default_is_documented_and_disjoint_from_small_training_seeds():
+    from trackgen_env.seeding import env_seeds
+
+    held_out = set(env_seeds(EVAL_SEED, 256).tolist())
+    for seed in range(8):
+        assert not held_out.intersection(env_seeds(seed, 256).tolist())
+
+
+def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
+    from trackgen_env.train import plot_learning_curve
+
+    csv = tmp_path / "monitor.csv"
+    lines = ['#{"t_start": 0, "env_id": "None"}', "r,l,t,laps"] + [f"{i * 0.1},{100 + i},{i},{i % 2}" for i in range(50)]
+    csv.write_text("\n".join(lines) + "\n")
+    plot_learning_curve(csv, tmp_path / "curve.png", window=10)
+    assert (tmp_path / "curve.png").stat().st_size > 1000

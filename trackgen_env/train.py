@@ -1,0 +1,448 @@
+"""Train and evaluate Stable-Baselines3 PPO on the TrackGen envs (``python -m trackgen_env train|eval``).
+
+``train`` runs PPO (Schulman et al., "Proximal Policy Optimization Algorithms", 2017, as
+implemented by Stable-Baselines3; Raffin et al., JMLR 2021) on one native vector env
+through :class:`~trackgen_env.wrappers.SB3VecEnv`, with ``VecMonitor`` (episode returns,
+lengths and laps to ``monitor.csv``) and ``VecNormalize`` (observation and reward
+normalisation), a tqdm progress bar and TensorBoard logs, and writes into ``--out``:
+
+* ``model.zip``: the PPO model (``PPO.load``);
+* ``vecnormalize.pkl``: the normalisation statistics (``VecNormalize.load``), needed to run the policy;
+* ``monitor.csv``: one line per finished training episode (return ``r``, length ``l``, ``laps``, ...);
+* ``train.json``: the env, its arguments, the seed, the PPO settings and the wall time;
+* ``learning_curve.png``: episode return and lap rate vs env steps (:func:`plot_learning_curve`).
+
+``eval`` runs the saved policy deterministically, one episode per env, on **held-out
+courses**: the vector env is seeded with ``--seed`` (default :data:`EVAL_SEED`), env ``i``
+drives the courses of ``hash(seed, i)``; ``eval`` refuses a seed whose per-env seeds
+intersect the training run's (``train.json``), so no evaluated course comes from a training
+env's stream. It reports, for the trained policy and for a uniform random policy on the
+same courses: the lap completion rate (episodes that finished their laps), the mean lap
+time [s] of the completed ones (from the standing start: episode steps x dt), the mean
+return (for the track env: the metres of centreline covered, minus the off-track
+penalty), the mean track length, and for gates the mean number of gates passed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "EvalResult", "train", "evaluate", "format_eval_table",
+           "eval_results_json", "plot_learning_curve"]
+
+#: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
+ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
+
+#: Default seed of ``eval``'s courses. Training runs use small seeds (default 0); the per-env
+#: seeds of the two never intersect for the defaults (``eval`` checks it for any pair).
+EVAL_SEED = 1_000_003
+
+#: PPO settings of ``train`` (SB3 names). A batch of 16 envs x 256 steps = 4096 transitions,
+#: 8 minibatches of 512, 10 epochs; separate 64-64 tanh actor and critic (as CleanRL's
+#: ``ppo_continuous_action``, which learns to lap these tracks in ~150k steps).
+PPO_DEFAULTS: dict[str, Any] = {
+    "n_steps": 256,
+    "batch_size": 512,
+    "n_epochs": 10,
+    "learning_rate": 3e-4,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_range": 0.2,
+    "ent_coef": 0.0,
+    "vf_coef": 0.5,
+    "max_grad_norm": 0.5,
+}
+
+
+def _check_env_id(env_id: str) -> None:
+    if env_id not in ENV_IDS:
+        raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {env_id!r}")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _check_seed(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**31:
+        raise ValueError(f"{name} must be an int in [0, 2**31), got {value!r}")
+
+
+def _torch_device(device: str | None) -> str:
+    """The policy's torch device for a Warp env device: CUDA next to a CUDA env, else the CPU."""
+    import warp as wp
+
+    from .devices import resolve_device
+
+    return "cuda" if wp.get_device(resolve_device(device)).is_cuda else "cpu"
+
+
+def _progress_callback(total: int, enabled: bool):
+    """A tqdm progress bar over env steps (SB3's ``progress_bar=True`` also needs ``rich``)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from tqdm.auto import tqdm
+
+    class TqdmCallback(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.bar = tqdm(total=total, unit="step", unit_scale=True, disable=not enabled, dynamic_ncols=True)
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.training_env.num_envs)
+            return True
+
+        def _on_training_end(self) -> None:
+            self.bar.close()
+
+    return TqdmCallback()
+
+
+def _episode_stats_callback(keys: tuple[str, ...]):
+    """Logs, per rollout, the mean of each info key over the episodes that ended (``rollout/<key>``)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class EpisodeStats(BaseCallback):
+        def _on_rollout_start(self) -> None:
+            self.values = {k: [] for k in keys}
+
+        def _on_step(self) -> bool:
+            for done, info in zip(self.locals["dones"], self.locals["infos"]):
+                if done:
+                    for k in keys:
+                        if k in info:
+                            self.values[k].append(float(info[k]))
+            return True
+
+        def _on_rollout_end(self) -> None:
+            for k, v in self.values.items():
+                if v:
+                    self.logger.record(f"rollout/{k}", float(np.mean(v)))
+            if self.values.get("laps"):
+                self.logger.record("rollout/lap_rate", float(np.mean(np.asarray(self.values["laps"]) >= 1)))
+
+    return EpisodeStats()
+
+
+def train(
+    env_id: str = "TrackGen-Track-v0",
+    steps: int = 2_000_000,
+    *,
+    num_envs: int = 16,
+    seed: int = 0,
+    device: str | None = None,
+    out: str | os.PathLike = "out/ppo_track",
+    logdir: str | os.PathLike | None = None,
+    progress: bool = True,
+    ppo_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> Path:
+    """Train PPO on ``env_id`` for ``steps`` env steps (all envs together) and save it under ``out``.
+
+    Args:
+        env_id: ``"TrackGen-Track-v0"`` or ``"TrackGen-Gates-v0"``.
+        steps: env steps to train for (>= 1; SB3 rounds up to whole rollouts of
+            ``num_envs * n_steps``).
+        num_envs: envs in the one vector env (>= 1).
+        seed: seed of the training courses (env ``i``: ``hash(seed, i)``), torch and NumPy; in [0, 2**31).
+        device: the env's Warp device (None: ``cuda:0`` when present, else ``cpu``); the
+            policy runs on CUDA next to a CUDA env, else on the CPU.
+        out: folder for ``model.zip``, ``vecnormalize.pkl``, ``monitor.csv``, ``train.json``.
+        logdir: TensorBoard log folder (default ``out/tb``).
+        progress: show a tqdm progress bar.
+        ppo_kwargs: overrides of :data:`PPO_DEFAULTS` (SB3 ``PPO`` arguments).
+        env_kwargs: extra env constructor arguments (e.g. ``max_episode_steps``).
+
+    Returns:
+        The path of ``model.zip``.
+
+    Raises:
+        ValueError: an unknown env, or a bad ``steps``/``num_envs``/``seed``.
+        ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``).
+    """
+    _check_env_id(env_id)
+    _check_positive("steps", steps)
+    _check_positive("num_envs", num_envs)
+    _check_seed("seed", seed)
+    from .wrappers import make_sb3_vec_env
+
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import CallbackList
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    logdir = Path(logdir) if logdir is not None else out / "tb"
+    env_kwargs = dict(env_kwargs or {})
+    hyper = {**PPO_DEFAULTS, **(ppo_kwargs or {})}
+    policy_kwargs = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh}
+
+    venv = make_sb3_vec_env(env_id, num_envs, device=device, seed=seed, **env_kwargs)
+    venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
+    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0, gamma=hyper["gamma"])
+    model = PPO("MlpPolicy", venv, seed=seed, device=_torch_device(device), tensorboard_log=str(logdir),
+                policy_kwargs=policy_kwargs, verbose=0, **hyper)
+    start = time.perf_counter()
+    callbacks = CallbackList([_progress_callback(steps, progress), _episode_stats_callback(ENV_IDS[env_id])])
+    model.learn(total_timesteps=steps, callback=callbacks, tb_log_name="ppo")
+    wall = time.perf_counter() - start
+
+    model_path = out / "model.zip"
+    model.save(model_path)
+    venv.save(str(out / "vecnormalize.pkl"))
+    record = {
+        "env_id": env_id, "steps": int(model.num_timesteps), "num_envs": num_envs, "seed": seed,
+        "device": str(device), "env_kwargs": env_kwargs, "ppo": hyper, "wall_time_s": round(wall, 1),
+    }
+    (out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
+    venv.close()
+    plot_learning_curve(out / "monitor.csv", out / "learning_curve.png", title=f"PPO on {env_id}")
+    return model_path
+
+
+def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, *, window: int = 200,
+                        title: str = "") -> None:
+    """Plot episode return, lap rate and steps per lap vs env steps from a ``VecMonitor`` CSV into ``png``.
+
+    The x axis is the env steps of the episodes finished so far (cumulative episode
+    lengths, in the order the episodes ended); the curves are means over the last
+    ``window`` episodes (the raw returns, before ``VecNormalize``). Writes nothing when the
+    CSV holds no episode.
+    """
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(monitor_csv) as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    if not rows:
+        return
+    steps = np.cumsum([int(r["l"]) for r in rows])
+    ret = np.array([float(r["r"]) for r in rows])
+    series = [("episode return", ret, np.ones(len(rows), bool))]
+    if "laps" in rows[0]:
+        lapped = np.array([float(r["laps"]) for r in rows]) >= 1
+        series.append(("lap completion rate", lapped.astype(float), np.ones(len(rows), bool)))
+        # the episode length of the episodes that completed their laps: the lap time in steps
+        series.append(("steps per completed lap", np.array([float(r["l"]) for r in rows]), lapped))
+    kernel = np.ones(min(window, len(rows)))
+    fig, axes = plt.subplots(len(series), 1, figsize=(7, 2.4 * len(series)), sharex=True, squeeze=False)
+    for ax, (name, y, keep) in zip(axes[:, 0], series):
+        x, y = steps[keep], y[keep]
+        if y.size == 0:
+            continue
+        k = kernel[: min(kernel.size, y.size)]
+        smooth = np.convolve(y, k, "valid") / k.size
+        ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
+        ax.plot(x[k.size - 1:], smooth, color="tab:blue")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel(f"env steps (mean over {kernel.size} episodes)")
+    if title:
+        axes[0, 0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+@dataclass
+class EvalResult:
+    """One policy's results over ``episodes`` episodes (one per env, each on its own course)."""
+
+    policy: str
+    episodes: int
+    lap_completion_rate: float  # fraction of episodes that finished their laps
+    mean_lap_time_s: float  # [s] episode length x dt of the completed episodes (nan if none)
+    mean_return: float
+    mean_laps: float
+    mean_gates_passed: float | None = None  # gates only
+    mean_course_length_m: float | None = None  # [m] loop length of the driven tracks (track env only)
+
+
+def _env_dt(env) -> float:
+    base = getattr(env, "unwrapped", env)
+    params = getattr(base, "car", None) or getattr(base, "quadrotor", None)
+    return float(params.dt)
+
+
+def _run_episodes(venv, act, dt: float, target_laps: int, keys: tuple[str, ...], name: str) -> EvalResult:
+    """Step ``venv`` until every env finished its first episode; ``act(obs) -> actions``."""
+    E = venv.num_envs
+    obs = venv.reset()
+    result = getattr(getattr(venv.unwrapped.env.unwrapped, "course", None), "result", None)
+    loop_length = getattr(result, "loop_length", None)
+    course_length = None if loop_length is None else float(loop_length.numpy().mean())
+    done_once = np.zeros(E, dtype=bool)
+    ret, length = np.zeros(E), np.zeros(E, dtype=np.int64)
+    finals: list[dict[str, Any] | None] = [None] * E
+    while not done_once.all():
+        obs, reward, dones, infos = venv.step(act(obs))
+        live = ~done_once
+        ret[live] += reward[live]
+        length[live] += 1
+        for i in np.flatnonzero(dones & live):
+            finals[i] = infos[i]
+        done_once |= dones
+    laps = np.array([f.get("laps", 0) for f in finals], dtype=np.float64)
+    completed = laps >= target_laps
+    lap_time = float(np.mean(length[completed] * dt / target_laps)) if completed.any() else math.nan
+    gates = np.mean([f["gates_passed"] for f in finals]) if "gates_passed" in keys else None
+    return EvalResult(name, E, float(completed.mean()), lap_time, float(ret.mean()), float(laps.mean()),
+                      None if gates is None else float(gates), course_length)
+
+
+def evaluate(
+    model_path: str | os.PathLike,
+    *,
+    env_id: str | None = None,
+    episodes: int = 100,
+    seed: int = EVAL_SEED,
+    device: str | None = None,
+    track_csv: str | os.PathLike | None = None,
+    track_scale: float | None = None,
+    random_policy: bool = True,
+) -> list[EvalResult]:
+    """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
+
+    Each of ``episodes`` envs drives one episode on its own course (env ``i`` of the
+    vector env seeded ``seed``: ``hash(seed, i)``), so every episode counts the same
+    whatever its length. With ``track_csv``, every env drives that real circuit instead,
+    scaled by ``track_scale`` (default: so that its mean width equals the training
+    tracks' width; the policy knows the training car's scale only) with the training car.
+
+    Args:
+        model_path: a ``model.zip`` written by :func:`train` (``vecnormalize.pkl`` and
+            ``train.json`` beside it are used when present).
+        env_id: the env (default: the training env from ``train.json``; required without it).
+        episodes: episodes (= envs) per policy (>= 1).
+        seed: seed of the evaluation courses, in [0, 2**31); must not share per-env
+            seeds with the training run.
+        device: the env's Warp device.
+        track_csv: a circuit CSV (``x_m, y_m, w_tr_right_m, w_tr_left_m``), track env only.
+        track_scale: scale factor of the circuit (> 0).
+        random_policy: also evaluate a uniform random policy on the same courses.
+
+    Returns:
+        ``[trained, random]`` (or ``[trained]``) :class:`EvalResult`.
+
+    Raises:
+        FileNotFoundError: no model (or CSV) at the path.
+        ValueError: an unknown env, bad ``episodes``/``seed``/``track_scale``, a seed that
+            overlaps the training seeds, a CSV with the gates env, or an env that differs
+            from the model's spaces.
+    """
+    model_path = Path(model_path)
+    if not model_path.is_file():
+        raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
+    meta_path = model_path.with_name("train.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    env_id = env_id or meta.get("env_id")
+    if env_id is None:
+        raise ValueError(f"no train.json beside {model_path}: pass env_id (--env)")
+    _check_env_id(env_id)
+    _check_positive("episodes", episodes)
+    _check_seed("seed", seed)
+    if "seed" in meta and track_csv is None:
+        from .seeding import env_seeds
+
+        train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
+        shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
+        if seed == meta["seed"] or shared:
+            raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed {meta['seed']}): "
+                             f"pick another --seed (default {EVAL_SEED})")
+    env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}
+    if track_csv is not None:
+        if env_id != "TrackGen-Track-v0":
+            raise ValueError(f"--track-csv drives a real circuit with the car: env must be TrackGen-Track-v0, got {env_id}")
+        env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
+    elif track_scale is not None:
+        raise ValueError("track_scale applies to track_csv only")
+
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .wrappers import make_sb3_vec_env
+
+    model = PPO.load(model_path, device=_torch_device(device))
+    stats = model_path.with_name("vecnormalize.pkl")
+    keys = ENV_IDS[env_id]
+
+    def make():
+        venv = make_sb3_vec_env(env_id, episodes, device=device, seed=seed, **env_kwargs)
+        if venv.observation_space != model.observation_space or venv.action_space != model.action_space:
+            venv.close()
+            raise ValueError(f"the model's spaces ({model.observation_space}, {model.action_space}) differ from "
+                             f"{env_id}'s ({venv.observation_space}, {venv.action_space})")
+        venv.seed(seed)
+        return venv
+
+    base = make()
+    dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
+    venv = base
+    if stats.is_file():
+        venv = VecNormalize.load(str(stats), base)
+        venv.training, venv.norm_reward = False, False
+    results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
+    venv.close()
+    if random_policy:
+        rng = np.random.default_rng(seed)
+        venv = make()
+        shape = (venv.num_envs, *venv.action_space.shape)
+        low, high = venv.action_space.low, venv.action_space.high
+        results.append(_run_episodes(venv, lambda o: rng.uniform(low, high, shape).astype(np.float32), dt, laps, keys, "random"))
+        venv.close()
+    return results
+
+
+def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
+    """Env arguments to drive the circuit in ``track_csv`` with the training car, scaled to the training width."""
+    from .envs.car import car_params
+    from .generators.centerline_io import centerline_length, load_centerline_csv
+    from .pipeline.track_config import TrackGenConfig
+
+    points = load_centerline_csv(track_csv)
+    if track_scale is None:
+        track = env_kwargs.get("track") or TrackGenConfig()
+        track_scale = track.width / float(np.mean(points[:, 2] + points[:, 3]))
+    elif isinstance(track_scale, bool) or not isinstance(track_scale, (int, float)) or not (0.0 < track_scale < math.inf):
+        raise ValueError(f"track_scale must be a finite float > 0, got {track_scale!r}")
+    points = points * track_scale
+    car = car_params(env_kwargs.get("car", "rc10"))
+    # ten times the lap at top speed: a cautious policy still finishes before truncation
+    steps = math.ceil(10.0 * centerline_length(points) / (car.max_speed * car.dt))
+    return {"centerline": points, "max_episode_steps": max(int(env_kwargs.get("max_episode_steps", 1000)), steps)}
+
+
+def format_eval_table(results: list[EvalResult]) -> str:
+    """A Markdown table of :func:`evaluate`'s results."""
+    gates = any(r.mean_gates_passed is not None for r in results)
+    head = ["policy", "episodes", "lap completion", "mean lap time [s]", "mean return", "mean laps"]
+    head += ["mean gates passed"] if gates else []
+    lengths = all(r.mean_course_length_m is not None for r in results)
+    head += ["mean track length [m]"] if lengths else []
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        cells = [r.policy, str(r.episodes), f"{r.lap_completion_rate:.1%}",
+                 "-" if math.isnan(r.mean_lap_time_s) else f"{r.mean_lap_time_s:.2f}",
+                 f"{r.mean_return:.2f}", f"{r.mean_laps:.2f}"]
+        cells += [f"{r.mean_gates_passed:.2f}"] if gates else []
+        cells += [f"{r.mean_course_length_m:.1f}"] if lengths else []
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def eval_results_json(results: list[EvalResult]) -> str:
+    """:func:`evaluate`'s results as JSON (``nan`` as null)."""
+    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(r).items()} for r in results]
+    return json.dumps(rows, indent=2)
