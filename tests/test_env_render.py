@@ -63,10 +63,11 @@ def test_render_frames_draws_only_the_first_envs():
         env.render_frames(5)
 
 
-def test_render_without_render_mode_returns_none():
+def test_render_without_render_mode_warns_and_returns_none():
     env = TrackVectorEnv(1, "cpu", seed=0)
     env.reset()
-    assert env.render() is None
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
 
 
 def test_gates_frames_show_the_gates_the_next_gate_and_the_drone(device):
