@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "render_frame"]
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress"]
 
 _BAND = "#d9d9d9"
 _EDGE = "#555555"
@@ -183,35 +183,6 @@ def plot_progress(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | 
         ax.legend()
     fig.tight_layout()
     return _save(fig, path)
-
-
-def render_frame(track: dict, pose: np.ndarray, car, *, size: int = 256) -> np.ndarray:
-    """An RGB frame ``[size, size, 3]`` uint8 of one track with the car's body box at ``pose``, by matplotlib.
-
-    Slow (a figure per frame): the envs render on the device instead (``render_mode="rgb_array"``).
-
-    Args:
-        track: a host-side track.
-        pose: (x [m], y [m], yaw [rad]).
-        car: the :class:`~trackgen_env.envs.car.CarParams` (body length and width).
-    """
-    plt = _pyplot()
-    dpi = 64
-    fig = plt.figure(figsize=(size / dpi, size / dpi), dpi=dpi)
-    ax = fig.add_axes([0, 0, 1, 1])
-    ax.set_aspect("equal")
-    ax.axis("off")
-    _draw_track(ax, track)
-    x, y, yaw = (float(v) for v in pose[:3])
-    c, s = np.cos(yaw), np.sin(yaw)
-    hl, hw = 0.5 * car.length, 0.5 * car.width
-    corners = np.array([[hl, hw], [hl, -hw], [-hl, -hw], [-hl, hw]]) @ np.array([[c, s], [-s, c]]) + [x, y]
-    ax.fill(corners[:, 0], corners[:, 1], color="#d62728", zorder=4)
-    ax.autoscale_view()
-    fig.canvas.draw()
-    frame = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-    plt.close(fig)
-    return frame
 
 
 def _save(fig, path) -> str:
