@@ -514,7 +514,7 @@ def test_collision_sdf_grid_covers_the_band_with_a_margin(device):
         far = radius + HALF_WIDTH + 4 * h
         np.testing.assert_allclose(o, [cx - far, cy - far], atol=1e-3)
         assert o[0] + (res - 1) * h >= cx + far - 1e-3
-        assert col.grid.numpy()[e].max() == pytest.approx(HALF_WIDTH, abs=h)
+        assert col.grid.numpy()[e].max() == pytest.approx(HALF_WIDTH, abs=float(h))
     assert col.cell.numpy()[2] == 0.0
 
 

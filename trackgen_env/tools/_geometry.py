@@ -594,9 +594,13 @@ def _band_collision(
             if not (wp.abs(u) < float(window)):  # also a NaN position: no undefined int conversion
                 u = wp.where(u > 0.0, float(window), -float(window))
             jc, tc, lateral_c, hw_c = locate(line, normal, half_width, e, n, j, int(wp.floor(u)), window, 0, corner)
-            clearance = wp.min(clearance, hw_c - wp.abs(lateral_c))
+            corner_clearance = hw_c - wp.abs(lateral_c)
+            if wp.isnan(corner_clearance):
+                clearance = corner_clearance  # wp.min would drop a NaN: keep it, it is a hit
+                break
+            clearance = wp.min(clearance, corner_clearance)
     distance[e] = clearance
-    hit[e] = wp.where(clearance < 0.0, 1, 0)
+    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
 
 @wp.kernel
@@ -778,7 +782,8 @@ def sdf_sample(grid: wp.array3d(dtype=float), e: int, o: wp.vec2, h: float, p: w
     res = grid.shape[1]
     u = (p[0] - o[0]) / h
     v = (p[1] - o[1]) / h
-    if u < 0.0 or v < 0.0 or u > float(res - 1) or v > float(res - 1):
+    # written so that a NaN position lands here too: no undefined int conversion
+    if not (u >= 0.0 and v >= 0.0 and u <= float(res - 1) and v <= float(res - 1)):
         return -2.0 * h
     ix = wp.min(int(u), res - 2)
     iy = wp.min(int(v), res - 2)
@@ -826,7 +831,7 @@ def _sdf_collision(
     else:
         clearance = sdf_sample(grid, e, o, h, c)
     distance[e] = clearance
-    hit[e] = wp.where(clearance < 0.0, 1, 0)
+    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
 
 # -- Python helpers shared by the components ------------------------------------------------
