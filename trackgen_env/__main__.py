@@ -100,14 +100,21 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
             return 2
-    if args.command in ("train", "eval"):
-        try:
-            return _train(args) if args.command == "train" else _eval(args)
-        except (ValueError, FileNotFoundError, ImportError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    demo = importlib.import_module(f"trackgen_env.demos.{args.env}")
-    return int(demo.run(args) or 0)
+    if args.command == "demo" and args.env == "gates" and args.track_csv:
+        print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates", file=sys.stderr)
+        return 2
+    # bad values (a device, a seed, a CSV file, an output folder) get one line, not a traceback
+    try:
+        if args.command == "train":
+            return _train(args)
+        if args.command == "eval":
+            return _eval(args)
+        os.makedirs(args.out, exist_ok=True)  # before the simulation, not after it
+        demo = importlib.import_module(f"trackgen_env.demos.{args.env}")
+        return int(demo.run(args) or 0)
+    except (ValueError, OSError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
