@@ -1011,3 +1011,14 @@ def test_registered_records_a_course_into_a_torch_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert (course.result.generation.numpy() == start + 1).all() and reg.graph is not None
+
+
+def test_regenerate_refuses_an_advance_that_is_not_a_bool():
+    """A string or number for ``advance`` is a TypeError, before anything runs."""
+    from trackgen_env.pipeline import presets
+
+    course = Course.track(presets.track(num_envs=2, device="cpu"), checkpoint_spacing=0.6, seeds=1)
+    before = course.result.centerline.numpy().copy()
+    with pytest.raises(TypeError, match="advance must be a bool"):
+        course.regenerate(advance="yes")
+    assert np.array_equal(course.result.centerline.numpy(), before)

@@ -27,3 +27,10 @@ def test_a_seed_list_of_another_length_is_refused_and_the_env_stays_usable():
     with pytest.raises(ValueError, match="4 ints"):
         env.reset(seed=[1, 2, 3, -4])
     assert np.array_equal(env.reset(seed=3)[0], obs)
+
+
+def test_reset_options_that_are_not_a_dict_are_refused():
+    env = TrackVectorEnv(num_envs=2, device="cpu", seed=1)
+    with pytest.raises(TypeError, match="options must be None or a dict"):
+        env.reset(options=5)
+    env.reset()

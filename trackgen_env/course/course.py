@@ -45,6 +45,12 @@ _SURFACE = ("result", "layout", "enqueue", "device")
 _DRIVERS: dict[int, weakref.ref] = {}
 
 
+def _check_advance(advance) -> bool:
+    if not isinstance(advance, (bool, np.bool_)):
+        raise TypeError(f"advance must be a bool, got {type(advance).__name__} {advance!r}")
+    return bool(advance)
+
+
 def _is_per_step(component) -> bool:
     flag = getattr(component, "is_per_step", None)
     if isinstance(flag, bool):
@@ -384,7 +390,7 @@ class Course:
         """
         self._check_driver()
         mask = self._check_mask(mask)
-        advance = bool(advance)
+        advance = _check_advance(advance)
         s, capturing = self._resolve(stream)
         if capturing:
             self._record_here(advance, mask, s)
@@ -413,7 +419,7 @@ class Course:
         """
         self._check_driver()
         mask = self._check_mask(mask)
-        advance = bool(advance)
+        advance = _check_advance(advance)
         s, capturing = self._resolve(stream)
         if capturing:
             self._record_here(advance, mask, s)

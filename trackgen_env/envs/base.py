@@ -295,6 +295,8 @@ class CourseVectorEnv(VectorEnv):
         return obs, info
 
     def _check_reset_options(self, options, seed) -> np.ndarray | None:
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be None or a dict, got {type(options).__name__} {options!r}")
         if not options:
             return None
         name = type(self).__name__
