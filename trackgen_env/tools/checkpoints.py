@@ -69,7 +69,9 @@ class Checkpoints(Component):
         result: the :class:`~trackgen_env.types.CheckpointSet`, arrays ``[E, C]`` / ``[E]``.
         capacity: ``C``.
         clipped: ``[E] int32``, 1 where the env's loop wanted more than ``C`` checkpoints at
-            its last generation (a course warns; pass a larger ``max_checkpoints``).
+            its last generation (a course warns once at construction when a capacity it
+            chose clips a valid env of the first batch; a ``max_checkpoints`` you pass is
+            used as given).
         utility: a :class:`CheckpointSampler` (``course.checkpoint_sampler``).
 
     Raises:
