@@ -153,13 +153,13 @@ def test_record_video_writes_a_video_of_the_first_env(tmp_path):
     env = vw.RecordVideo(
         gymnasium.make_vec("TrackGen-Track-v0", num_envs=2, device="cpu", seed=3, max_episode_steps=8,
                            render_mode="rgb_array", render_size=64),
-        str(tmp_path), episode_trigger=lambda k: k == 0, record_first_only=True,
+        str(tmp_path / "videos"), episode_trigger=lambda k: k == 0, record_first_only=True,
     )
     env.reset(seed=3)
     for _ in range(10):
         env.step(np.zeros((2, 2), np.float32))
     env.close()
-    assert list(tmp_path.glob("*.mp4"))
+    assert list((tmp_path / "videos").glob("*.mp4"))
 
 
 def test_record_video_frame_capture_works_without_moviepy():
