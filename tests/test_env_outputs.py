@@ -173,10 +173,12 @@ def test_record_video_frame_capture_works_without_moviepy():
     assert grid.shape == (3, 48, 48, 3) and grid.dtype == np.uint8
 
 
-def test_the_envs_page_examples_run():
+def test_the_envs_page_examples_run(tmp_path, monkeypatch):
     """docs/envs.md's examples, with a small num_envs (the RecordVideo one only where moviepy is installed)."""
     import pathlib
     import re
+
+    monkeypatch.chdir(tmp_path)  # the RecordVideo example writes ./videos
 
     page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "envs.md").read_text()
     make, same_step, disabled, wrappers = re.findall(r"```python\n(.*?)```", page, re.S)
