@@ -85,8 +85,9 @@ def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> di
 
     Warns :class:`RebindAfterCaptureWarning` once when a capture recorded ``step()`` of a
     component since the last bind. If a component's ``bind`` raises, every component bound
-    by this call (the one that raised included) gets ``previous`` back, the probes are
-    restored (a later rebind still warns), and the error propagates.
+    by this call (the one that raised included) gets ``previous`` back (no arrays on a
+    first bind), the probes are restored (a later rebind still warns), and the error
+    propagates.
     """
     probes = {c.name: getattr(c, "_step_captured", False) for c in order}
     stale = [name for name, probe in probes.items() if probe]
@@ -107,10 +108,10 @@ def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> di
             done.append(c)
             c.bind(**routed[c.name])
     except BaseException:
-        if previous is not None:
-            for c in done:
-                with contextlib.suppress(Exception):  # the original error is the one to report
-                    c.bind(**previous[c.name])
+        for c in done:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                # previous arrays, or none at all when this was the first bind
+                c.bind(**(previous[c.name] if previous is not None else {}))
         for c in order:
             if probes[c.name]:
                 c._step_captured = True

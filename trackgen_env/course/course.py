@@ -27,7 +27,7 @@ import warp as wp
 
 from .. import exec as exec_modes
 from ..capture import CaptureError, NotCapturableError, caller, retain
-from ..pipeline import GateGenConfig, PipelineSpec, TrackGenConfig
+from ..pipeline import GateGenConfig, PipelineSpec, Program, TrackGenConfig
 from ..tools.component import Component, ComponentContext
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs
 from .config import CourseConfig
@@ -65,7 +65,8 @@ class Course:
         generator: a built generator (``TrackGenerator``, ``GateGenerator``, a ``Program``
             of ``pipeline.build``, or an object with the same surface: ``result``,
             ``layout``, ``enqueue``, ``device``; docs/producer-protocol.md), or a
-            :class:`CourseConfig`.
+            :class:`CourseConfig`. A ``Program`` built with ``prepare=False`` gets its first
+            batch before any component attaches.
         components: a sequence of components (``trackgen_env.tools`` or your own); they run
             in a stable topological order of their ``after`` / ``source`` names.
         stream: the course's default ``wp.Stream`` (default: the generator's ``stream``).
@@ -183,6 +184,11 @@ class Course:
         self.generator = generator
         self.stream = stream if stream is not None else getattr(generator, "stream", None)
         ctx = ComponentContext(generator, stream=self.stream)
+        if isinstance(generator, Program) and not generator.result.generation.numpy().any():
+            # a Program built with prepare=False: its first batch, which a component may read
+            # back at attach (Checkpoints' "auto" capacity of an elevated config)
+            with contextlib.nullcontext() if self.stream is None else OnStream(ctx, self.stream):
+                generator.enqueue(ctx)
         attached = []
         try:
             for c in components:
