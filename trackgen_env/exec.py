@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import warp as wp
+
 from .capture import CaptureError
 
 __all__ = ["unconditional", "conditional_allowed", "registered", "Registration"]
@@ -33,9 +35,18 @@ def unconditional():
         _state.unconditional = depth
 
 
-def conditional_allowed() -> bool:
-    """False inside ``unconditional()``."""
-    return getattr(_state, "unconditional", 0) == 0
+def conditional_allowed(device=None) -> bool:
+    """Whether a recording may hold conditional nodes (``capture_if`` / ``capture_while``).
+
+    False inside ``unconditional()``; with a CUDA ``device``, also False where the driver
+    cannot record conditional nodes (CUDA < 12.4). Warp's CPU capture always can.
+    """
+    if getattr(_state, "unconditional", 0) != 0:
+        return False
+    if device is None:
+        return True
+    device = wp.get_device(device)
+    return device.is_cpu or wp.is_conditional_graph_supported()
 
 
 class Registration:
@@ -71,8 +82,6 @@ def registered(device=None, *, stream=None, conditional: bool = False):
         ValueError: a CPU device (record with ``wp.ScopedCapture(device="cpu")``).
         CaptureError: the stream is not capturing (open this inside ``torch.cuda.graph``).
     """
-    import warp as wp
-
     dev = stream.device if stream is not None else wp.get_device(device)
     if not dev.is_cuda:
         raise ValueError(f"registered() joins a CUDA capture; on {dev} record with wp.ScopedCapture(device={str(dev)!r})")

@@ -550,9 +550,7 @@ class Course:
 
     def _conditional(self) -> bool:
         """Whether a masked body being recorded gets a conditional node."""
-        if not exec_modes.conditional_allowed():
-            return False
-        return self.device.is_cpu or wp.is_conditional_graph_supported()
+        return exec_modes.conditional_allowed(self.device)
 
     def _record_here(self, advance: bool, mask: wp.array | None, s) -> None:
         """Record the body into the capture the caller is recording."""

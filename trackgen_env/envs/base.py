@@ -218,7 +218,7 @@ class CourseVectorEnv(VectorEnv):
         outside a recording or where conditional nodes are unavailable (with an all-zero
         mask the restart changes no output: it is an identity then)."""
         dev = self.device
-        if dev.is_capturing and exec_modes.conditional_allowed() and (dev.is_cpu or wp.is_conditional_graph_supported()):
+        if dev.is_capturing and exec_modes.conditional_allowed(dev):
             any_set(mask, self._any)
             wp.capture_if(self._any, on_true=body)
         else:
@@ -351,6 +351,10 @@ class CourseVectorEnv(VectorEnv):
         import torch
 
         current = torch.cuda.current_stream(wp.device_to_torch(self.device))
+        if current.cuda_stream == 0:
+            # torch's legacy default stream: Warp cannot record a graph on it, and Warp's own
+            # default stream (blocking) is already ordered with it both ways
+            return contextlib.nullcontext()
         stream = self._streams.get(current.cuda_stream)
         if stream is None:
             stream = self._streams[current.cuda_stream] = wp.stream_from_torch(current)

@@ -9,8 +9,10 @@
 A round runs the family's stages for the pending envs, then ``finalize`` accepts each env
 whose checks passed, retries it with fresh draws (its attempt number keys its random
 stream), or gives up and marks it invalid. The loop is a ``wp.capture_while`` on the
-device; inside ``exec.unconditional()`` it is unrolled to its fixed bound instead (a round
-is an identity for envs that are not pending, so that is only slower).
+device (a host loop when eager on the CPU); it is unrolled to its fixed bound instead
+inside ``exec.unconditional()``, where the driver cannot record conditional nodes, and
+eagerly on CUDA (no host wait per round). A round is an identity for envs that are not
+pending, so that is only slower.
 """
 
 from __future__ import annotations
@@ -154,11 +156,14 @@ class Generator(Program):
             use_mask = 0 if mask is None else 1
             m = self._pending if mask is None else mask  # any int32 [E] array: unread when use_mask is 0
             wp.launch(_begin, E, inputs=[m, use_mask], outputs=[self._pending, self._attempt, self._run], device=dev)
-            if is_capturing(dev) and not exec_modes.conditional_allowed():
+            capturing = is_capturing(dev)
+            if (capturing and exec_modes.conditional_allowed(dev)) or (not capturing and dev.is_cpu):
+                wp.capture_while(self._run, while_body=self._attempt_round)
+            else:
+                # the fixed bound: where a recording cannot hold a conditional node, and eagerly
+                # on CUDA, where capture_while would wait on the host after every round
                 for _ in range(1 + self.max_retries):
                     self._attempt_round()
-            else:
-                wp.capture_while(self._run, while_body=self._attempt_round)
             self._commit(m, use_mask)
 
     def _finalize_round(self) -> None:
