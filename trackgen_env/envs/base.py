@@ -172,6 +172,7 @@ class CourseVectorEnv(VectorEnv):
         self._frames = None  # [E, H, W, 3] uint8, allocated at the first render()
         self._torch = self._torch_views() if self.output == "torch" else None
         self._streams = {}  # torch CUDA stream handle -> wp.Stream
+        self._pinned: dict[int, wp.array] = {}  # id(device array) -> its pinned host mirror (NumPy output on CUDA)
         self._needs_reset = True
         self._fresh = True  # the courses of the construction are not used yet
 
@@ -413,30 +414,45 @@ class CourseVectorEnv(VectorEnv):
         """The step's 5-tuple; ``final``: add SAME_STEP's ``final_obs`` / ``final_info``."""
         if self._torch is not None:
             return self._torch_outputs(final)
-        copy = self.device.is_cpu  # on CUDA .numpy() is already a fresh host copy
-
-        def host(a):
-            x = a.numpy()
-            return x.copy() if copy else x
-
-        obs, reward, terminated, truncated = host(self._obs), host(self._reward), host(self._terminated), host(self._truncated)
+        arrays = [self._obs, self._reward, self._terminated, self._truncated, *self._info.values()]
+        if final:
+            arrays += [self._final_obs, *self._final_info.values()]
+        host = iter(self._to_host(arrays))
+        obs, reward, terminated, truncated = next(host), next(host), next(host), next(host)
         info = {}
         everyone = np.ones(self.num_envs, dtype=bool)
-        for name, arr in self._info.items():
-            info[name] = host(arr)
+        for name in self._info:
+            info[name] = next(host)
             info["_" + name] = everyone.copy()
         if final:
             done = terminated | truncated
+            final_obs = next(host)
             if done.any():  # as Gymnasium's SyncVectorEnv: the keys only when an env ended
-                info["final_obs"] = host(self._final_obs)
+                info["final_obs"] = final_obs
                 info["_final_obs"] = done
                 final_info = {}
-                for name, arr in self._final_info.items():
-                    final_info[name] = host(arr)
+                for name in self._final_info:
+                    final_info[name] = next(host)
                     final_info["_" + name] = done.copy()
                 info["final_info"] = final_info
                 info["_final_info"] = done.copy()
         return obs, reward, terminated, truncated, info
+
+    def _to_host(self, arrays: list) -> list[np.ndarray]:
+        """Fresh NumPy copies of ``arrays``. On CUDA: asynchronous copies into pinned host
+        mirrors (allocated once), one wait for all of them, then a host copy each, so that
+        an array returned earlier is never overwritten by a later step."""
+        if self.device.is_cpu:
+            return [a.numpy().copy() for a in arrays]
+        mirrors = []
+        for a in arrays:
+            mirror = self._pinned.get(id(a))
+            if mirror is None:
+                mirror = self._pinned[id(a)] = wp.empty(a.shape, dtype=a.dtype, device="cpu", pinned=True)
+            wp.copy(mirror, a)
+            mirrors.append(mirror)
+        wp.synchronize_stream(wp.get_stream(self.device))
+        return [m.numpy().copy() for m in mirrors]
 
     def _torch_outputs(self, final: bool):
         t = self._torch
