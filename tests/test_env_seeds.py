@@ -34,3 +34,13 @@ def test_reset_options_that_are_not_a_dict_are_refused():
     with pytest.raises(TypeError, match="options must be None or a dict"):
         env.reset(options=5)
     env.reset()
+
+
+@pytest.mark.parametrize("cls, name", [(TrackVectorEnv, "max_episode_steps"), (TrackVectorEnv, "off_track_penalty"),
+                                       (GatesVectorEnv, "crash_penalty"), (GatesVectorEnv, "laps")])
+def test_values_recorded_into_the_step_graph_cannot_be_set_after_construction(cls, name):
+    env = cls(num_envs=2, device="cpu", seed=1)
+    before = getattr(env, name)
+    with pytest.raises(AttributeError, match="fixed at construction"):
+        setattr(env, name, 7)
+    assert getattr(env, name) == before

@@ -101,7 +101,19 @@ class CourseVectorEnv(VectorEnv):
     Subclass attributes:
         action_labels: the action's components for error messages, e.g. ``"(steering, throttle)"``.
         info_fields: ``(name, dtype)`` of the per-env info arrays ``step()`` returns (``self._info[name]``).
+        frozen_fields: attributes whose values the step kernels take as plain numbers: they
+            are recorded into the step graph, so setting one after construction raises
+            AttributeError instead of being silently ignored.
     """
+
+    frozen_fields: tuple[str, ...] = ("num_envs", "max_episode_steps", "laps", "autoreset_mode", "output")
+
+    def __setattr__(self, name, value):
+        if name in self.frozen_fields and self.__dict__.get("_constructed", False):
+            raise AttributeError(
+                f"{name} is fixed at construction (the step graph recorded it): build a new env with {name}={value!r}"
+            )
+        super().__setattr__(name, value)
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = ""
@@ -185,6 +197,7 @@ class CourseVectorEnv(VectorEnv):
             self._record(self._reset_body, "masked reset")
             if capture and self.autoreset_mode is AutoresetMode.DISABLED else None
         )
+        self._constructed = True
 
     def _record(self, body, what: str):
         try:

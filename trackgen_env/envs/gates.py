@@ -388,6 +388,7 @@ class GatesVectorEnv(CourseVectorEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool))
+    frozen_fields = CourseVectorEnv.frozen_fields + ("gate_bonus", "crash_penalty", "body_rate_penalty", "bounds_margin")
 
     def __init__(
         self,

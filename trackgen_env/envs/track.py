@@ -283,6 +283,7 @@ class TrackVectorEnv(CourseVectorEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(steering, throttle)"
     info_fields = (("laps", wp.int32), ("off_track", wp.bool))
+    frozen_fields = CourseVectorEnv.frozen_fields + ("off_track_penalty", "num_lookahead")
 
     def __init__(
         self,
