@@ -60,7 +60,8 @@ def wrap_index(i: int, n: int) -> int:
 
 @wp.func
 def line_count(num_points: wp.array(dtype=wp.int32), valid: wp.array(dtype=wp.int32), capacity: int, e: int) -> int:
-    """Points of env ``e``'s line that may be read: 0 when the env is invalid or has < 3 points."""
+    """Items (line points, gates) of env ``e`` that may be read: at most ``capacity``, and 0
+    when the env is invalid or has fewer than 3."""
     n = wp.min(num_points[e], capacity)
     if valid[e] == 0 or n < 3:
         return 0

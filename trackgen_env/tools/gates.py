@@ -36,15 +36,6 @@ _Z_AXIS = wp.constant(wp.vec3(0.0, 0.0, 1.0))
 _GATE_FIELDS = ("gate_position", "gate_orientation", "gate_width", "gate_height", "num_gates")
 
 
-@wp.func
-def _gate_count(num_gates: wp.array(dtype=wp.int32), valid: wp.array(dtype=wp.int32), capacity: int, e: int) -> int:
-    """Gates of env ``e`` that may be read: 0 when the env is invalid or has < 3 gates."""
-    n = wp.min(num_gates[e], capacity)
-    if valid[e] == 0 or n < 3:
-        return 0
-    return n
-
-
 # -- checkpoints ----------------------------------------------------------------------------
 @wp.kernel
 def _gate_checkpoints(
@@ -69,7 +60,7 @@ def _gate_checkpoints(
     e, lane = wp.tid()
     if mask[e] == 0:
         return
-    n = _gate_count(num_gates, valid, wp.min(gate_position.shape[1], cp_position.shape[1]), e)
+    n = geo.line_count(num_gates, valid, wp.min(gate_position.shape[1], cp_position.shape[1]), e)
     if lane == 0:
         num_checkpoints[e] = n
         draws[e] = 0  # the sampler's stream restarts with each generation
@@ -117,7 +108,7 @@ def _course_line_points(
     e, lane = wp.tid()
     if mask[e] == 0:
         return
-    n = _gate_count(num_gates, valid, gate_position.shape[1], e)
+    n = geo.line_count(num_gates, valid, gate_position.shape[1], e)
     count = n * samples_per_gate
     for k in range(lane, centerline.shape[1], lanes):
         if count == 0:
@@ -182,7 +173,7 @@ def _course_line_arc_length(
     e = wp.tid()
     if mask[e] == 0:
         return
-    count = _gate_count(num_gates, valid, capacity, e) * samples_per_gate
+    count = geo.line_count(num_gates, valid, capacity, e) * samples_per_gate
     num_points[e] = count
     s = float(0.0)
     for k in range(centerline.shape[1]):
@@ -221,7 +212,7 @@ def _disc_collision(
     distance: wp.array(dtype=float),
 ):
     e = wp.tid()
-    n = _gate_count(num_gates, valid, gate_position.shape[1], e)
+    n = geo.line_count(num_gates, valid, gate_position.shape[1], e)
     if n == 0:
         hit[e] = 1
         distance[e] = 0.0
@@ -315,7 +306,7 @@ def _frame_collision(
     distance: wp.array(dtype=float),
 ):
     e = wp.tid()
-    n = _gate_count(num_gates, valid, gate_position.shape[1], e)
+    n = geo.line_count(num_gates, valid, gate_position.shape[1], e)
     if n == 0:
         hit[e] = 1
         distance[e] = 0.0
