@@ -1,0 +1,128 @@
+"""Behaviour pins: SHA-256 of the default course batches and of short env rollouts.
+
+Written before the refactors of the layout (issue "One home for each idea") so that moving
+code cannot change a course or a rollout unnoticed. A deliberate behaviour change updates
+the pin in the same commit and says why. The pins hold for the Warp version they were
+taken with (floating-point code generation may differ between versions); with another
+Warp the test skips and says so, and ``python tests/test_pinned_hashes.py`` prints new ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import warp as wp
+
+import trackgen_env  # noqa: F401  (registers the envs)
+from trackgen_env import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator
+
+PINNED_WARP = "1.19.0"
+PINS = {
+    "track_batch": "6c31925520012590f81c372505a32fb90ed7d097f5f463fe3f5aa863f7f99c69",
+    "gates_batch": "c56b1d91839dbcecf12af2f2b9a492f28ffebf61f69e8d039fe8f7d4e73e1803",
+    "track_rollout_pure_pursuit": "8cd163ebd30fc614ba757790886ca363bdc9f0a0c64a79c1eccd7c71cacc39f4",
+    "track_rollout_random": "79d3a5fa0191783dbbd911849a1503db15d9145621a796bfd3e6f748198a9e19",
+    "gates_rollout_pilot": "ec6465621800860246e8975bd69899e98be1b268c81baa042fc7084cd54d5f40",
+    "gates_rollout_random": "051470a866342d1556bd2e9a71cc5d7ced82c599c38e4e5b6d86e22c3669c6b6",
+    "track_course_components": "ca2401ec580d8daeba468a84571ebd4e8c9e77a172a89a54635ebdae437dd32a",
+    "gates_course_components": "2b3146d43dd0662746a5975583fa663aacd6ce8ca3a7792807445b3dc65d7c01",
+}
+
+
+def _digest(arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _result_digest(result) -> str:
+    return _digest(getattr(result, f.name).numpy() for f in dataclasses.fields(result))
+
+
+def track_batch() -> str:
+    return _result_digest(TrackGenerator(TrackGenConfig(num_envs=64, device="cpu"), seeds=0).result)
+
+
+def gates_batch() -> str:
+    return _result_digest(GateGenerator(GateGenConfig(num_envs=64, device="cpu"), seeds=0).result)
+
+
+def _rollout(env_id: str, policy: str, steps: int = 300) -> str:
+    env = gym.make_vec(env_id, num_envs=16, device="cpu", seed=0)
+    obs, _ = env.reset(seed=0)
+    if policy == "controller":
+        if env_id == "TrackGen-Track-v0":
+            from trackgen_env.envs.track import PurePursuit
+
+            act = PurePursuit(env.unwrapped.car)
+        else:
+            from trackgen_env.envs.gates import CourseLinePilot
+
+            act = CourseLinePilot(env.unwrapped)
+    else:
+        rng = np.random.default_rng(0)
+        act = lambda o: rng.uniform(-1, 1, (16,) + env.single_action_space.shape).astype(np.float32)  # noqa: E731
+    out = [obs]
+    for _ in range(steps):
+        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        out += [obs, reward, terminated, truncated]
+    env.close()
+    return _digest(out)
+
+
+def _course_digest(family: str) -> str:
+    """A course with every built-in per-step component, stepped and regenerated under a mask."""
+    from trackgen_env import tools
+    from trackgen_env.course import Course
+
+    E = 8
+    if family == "track":
+        course = Course.track(TrackGenConfig(num_envs=E, device="cpu"), checkpoint_spacing=0.6, collision="sdf",
+                              extra=[tools.Localizer()], seeds=3)
+    else:
+        course = Course.gates(GateGenConfig(num_envs=E, device="cpu", gate_width=0.6), collision=0.02, seeds=3)
+    start = course.result.start_position.numpy()
+    position = wp.array(start, dtype=wp.vec3, device="cpu")
+    course.bind(position=position)
+    out = []
+    mask = wp.array([1, 0, 0, 1, 0, 0, 0, 1], dtype=wp.int32, device="cpu")
+    for k in range(40):
+        position.assign(start + np.float32(0.05 * k) * np.array([1.0, 0.5, 0.02], np.float32))
+        res = course.step()
+        for value in res.values():
+            out += [getattr(value, f.name).numpy() for f in dataclasses.fields(value)]
+        if k % 10 == 9:
+            course.regenerate(mask=mask, advance=True)
+            out += [getattr(course.result, f.name).numpy() for f in dataclasses.fields(course.result)]
+    return _digest(out)
+
+
+COMPUTE = {
+    "track_batch": track_batch,
+    "gates_batch": gates_batch,
+    "track_rollout_pure_pursuit": lambda: _rollout("TrackGen-Track-v0", "controller"),
+    "track_rollout_random": lambda: _rollout("TrackGen-Track-v0", "random"),
+    "gates_rollout_pilot": lambda: _rollout("TrackGen-Gates-v0", "controller"),
+    "gates_rollout_random": lambda: _rollout("TrackGen-Gates-v0", "random"),
+    "track_course_components": lambda: _course_digest("track"),
+    "gates_course_components": lambda: _course_digest("gates"),
+}
+
+
+@pytest.mark.parametrize("name", list(PINS))
+def test_behaviour_is_pinned(name):
+    if wp.__version__ != PINNED_WARP:
+        pytest.skip(f"pins taken with warp {PINNED_WARP}, running {wp.__version__}: re-pin with "
+                    "`python tests/test_pinned_hashes.py`")
+    assert COMPUTE[name]() == PINS[name]
+
+
+if __name__ == "__main__":
+    for key, fn in COMPUTE.items():
+        print(f'    "{key}": "{fn()}",', file=sys.stdout)
