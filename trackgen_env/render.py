@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from .polyline import left_normal_xy as _left_normal
+
 wp.set_module_options({"enable_backward": False})
 
 __all__ = ["draw_track", "draw_gates"]
@@ -129,14 +131,6 @@ def _track_view(
         lo = wp.vec2(-1.0, -1.0)
         hi = wp.vec2(1.0, 1.0)
     view[e, 0] = _fit(lo, hi, size, size)
-
-
-@wp.func
-def _left_normal(centerline: wp.array2d(dtype=wp.vec3), e: int, n: int, j: int) -> wp.vec2:
-    a = centerline[e, (j + n - 1) % n]
-    b = centerline[e, (j + 1) % n]
-    t = wp.normalize(wp.vec2(b[0] - a[0], b[1] - a[1]))
-    return wp.vec2(-t[1], t[0])
 
 
 @wp.kernel

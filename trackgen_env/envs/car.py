@@ -35,12 +35,11 @@ from dataclasses import dataclass, fields
 import warp as wp
 
 from ..pipeline._validate import check_float
+from ..polyline import GRAVITY, quat_from_yaw
 
 __all__ = ["CarParams", "CAR_PRESETS", "car_params", "CarState"]
 
 wp.set_module_options({"enable_backward": False})
-
-_GRAVITY = 9.81  # [m/s^2]
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ class CarParams:
     @property
     def max_lateral_accel(self) -> float:
         """[m/s^2] ``friction * g``."""
-        return self.friction * _GRAVITY
+        return self.friction * GRAVITY
 
 
 #: Car presets. ``"rc10"``: a 1:10 RC car (F1TENTH-sized: 0.33 m wheelbase) for the
@@ -203,7 +202,7 @@ def _car_step(
         p0 = start_position[e]
         psi0 = yaw_of(start_orientation[e])
         position[e] = wp.vec3(p0[0], p0[1], p0[2])
-        orientation[e] = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), psi0)
+        orientation[e] = quat_from_yaw(psi0)
         yaw[e] = psi0
         speed[e] = 0.0
         yaw_rate[e] = 0.0
@@ -237,7 +236,7 @@ def _car_step(
     # keep yaw in [-pi, pi) so float32 keeps its precision over long episodes
     psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
     position[e] = p
-    orientation[e] = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), psi)
+    orientation[e] = quat_from_yaw(psi)
     yaw[e] = psi
     speed[e] = v
     yaw_rate[e] = omega

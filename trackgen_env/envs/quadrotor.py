@@ -37,6 +37,8 @@ import numpy as np
 import warp as wp
 
 from ..pipeline._validate import check_float, check_int
+from ..polyline import GRAVITY
+from ..polyline import wrap_index as _line_index
 
 wp.set_module_options({"enable_backward": False})
 
@@ -51,8 +53,6 @@ __all__ = [
     "ReferenceController",
     "GRAVITY",
 ]
-
-GRAVITY = 9.81  # [m/s^2]
 
 
 def _check_vec3(name: str, value, *, lo: float = 0.0, lo_open: bool = False) -> tuple[float, float, float]:
@@ -310,11 +310,6 @@ class _Gains:
     kr: float
     max_tilt: float
     window: int
-
-
-@wp.func
-def _line_index(j: int, n: int) -> int:
-    return ((j % n) + n) % n
 
 
 @wp.func

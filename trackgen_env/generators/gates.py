@@ -21,12 +21,11 @@ front to back and at equal angles on both sides.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import warp as wp
 
 from ..pipeline import GateGenConfig
+from ..polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ..seeding import random_key, uniform
 from ..types import GateLayout, GateResult
 from .base import Generator, identity_quats
@@ -36,8 +35,6 @@ __all__ = ["GateGenConfig", "GateGenerator"]
 wp.set_module_options({"enable_backward": False})
 
 _STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
-_TWO_PI = wp.constant(2.0 * math.pi)
-_Z_UP = wp.constant(wp.vec3(0.0, 0.0, 1.0))
 # Float tolerance of the checks whose bound the construction meets exactly (gate 0 sits at
 # exactly start_clearance from the start; the lowest drawn altitude is exactly the ground bound).
 _TOL = wp.constant(1.0e-4)
@@ -51,7 +48,7 @@ def _horizontal_dir(d: wp.vec3) -> wp.vec3:
     n = wp.length(h)
     if n > 1.0e-9:
         return h / n
-    return wp.vec3(1.0, 0.0, 0.0)
+    return X_AXIS
 
 
 @wp.func
@@ -65,12 +62,6 @@ def gate_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
     if n > 1.0e-6:
         return b / n
     return d_out
-
-
-@wp.func
-def yaw_quat(d: wp.vec3) -> wp.quat:
-    """Rotation about z taking +x to the horizontal heading of ``d``."""
-    return wp.quat_from_axis_angle(_Z_UP, wp.atan2(d[1], d[0]))
 
 
 # --- stages --------------------------------------------------------------------------------
@@ -102,11 +93,11 @@ def _layout(
     key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
     num_gates = position.shape[1]
     # one phase and sense per course: the loop may start anywhere and run either way round
-    phase = _TWO_PI * uniform(key, 0)
+    phase = TWO_PI * uniform(key, 0)
     sense = 1.0
     if uniform(key, 1) < 0.5:
         sense = -1.0
-    step = _TWO_PI / float(num_gates)
+    step = TWO_PI / float(num_gates)
     aj = wp.clamp(angle_jitter[e], 0.0, 0.9)
     rj = wp.clamp(radius_jitter[e], 0.0, 0.9)
     theta = phase + sense * (float(j) + aj * (uniform(key, 8 + 3 * j) - 0.5)) * step
@@ -134,7 +125,7 @@ def _gate_frames(
         return
     g = position.shape[1]
     p = position[e, j]
-    n = gate_normal(position[e, (j + g - 1) % g], p, position[e, (j + 1) % g])
+    n = gate_normal(position[e, prev_point(j, g)], p, position[e, next_point(j, g)])
     q = yaw_quat(n)
     orientation[e, j] = q
     if j == 0:
@@ -183,8 +174,8 @@ def _checks(
             ok[e] = 0
             return
     # climb of the outgoing leg, and the heading change at this gate
-    prev = position[e, (j + g - 1) % g]
-    nxt = position[e, (j + 1) % g]
+    prev = position[e, prev_point(j, g)]
+    nxt = position[e, next_point(j, g)]
     leg = nxt - p
     run_h = wp.sqrt(leg[0] * leg[0] + leg[1] * leg[1])
     if wp.abs(leg[2]) > max_climb * run_h:

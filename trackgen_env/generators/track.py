@@ -27,6 +27,7 @@ import numpy as np
 import warp as wp
 
 from ..pipeline import TrackGenConfig
+from ..polyline import TWO_PI, X_AXIS, Y_AXIS, next_point, prev_point, wrapped_point, yaw_quat
 from ..seeding import random_key, uniform
 from ..types import InputInfo, TrackLayout, TrackResult
 from .base import Generator, identity_quats
@@ -38,7 +39,6 @@ wp.set_module_options({"enable_backward": False})
 _BSPLINE = wp.constant(0)
 _CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
-_TWO_PI = wp.constant(2.0 * math.pi)
 _STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
 
 
@@ -62,11 +62,6 @@ def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: i
     d1 = 0.5 * (a + 2.0 * b * t + 3.0 * c * t2)
     d2 = 0.5 * (2.0 * b + 6.0 * c * t)
     return pos, d1, d2
-
-
-@wp.func
-def _ctrl(ctrl: wp.array2d(dtype=wp.vec3), e: int, k: int, n: int) -> wp.vec3:
-    return ctrl[e, ((k % n) + n) % n]
 
 
 # --- stages ------------------------------------------------------------------------------
@@ -95,19 +90,19 @@ def _layout(
     key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
     hw = 0.5 * width[e]
     r_outer = 0.5 * size[e] - hw
-    phase = _TWO_PI * uniform(key, 0)
+    phase = TWO_PI * uniform(key, 0)
     direction = 1.0
     if uniform(key, 1) < 0.5:
         direction = -1.0
-    step = _TWO_PI / float(num_ctrl)
+    step = TWO_PI / float(num_ctrl)
     # radial profile: a random mix of the low angular modes 2..4 (elongation, triangle,
     # square lobes), scaled to [0, 1]; its depth is radius_jitter
     a2 = uniform(key, 2)
     a3 = uniform(key, 3)
     a4 = 0.5 * uniform(key, 4)
-    p2 = _TWO_PI * uniform(key, 5)
-    p3 = _TWO_PI * uniform(key, 6)
-    p4 = _TWO_PI * uniform(key, 7)
+    p2 = TWO_PI * uniform(key, 5)
+    p3 = TWO_PI * uniform(key, 6)
+    p4 = TWO_PI * uniform(key, 7)
     total = a2 + a3 + a4 + 1.0e-6
     for k in range(num_ctrl):
         u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
@@ -141,9 +136,9 @@ def _centerline_input(
         return
     # The band is [centre - w_right, centre + w_left]: its middle line is the centreline here.
     for k in range(n):
-        a = xy[e, (k + n - 1) % n]
+        a = xy[e, prev_point(k, n)]
         b = xy[e, k]
-        c = xy[e, (k + 1) % n]
+        c = xy[e, next_point(k, n)]
         d = wp.vec2(c[0] - a[0], c[1] - a[1])
         ln = wp.length(d)
         left = wp.vec2(0.0, 0.0)
@@ -187,10 +182,10 @@ def _spline_table(
     table[e, 0] = 0.0
     prev = wp.vec3()
     for k in range(n):
-        p0 = _ctrl(ctrl, e, k - 1, n)
-        p1 = _ctrl(ctrl, e, k, n)
-        p2 = _ctrl(ctrl, e, k + 1, n)
-        p3 = _ctrl(ctrl, e, k + 2, n)
+        p0 = wrapped_point(ctrl, e, k - 1, n)
+        p1 = wrapped_point(ctrl, e, k, n)
+        p2 = wrapped_point(ctrl, e, k + 1, n)
+        p3 = wrapped_point(ctrl, e, k + 2, n)
         # turn radius >= factor * half width, checked here on the dense samples already
         # (0 turns the check off): most rejected draws stop before the resampling
         limit = min_turn_radius_factor * ctrl_hw[e, k]
@@ -208,7 +203,7 @@ def _spline_table(
                 ok[e] = 0
                 if attempt[e] < max_retries:
                     return  # another draw follows: this one needs no table
-    pos0, d10, d20 = _curve(_ctrl(ctrl, e, -1, n), _ctrl(ctrl, e, 0, n), _ctrl(ctrl, e, 1, n), _ctrl(ctrl, e, 2, n), 0.0, kind)
+    pos0, d10, d20 = _curve(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n), wrapped_point(ctrl, e, 2, n), 0.0, kind)
     total = total + wp.length(pos0 - prev)
     table[e, n * samples] = total
     loop_length[e] = total
@@ -286,7 +281,7 @@ def _resample(
             t = (float(lo - k * samples) + frac) / float(samples)
             d1 = wp.vec3()
             d2 = wp.vec3()
-            pos, d1, d2 = _curve(_ctrl(ctrl, e, k - 1, n), _ctrl(ctrl, e, k, n), _ctrl(ctrl, e, k + 1, n), _ctrl(ctrl, e, k + 2, n), t, kind)
+            pos, d1, d2 = _curve(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n), wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), t, kind)
             speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
             tan = wp.normalize(d1)
             left = wp.vec3(0.0, 0.0, 0.0)
@@ -395,8 +390,8 @@ def _commit(
         if count < 1:
             # nothing usable was drawn: a degenerate, invalid track at the origin
             centerline[e, j] = wp.vec3()
-            tangent[e, j] = wp.vec3(1.0, 0.0, 0.0)
-            normal[e, j] = wp.vec3(0.0, 1.0, 0.0)
+            tangent[e, j] = X_AXIS
+            normal[e, j] = Y_AXIS
             arc_length[e, j] = 0.0
             curvature[e, j] = 0.0
             half_width[e, j] = 0.0
@@ -415,7 +410,7 @@ def _commit(
         if count >= 1:
             t = s_tangent[e, 0]
             start_position[e] = s_centerline[e, 0]
-            start_orientation[e] = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.atan2(t[1], t[0]))
+            start_orientation[e] = yaw_quat(t)
         else:
             start_position[e] = wp.vec3()
             start_orientation[e] = wp.quat_identity()
