@@ -18,6 +18,7 @@ __all__ = [
     "TrackResult",
     "GateLayout",
     "GateResult",
+    "GATE_FIELDS",
     "CheckpointSet",
     "ProgressEvents",
     "Contacts",
@@ -82,6 +83,10 @@ class GateResult:
     start_orientation: wp.array  # [E] quat
     valid: wp.array  # [E] int32
     generation: wp.array  # [E] int32
+
+
+#: The fields of a :class:`GateResult` that describe its gates: what a gate component reads.
+GATE_FIELDS = ("gate_position", "gate_orientation", "gate_width", "gate_height", "num_gates")
 
 
 @dataclass

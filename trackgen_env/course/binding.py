@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
 
 import warp as wp
 
-from ..capture import RebindAfterCaptureWarning
+from ..tools.contract import restore_probes, take_probes, validate_inputs
 
 __all__ = ["POSITIONAL_INPUTS", "route_inputs", "apply_bindings"]
 
@@ -48,36 +47,10 @@ def route_inputs(course, args: tuple, arrays: dict) -> dict[str, dict[str, wp.ar
             )
     routed, missing = {}, []
     for c in course._bind_order:
-        r = {}
-        for spec in c.inputs:
-            via, arr = spec.name, arrays.get(spec.name)
-            if arr is None and spec.default is not None:
-                # an explicit name wins over a default route
-                via, arr = spec.default, arrays.get(spec.default)
-            if arr is None:
-                if spec.required:
-                    missing.append(f"{spec.name!r} (component {c.name!r})")
-                continue
-            _check_input(course, c, spec, arr, via)
-            r[spec.name] = arr
-        routed[c.name] = r
+        routed[c.name] = validate_inputs(c, arrays, num_envs=course.num_envs, device=course.device, missing=missing)
     if missing:
         raise TypeError(f"bind() is missing required inputs: {', '.join(missing)}")
     return routed
-
-
-def _check_input(course, component, spec, arr, via: str) -> None:
-    shape = spec.shape(course.num_envs)
-    want = f"a wp.array of shape {shape}, dtype {wp.types.type_repr(spec.dtype)} on {course.device}"
-    where = f"input {spec.name!r} of component {component.name!r}" + (f" (routed from {via!r})" if via != spec.name else "")
-    if not isinstance(arr, wp.array):
-        raise TypeError(f"{where} must be {want}, got {type(arr).__name__} (wrap a tensor with wp.from_torch)")
-    if not wp.types.types_equal(arr.dtype, spec.dtype):
-        raise TypeError(f"{where} must be {want}, got dtype {wp.types.type_repr(arr.dtype)}")
-    if tuple(arr.shape) != shape:
-        raise ValueError(f"{where} must be {want}, got shape {tuple(arr.shape)}")
-    if arr.device != course.device:
-        raise ValueError(f"{where} must be {want}, got an array on {arr.device}")
 
 
 def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> dict:
@@ -89,19 +62,7 @@ def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> di
     first bind), the probes are restored (a later rebind still warns), and the error
     propagates.
     """
-    probes = {c.name: getattr(c, "_step_captured", False) for c in order}
-    stale = [name for name, probe in probes.items() if probe]
-    if stale:
-        warnings.warn(
-            RebindAfterCaptureWarning(
-                f"bind() after a capture recorded step() of {stale}: that graph keeps reading the old arrays; "
-                "record it again"
-            ),
-            stacklevel=3,
-        )
-    for c in order:
-        if probes[c.name]:
-            c._step_captured = False  # warned here: the components' own bind must not warn again
+    stale = take_probes(order, stacklevel=3)  # warned here: the components' own bind must not warn again
     done = []
     try:
         for c in bind_order:
@@ -112,8 +73,6 @@ def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> di
             with contextlib.suppress(Exception):  # the original error is the one to report
                 # previous arrays, or none at all when this was the first bind
                 c.bind(**(previous[c.name] if previous is not None else {}))
-        for c in order:
-            if probes[c.name]:
-                c._step_captured = True
+        restore_probes(order, stale)
         raise
     return routed

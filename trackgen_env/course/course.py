@@ -28,7 +28,8 @@ import warp as wp
 from .. import exec as exec_modes
 from ..capture import CaptureError, NotCapturableError, caller, retain
 from ..pipeline import GateGenConfig, PipelineSpec, Program, TrackGenConfig
-from ..tools.component import Component, ComponentContext
+from ..tools.component import ComponentContext, is_per_step
+from ..tools.contract import mark_recorded
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs
 from .config import CourseConfig
 from .graphs import VariantGraphs, any_set, load_kernel_modules
@@ -49,13 +50,6 @@ def _check_advance(advance) -> bool:
     if not isinstance(advance, (bool, np.bool_)):
         raise TypeError(f"advance must be a bool, got {type(advance).__name__} {advance!r}")
     return bool(advance)
-
-
-def _is_per_step(component) -> bool:
-    flag = getattr(component, "is_per_step", None)
-    if isinstance(flag, bool):
-        return flag
-    return getattr(type(component), "step", None) is not Component.step
 
 
 class Course:
@@ -204,7 +198,7 @@ class Course:
         self.device = ctx.device
         self._order = tuple(components)
         self._reversed = self._order[::-1]
-        self._step_order = tuple(c for c in self._order if _is_per_step(c))
+        self._step_order = tuple(c for c in self._order if is_per_step(c))
         self._bind_order = tuple(c for c in self._order if tuple(getattr(c, "inputs", ())))
         self.components = MappingProxyType({c.name: c for c in self._order})
         self._needs_bind = any(spec.required for c in self._bind_order for spec in c.inputs)
@@ -350,9 +344,7 @@ class Course:
         return self._result
 
     def _note_recorded_step(self, stream) -> None:
-        for c in self._step_order:
-            with contextlib.suppress(AttributeError):
-                c._step_captured = True
+        mark_recorded(self._step_order)
         retain(self.device, self, tuple(self._bindings.values()) if self._bindings else (), stream=stream)
 
     def reset(self, mask: wp.array | None = None, *, stream: wp.Stream | None = None) -> None:

@@ -91,7 +91,7 @@ def load_kernel_modules(components, device) -> None:
                 if isinstance(value, wp.Kernel):
                     warp_modules[value.module.name] = value.module
                 elif isinstance(value, type(sys)) and not value.__name__.startswith(("warp", "numpy")):
-                    # a kernel module imported whole (``from . import _geometry as geo``)
+                    # a kernel module imported whole (``from . import band_sdf``)
                     warp_modules.update({k.module.name: k.module for k in vars(value).values()
                                          if isinstance(k, wp.Kernel) and k.module.name == value.__name__})
     for module in warp_modules.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..tools.component import check_input_conflicts, check_name, missing_methods
+from ..tools.contract import validate_declarations, validate_structure
 
 __all__ = ["as_component_list", "sort_components"]
 
@@ -34,37 +34,9 @@ def sort_components(components: list) -> list:
             or context; an after / source naming no component of the list; a cycle; two
             declarations of one input with different (dtype, slots).
     """
-    names = [check_name(c) for c in components]
-    for c in components:
-        missing = missing_methods(c)
-        if missing:
-            raise TypeError(
-                f"component {c.name!r} ({type(c).__name__}) lacks {missing}: "
-                "subclass trackgen_env.tools.Component for the defaults"
-            )
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"two components are named {name!r}: names are unique within a course")
-        seen.add(name)
-    for c in components:
-        if getattr(c, "context", None) is not None:
-            raise ValueError(f"component {c.name!r} is already attached to another course or context: build a new instance")
-    deps = {}
-    for c in components:
-        after = getattr(c, "after", ())
-        if isinstance(after, str) or not all(isinstance(a, str) for a in after):
-            raise TypeError(f"component {c.name!r}: after must be a sequence of names, got {after!r}")
-        source = getattr(c, "source", None)
-        wanted = list(after) + ([source] if source is not None else [])
-        for dep in wanted:
-            if dep not in seen:
-                kind = "source" if dep == source else "after"
-                raise ValueError(
-                    f"component {c.name!r} names {dep!r} in its {kind}, which is no component of this course; "
-                    f"components: {names}"
-                )
-        deps[c.name] = set(wanted)
+    validate_structure(components)
+    deps = {c.name: set(getattr(c, "after", ())) | ({c.source} if getattr(c, "source", None) is not None else set())
+            for c in components}
     order, placed, remaining = [], set(), list(components)
     while remaining:
         for i, c in enumerate(remaining):
@@ -78,7 +50,7 @@ def sort_components(components: list) -> list:
     inputs, declarers = {}, {}
     for c in order:
         specs = tuple(getattr(c, "inputs", ()))
-        check_input_conflicts(inputs, declarers, c.name, specs)
+        validate_declarations(inputs, declarers, c.name, specs)
         for spec in specs:
             inputs.setdefault(spec.name, spec)
             declarers.setdefault(spec.name, []).append(c.name)

@@ -6,35 +6,19 @@ behind (spec, "Checks before anything is built").
 
 from __future__ import annotations
 
-import importlib
 import math
 import warnings
 from numbers import Real
 
 import numpy as np
 
+from .. import tools
 from ..pipeline import GateGenConfig, Params, PipelineSpec, TrackGenConfig, build
 from .order import as_component_list, sort_components
 
 __all__ = ["TrackPreset", "GatesPreset", "source_family", "preset_for_family", "WIDTH_PARAM"]
 
 WIDTH_PARAM = "gate_frames.gate_width"
-_TOOL_MODULES = ("checkpoints", "progress", "collision", "localizer", "gates")
-
-
-def _tool(name: str):
-    """``trackgen_env.tools.<name>``, imported lazily (tools is the layer above)."""
-    tools = importlib.import_module("trackgen_env.tools")
-    if hasattr(tools, name):
-        return getattr(tools, name)
-    for module in _TOOL_MODULES:
-        try:
-            mod = importlib.import_module(f"trackgen_env.tools.{module}")
-        except ImportError:
-            continue
-        if hasattr(mod, name):
-            return getattr(mod, name)
-    raise ImportError(f"trackgen_env.tools has no {name}")
 
 
 def preset_for_family(family) -> str:
@@ -149,11 +133,11 @@ class TrackPreset(_Preset):
                 f'collision must be None, "segments", "sdf" or a component, got {type(collision).__name__} {collision!r}'
                 + (" (a post radius is for Course.gates)" if isinstance(collision, Real) else "")
             )
-        own = [_tool("Checkpoints")(spacing, max_checkpoints="auto" if max_checkpoints is None else max_checkpoints),
-               _tool("Progress")()]
+        own = [tools.Checkpoints(spacing, max_checkpoints="auto" if max_checkpoints is None else max_checkpoints),
+               tools.Progress()]
         self._sdf = None
         if isinstance(collision, str):
-            own.append(_tool("BandCollision")(collision))
+            own.append(tools.BandCollision(collision))
             self._sdf = own[-1] if collision == "sdf" else None
         elif collision is not None:
             own.append(_slot_component(collision, "Course.track"))
@@ -212,12 +196,12 @@ class GatesPreset(_Preset):
                 f"collision must be None, a post radius > 0 or a component, got {type(collision).__name__}"
             )
         self._check_width()
-        own = [_tool("GateCheckpoints")(), _tool("CenterlineFromGates")(samples), _tool("Progress")()]
+        own = [tools.GateCheckpoints(), tools.CenterlineFromGates(samples), tools.Progress()]
         if radius is not None:
-            own.append(_tool("DiscCollision")(radius))
+            own.append(tools.DiscCollision(radius))
         elif collision is not None:
             own.append(_slot_component(collision, "Course.gates"))
-        own.append(_tool("Localizer")(warm_window=localize_window, source="centerline"))
+        own.append(tools.Localizer(warm_window=localize_window, source="centerline"))
         self._finish(own, extra)
 
     def _check_width(self) -> None:

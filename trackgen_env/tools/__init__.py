@@ -1,11 +1,20 @@
-"""Components: what a course runs beside the simulation (checkpoints, progress, collision, ...)."""
+"""Components: what a course runs beside the simulation (checkpoints, progress, collision, ...).
 
-from .component import Component, ComponentContext, InputSpec, check_component
+One module per component, holding its kernels; :mod:`.contract` checks the component
+contract for ``course/`` and for :class:`ComponentContext` alike.
+"""
+
+from .band_collision import BandCollision
+from .centerline_from_gates import CenterlineFromGates
+from .check import check_component
 from .checkpoints import CheckpointSampler, Checkpoints
-from .collision import BandCollision
+from .component import Component, ComponentContext
+from .contract import InputSpec
+from .disc_collision import DiscCollision
+from .frame_collision import FrameCollision
+from .gate_checkpoints import GateCheckpoints
 from .localizer import Localizer
 from .progress import Progress
-from .gates import CenterlineFromGates, DiscCollision, FrameCollision, GateCheckpoints
 
 __all__ = ["Component", "ComponentContext", "InputSpec", "check_component"]
 __all__ += ["Checkpoints", "CheckpointSampler", "Progress", "BandCollision", "Localizer"]

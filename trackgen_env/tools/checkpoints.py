@@ -14,18 +14,164 @@ import math
 import numpy as np
 import warp as wp
 
+from ..polyline import BIG, X_AXIS, lerp_unit, line_count, next_point, yaw_quat
+from ..seeding import random_key, uniform
 from ..types import CheckpointSet
-from . import _geometry as geo
 from .component import Component, ComponentContext
 
-__all__ = ["Checkpoints", "CheckpointSampler"]
+__all__ = ["Checkpoints", "CheckpointSampler", "allocate_checkpoints", "pad_checkpoint"]
+
+wp.set_module_options({"enable_backward": False})
 
 # half height of a track checkpoint: the line across the band is unbounded in height
-TRACK_HALF_HEIGHT = 1.0e30
+TRACK_HALF_HEIGHT = BIG
 # stream id of the sampler's draws (distinct from the generator's stage streams)
 SAMPLER_STREAM = 0x43504B53  # "CPKS"
 
 
+# -- what every checkpoint component writes -------------------------------------------------
+def allocate_checkpoints(num_envs: int, capacity: int, device, half_height: float = 0.0) -> CheckpointSet:
+    """A :class:`~trackgen_env.types.CheckpointSet` of ``capacity`` checkpoints per env,
+    zeroed but for ``half_height``."""
+    shape = (num_envs, capacity)
+    return CheckpointSet(
+        position=wp.zeros(shape, dtype=wp.vec3, device=device),
+        direction=wp.zeros(shape, dtype=wp.vec3, device=device),
+        half_width=wp.zeros(shape, dtype=wp.float32, device=device),
+        half_height=wp.full(shape, half_height, dtype=wp.float32, device=device),
+        arc_length=wp.zeros(shape, dtype=wp.float32, device=device),
+        num_checkpoints=wp.zeros(num_envs, dtype=wp.int32, device=device),
+        loop_length=wp.zeros(num_envs, dtype=wp.float32, device=device),
+    )
+
+
+@wp.func
+def pad_checkpoint(
+    e: int,
+    k: int,
+    half_height: float,
+    # outputs
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    cp_arc_length: wp.array2d(dtype=float),
+):
+    """Write slot ``k >= num_checkpoints[e]`` of a checkpoint set: padding, never read
+    (consumers stop at ``num_checkpoints``), but defined."""
+    cp_position[e, k] = wp.vec3(0.0)
+    cp_direction[e, k] = X_AXIS
+    cp_half_width[e, k] = 0.0
+    cp_half_height[e, k] = half_height
+    cp_arc_length[e, k] = 0.0
+
+
+# -- kernels --------------------------------------------------------------------------------
+@wp.kernel
+def _place_checkpoints(
+    mask: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    spacing: float,
+    half_height: float,
+    lanes: int,
+    # outputs
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    cp_arc_length: wp.array2d(dtype=float),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    cp_loop_length: wp.array(dtype=float),
+    clipped: wp.array(dtype=wp.int32),
+    draws: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    capacity = cp_position.shape[1]
+    n_pts = line_count(num_points, valid, line.shape[1], e)
+    length = loop_length[e]
+    wanted = int(0)
+    if n_pts >= 3 and length > 0.0:
+        # compared in float first: a tiny spacing must not overflow the int conversion
+        wanted = wp.max(3, int(wp.min(wp.floor(length / spacing), float(capacity + 1))))
+    else:
+        length = 0.0
+    n = wp.min(wanted, capacity)
+    if lane == 0:
+        num_checkpoints[e] = n
+        cp_loop_length[e] = length
+        clipped[e] = wp.where(wanted > capacity, 1, 0)
+        draws[e] = 0
+    for k in range(lane, capacity, lanes):
+        if k >= n:
+            pad_checkpoint(e, k, half_height, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
+        else:
+            s = float(k) * length / float(n)
+            # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
+            lo = int(0)
+            hi = n_pts - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if arc_length[e, mid] <= s:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            j = lo
+            j1 = next_point(j, n_pts)
+            s0 = arc_length[e, j]
+            s1 = length
+            if j + 1 < n_pts:
+                s1 = arc_length[e, j + 1]
+            t = float(0.0)
+            if s1 > s0:
+                t = wp.clamp((s - s0) / (s1 - s0), 0.0, 1.0)
+            cp_position[e, k] = line[e, j] * (1.0 - t) + line[e, j1] * t
+            cp_direction[e, k] = lerp_unit(tangent[e, j], tangent[e, j1], t)
+            cp_half_width[e, k] = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
+            cp_half_height[e, k] = half_height
+            cp_arc_length[e, k] = s
+
+
+@wp.kernel
+def _sample_checkpoints(
+    mask: wp.array(dtype=wp.int32),
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    stream: int,
+    write_index: int,
+    # in/out: draws made since the env's last generation
+    draws: wp.array(dtype=wp.int32),
+    # outputs
+    out_position: wp.array(dtype=wp.vec3),
+    out_orientation: wp.array(dtype=wp.quat),
+    out_index: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if mask[e] == 0:
+        return
+    n = wp.min(num_checkpoints[e], cp_position.shape[1])
+    k = int(0)
+    if n > 0:
+        u = uniform(random_key(seeds[e], counters[e], stream), draws[e])
+        k = wp.min(int(u * float(n)), n - 1)
+    draws[e] = draws[e] + 1
+    out_position[e] = cp_position[e, k]
+    out_orientation[e] = yaw_quat(cp_direction[e, k])
+    if write_index != 0:
+        out_index[e] = k
+
+
+# -- the component -------------------------------------------------------------------------
 def _check_spacing(spacing) -> float:
     if isinstance(spacing, bool) or not isinstance(spacing, (int, float, np.integer, np.floating)):
         raise TypeError(f"spacing must be a number > 0 [m], got {type(spacing).__name__} {spacing!r}")
@@ -105,25 +251,16 @@ class Checkpoints(Component):
         num_envs, device = ctx.num_envs, ctx.device
         cap = self.max_checkpoints if self.max_checkpoints is not None else self._auto_capacity(ctx)
         self.capacity = cap
-        self._set = CheckpointSet(
-            position=wp.zeros((num_envs, cap), dtype=wp.vec3, device=device),
-            direction=wp.zeros((num_envs, cap), dtype=wp.vec3, device=device),
-            half_width=wp.zeros((num_envs, cap), dtype=wp.float32, device=device),
-            half_height=wp.full((num_envs, cap), TRACK_HALF_HEIGHT, dtype=wp.float32, device=device),
-            arc_length=wp.zeros((num_envs, cap), dtype=wp.float32, device=device),
-            num_checkpoints=wp.zeros(num_envs, dtype=wp.int32, device=device),
-            loop_length=wp.zeros(num_envs, dtype=wp.float32, device=device),
-        )
+        self._set = allocate_checkpoints(num_envs, cap, device, TRACK_HALF_HEIGHT)
         self.clipped = wp.zeros(num_envs, dtype=wp.int32, device=device)
         self._sampler = CheckpointSampler(self, ctx)
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, cps = ctx.source(self), self._set
-        lanes = geo.lanes(ctx.device, self.capacity)
-        geo.launch(
-            geo._place_checkpoints,
+        lanes = ctx.lanes(self.capacity)
+        ctx.launch(
+            _place_checkpoints,
             (ctx.num_envs, lanes),
-            ctx,
             [
                 ctx.mask(mask), ctx.result.valid, src.centerline, src.tangent, src.arc_length, src.half_width,
                 src.num_points, src.loop_length, self.spacing, TRACK_HALF_HEIGHT, lanes,
@@ -188,10 +325,9 @@ class CheckpointSampler:
             if tuple(arr.shape) != (ctx.num_envs,):
                 raise ValueError(f"{label} must have shape ({ctx.num_envs},), got {tuple(arr.shape)}")
         seeds = ctx.generator.seeds
-        geo.launch(
-            geo._sample_checkpoints,
+        ctx.launch(
+            _sample_checkpoints,
             ctx.num_envs,
-            ctx,
             [
                 ctx.mask(mask), seeds.seeds, seeds.counters, cps.num_checkpoints, cps.position, cps.direction,
                 SAMPLER_STREAM, 0 if out_index is None else 1, self.draws, out_position, out_orientation,

@@ -4,13 +4,98 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
 from ..types import TrackFrame
-from . import _geometry as geo
-from .component import Component, ComponentContext, InputSpec
+from .component import Component, ComponentContext
+from .contract import InputSpec
+from .warm_start import check_window, unset_warm
 
 __all__ = ["Localizer"]
 
+wp.set_module_options({"enable_backward": False})
+
 DEFAULT_WARM_WINDOW = 8
+
+#: A course-line point's data the ``Localizer`` reads besides the position, normal and half
+#: width: tangent x, y, z, arc length [m], curvature [1/m]; one record per point, so the
+#: two points of a segment share a cache line or two instead of one per source array.
+frame_record = wp.types.vector(length=5, dtype=wp.float32)
+
+
+@wp.kernel
+def _pack_frame(
+    mask: wp.array(dtype=wp.int32),
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    lanes: int,
+    # output
+    frame: wp.array2d(dtype=frame_record),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    for j in range(lane, frame.shape[1], lanes):
+        d = tangent[e, j]
+        frame[e, j] = frame_record(d[0], d[1], d[2], arc_length[e, j], curvature[e, j])
+
+
+@wp.kernel
+def _localize(
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    use_orientation: int,
+    valid: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    frame: wp.array2d(dtype=frame_record),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    window: int,
+    # state: warm-start segment (-1: unset)
+    warm: wp.array(dtype=wp.int32),
+    # outputs
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    n = line_count(num_points, valid, line.shape[1], e)
+    if n == 0:
+        s[e] = 0.0
+        lateral_offset[e] = 0.0
+        heading_error[e] = 0.0
+        curvature_out[e] = 0.0
+        segment[e] = 0
+        warm[e] = -1
+        return
+    p = position[e]
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, p)
+    warm[e] = j
+    segment[e] = j
+    j1 = next_point(j, n)
+    r0 = frame[e, j]
+    r1 = frame[e, j1]
+    length = loop_length[e]
+    s0 = r0[3]
+    s1 = length
+    if j + 1 < n:
+        s1 = r1[3]
+    sp = s0 + (s1 - s0) * t
+    if sp >= length:
+        sp = sp - length
+    s[e] = wp.max(sp, 0.0)
+    lateral_offset[e] = lateral
+    curvature_out[e] = r0[4] * (1.0 - t) + r1[4] * t
+    err = float(0.0)
+    if use_orientation != 0:
+        f = wp.quat_rotate(orientation[e], X_AXIS)
+        d = lerp_unit(wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), t)
+        err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
+    heading_error[e] = err
 
 
 class Localizer(Component):
@@ -66,7 +151,7 @@ class Localizer(Component):
                  name: str = "localizer", after=()):
         if source is not None and not isinstance(source, str):
             raise TypeError(f"source must be a component name (str) or None, got {type(source).__name__} {source!r}")
-        self.warm_window = geo.check_window(warm_window, "warm_window", DEFAULT_WARM_WINDOW)
+        self.warm_window = check_window(warm_window, "warm_window", DEFAULT_WARM_WINDOW)
         super().__init__(name, after=after, source=source)
         self._frame: TrackFrame | None = None
 
@@ -82,32 +167,27 @@ class Localizer(Component):
         self._warm = wp.full(num_envs, -1, dtype=wp.int32, device=device)  # -1: search globally
         # per point: tangent, arc length, curvature in one record (refreshed by on_generate)
         points = ctx.source(self).centerline.shape[1]
-        self._points = wp.zeros((num_envs, points), dtype=geo.frame_record, device=device)
+        self._points = wp.zeros((num_envs, points), dtype=frame_record, device=device)
         # stands for an unbound orientation (the kernel does not read it)
         self._no_orientation = wp.zeros(1, dtype=wp.quat, device=device)
 
-    def on_bind(self, arrays: dict) -> None:
-        self.bound = geo.bind_inputs(self, arrays)
-
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         m, src = ctx.mask(mask), ctx.source(self)
-        lanes = geo.lanes(ctx.device, self._points.shape[1])
-        geo.launch(geo._pack_frame, (ctx.num_envs, lanes), ctx,
+        lanes = ctx.lanes(self._points.shape[1])
+        ctx.launch(_pack_frame, (ctx.num_envs, lanes),
                    [m, src.tangent, src.arc_length, src.curvature, lanes, self._points])
         # the masked envs' lines changed: their warm segment means nothing now
-        geo.launch(geo._unset_warm, ctx.num_envs, ctx, [m, self._warm])
+        unset_warm(ctx, m, self._warm)
 
     def reset(self, ctx: ComponentContext, mask: wp.array | None) -> None:
-        geo.launch(geo._unset_warm, ctx.num_envs, ctx, [ctx.mask(mask), self._warm])
+        unset_warm(ctx, mask, self._warm)
 
     def step(self, ctx: ComponentContext) -> None:
-        geo.require_bound(self)
         src, fr = ctx.source(self), self._frame
         orientation = self.bound.get("orientation")
-        geo.launch(
-            geo._localize,
+        ctx.launch(
+            _localize,
             ctx.num_envs,
-            ctx,
             [
                 self.bound["position"], orientation if orientation is not None else self._no_orientation,
                 0 if orientation is None else 1,

@@ -4,11 +4,177 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
 from ..types import ProgressEvents
-from . import _geometry as geo
-from .component import Component, ComponentContext, InputSpec
+from .component import Component, ComponentContext
+from .contract import InputSpec
 
 __all__ = ["Progress"]
+
+wp.set_module_options({"enable_backward": False})
+
+#: A checkpoint's opening as ``Progress`` reads it: centre x, y, z [m], direction x, y, z,
+#: half width [m], half height [m]; 32 bytes, so an opening and its neighbour often share
+#: one cache line (instead of a line in each of 4 arrays).
+opening_record = wp.types.vector(length=8, dtype=wp.float32)
+
+
+@wp.func
+def _crosses_opening(opening: opening_record, q: wp.vec3, p: wp.vec3, forward: int) -> int:
+    """1 when the step ``q -> p`` crosses the opening at ``c`` (plane normal ``d``) in the
+    given sense (``forward`` 1: from behind to in front; 0: from in front to behind)
+    inside ``|lateral| <= half_width`` and ``|vertical| <= half_height``, where
+    lateral = normalize(z x d) and vertical = d x lateral."""
+    c = wp.vec3(opening[0], opening[1], opening[2])
+    d = wp.vec3(opening[3], opening[4], opening[5])
+    dq = wp.dot(q - c, d)
+    dp = wp.dot(p - c, d)
+    if forward != 0:
+        if not (dq < 0.0 and dp >= 0.0):
+            return 0
+    else:
+        if not (dq >= 0.0 and dp < 0.0):
+            return 0
+    x = q + (p - q) * (dq / (dq - dp)) - c
+    lat = wp.cross(Z_AXIS, d)
+    l = wp.length(lat)
+    if l > 1.0e-9:
+        lat = lat / l
+    else:
+        lat = Y_AXIS
+    vert = wp.cross(d, lat)
+    if wp.abs(wp.dot(x, lat)) <= opening[6] and wp.abs(wp.dot(x, vert)) <= opening[7]:
+        return 1
+    return 0
+
+
+@wp.kernel
+def _pack_openings(
+    mask: wp.array(dtype=wp.int32),
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    lanes: int,
+    # output
+    openings: wp.array2d(dtype=opening_record),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    for k in range(lane, openings.shape[1], lanes):
+        c = cp_position[e, k]
+        d = cp_direction[e, k]
+        openings[e, k] = opening_record(c[0], c[1], c[2], d[0], d[1], d[2], cp_half_width[e, k], cp_half_height[e, k])
+
+
+@wp.kernel
+def _progress_reset(
+    mask: wp.array(dtype=wp.int32),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    capacity: int,
+    start: wp.array(dtype=wp.int32),
+    use_start: int,
+    # state
+    start_checkpoint: wp.array(dtype=wp.int32),
+    net: wp.array(dtype=wp.int32),
+    has_prev: wp.array(dtype=wp.int32),
+    # outputs
+    passed: wp.array(dtype=wp.int32),
+    lap_completed: wp.array(dtype=wp.int32),
+    wrong_way: wp.array(dtype=wp.int32),
+    next_checkpoint: wp.array(dtype=wp.int32),
+    checkpoints_passed: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    lap_fraction: wp.array(dtype=float),
+):
+    e = wp.tid()
+    if mask[e] == 0:
+        return
+    n = wp.min(num_checkpoints[e], capacity)
+    s0 = int(0)
+    nxt = int(0)
+    if n > 0:
+        if use_start != 0:
+            s0 = wrap_index(start[e], n)
+        nxt = wrap_index(s0 + 1, n)
+    start_checkpoint[e] = s0
+    net[e] = 0
+    has_prev[e] = 0
+    passed[e] = 0
+    lap_completed[e] = 0
+    wrong_way[e] = 0
+    next_checkpoint[e] = nxt
+    checkpoints_passed[e] = 0
+    laps[e] = 0
+    lap_fraction[e] = 0.0
+
+
+@wp.kernel
+def _progress_step(
+    position: wp.array(dtype=wp.vec3),
+    openings: wp.array2d(dtype=opening_record),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    # state
+    start_checkpoint: wp.array(dtype=wp.int32),
+    net: wp.array(dtype=wp.int32),
+    has_prev: wp.array(dtype=wp.int32),
+    prev_position: wp.array(dtype=wp.vec3),
+    # outputs (counters are read and written)
+    passed: wp.array(dtype=wp.int32),
+    lap_completed: wp.array(dtype=wp.int32),
+    wrong_way: wp.array(dtype=wp.int32),
+    next_checkpoint: wp.array(dtype=wp.int32),
+    checkpoints_passed: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    lap_fraction: wp.array(dtype=float),
+):
+    e = wp.tid()
+    p = position[e]
+    passed[e] = 0
+    lap_completed[e] = 0
+    if has_prev[e] == 0:
+        prev_position[e] = p
+        has_prev[e] = 1
+        return
+    q = prev_position[e]
+    prev_position[e] = p
+    n = wp.min(num_checkpoints[e], openings.shape[1])
+    if n < 1:
+        return
+    s0 = start_checkpoint[e]
+    k_net = net[e]
+    best = checkpoints_passed[e]
+    n_laps = laps[e]
+    k_next = wrap_index(s0 + k_net + 1, n)
+    k_prev = prev_point(k_next, n)
+    fwd = _crosses_opening(openings[e, k_next], q, p, 1)
+    back = int(0)
+    if fwd == 0:
+        back = _crosses_opening(openings[e, k_prev], q, p, 0)
+    k_new = k_next
+    if fwd != 0:
+        k_net = k_net + 1
+        k_new = next_point(k_next, n)
+        wrong_way[e] = 0
+        # only new ground counts: re-passing a checkpoint undone by a wrong-way crossing
+        # restores the order but earns no pass (no farming by driving back and forth)
+        if k_net > best:
+            best = k_net
+            passed[e] = 1
+            if best % n == 0:
+                n_laps = n_laps + 1
+                lap_completed[e] = 1
+    elif back != 0:
+        k_net = k_net - 1
+        k_new = k_prev
+        wrong_way[e] = 1
+    net[e] = k_net
+    checkpoints_passed[e] = best
+    laps[e] = n_laps
+    next_checkpoint[e] = k_new  # (s0 + k_net + 1) mod n
+    in_lap = wp.clamp(k_net - n_laps * n, 0, n - 1)
+    lap_fraction[e] = float(in_lap) / float(n)
 
 
 class Progress(Component):
@@ -80,26 +246,22 @@ class Progress(Component):
         self._prev = zeros(wp.vec3)
         # the openings packed one record each (refreshed by on_generate)
         capacity = self._checkpoints(ctx).position.shape[1]
-        self._openings = wp.zeros((num_envs, capacity), dtype=geo.opening_record, device=device)
-
-    def on_bind(self, arrays: dict) -> None:
-        self.bound = geo.bind_inputs(self, arrays)
+        self._openings = wp.zeros((num_envs, capacity), dtype=opening_record, device=device)
 
     def _checkpoints(self, ctx: ComponentContext):
         return ctx.components["checkpoints"].result
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         cps = self._checkpoints(ctx)
-        lanes = geo.lanes(ctx.device, self._openings.shape[1])
-        geo.launch(geo._pack_openings, (ctx.num_envs, lanes), ctx,
+        lanes = ctx.lanes(self._openings.shape[1])
+        ctx.launch(_pack_openings, (ctx.num_envs, lanes),
                    [ctx.mask(mask), cps.position, cps.direction, cps.half_width, cps.half_height, lanes, self._openings])
 
     def _reset(self, ctx: ComponentContext, mask, start) -> None:
         cps, ev = self._checkpoints(ctx), self._events
-        geo.launch(
-            geo._progress_reset,
+        ctx.launch(
+            _progress_reset,
             ctx.num_envs,
-            ctx,
             [
                 ctx.mask(mask), cps.num_checkpoints, cps.position.shape[1],
                 start if start is not None else self._start, 0 if start is None else 1,
@@ -127,12 +289,10 @@ class Progress(Component):
         self._reset(ctx, mask, start)
 
     def step(self, ctx: ComponentContext) -> None:
-        geo.require_bound(self)
         cps, ev = self._checkpoints(ctx), self._events
-        geo.launch(
-            geo._progress_step,
+        ctx.launch(
+            _progress_step,
             ctx.num_envs,
-            ctx,
             [
                 self.bound["position"], self._openings, cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,
                 ev.passed, ev.lap_completed, ev.wrong_way, ev.next_checkpoint, ev.checkpoints_passed, ev.laps,

@@ -5,13 +5,74 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
+from ..polyline import BIG, line_count, locate, next_point
 from ..types import Contacts
-from . import _geometry as geo
-from .component import Component, ComponentContext, InputSpec
+from . import band_sdf
+from .component import Component, ComponentContext
+from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
+from .warm_start import check_window, unset_warm
 
 __all__ = ["BandCollision"]
 
+wp.set_module_options({"enable_backward": False})
+
 BACKENDS = ("segments", "sdf")
+
+
+@wp.kernel
+def _band_collision(
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    half_extents: wp.array(dtype=wp.vec3),
+    use_box: int,
+    valid: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    window: int,
+    # state: warm-start segment (-1: unset)
+    warm: wp.array(dtype=wp.int32),
+    # outputs
+    hit: wp.array(dtype=wp.int32),
+    distance: wp.array(dtype=float),
+):
+    e = wp.tid()
+    n = line_count(num_points, valid, line.shape[1], e)
+    if n == 0:
+        no_course(e, hit, distance)
+        warm[e] = -1
+        return
+    c = position[e]
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, c)
+    warm[e] = j
+    clearance = hw - wp.abs(lateral)
+    if use_box != 0:
+        # each corner searches around the centre's segment (being off the band is what is
+        # measured there, not a sign of a teleport), its descent starting at the segment
+        # its offset along segment j points to (the centreline is resampled evenly)
+        rot = orientation[e]
+        h = half_extents[e]
+        a = line[e, j]
+        ab = line[e, next_point(j, n)] - a
+        l2 = wp.dot(ab, ab)
+        along = wp.vec3(0.0)
+        if l2 > 0.0:
+            along = ab / l2
+        clearance = float(BIG)
+        for i in range(4):
+            corner = footprint_corner(c, rot, h, i)
+            u = wp.dot(corner - a, along)
+            if not (wp.abs(u) < float(window)):  # also a NaN position: no undefined int conversion
+                u = wp.where(u > 0.0, float(window), -float(window))
+            jc, tc, lateral_c, hw_c = locate(line, normal, half_width, e, n, j, int(wp.floor(u)), window, 0, corner)
+            corner_clearance = hw_c - wp.abs(lateral_c)
+            if wp.isnan(corner_clearance):
+                clearance = corner_clearance  # wp.min would drop a NaN: keep it, it is a hit
+                break
+            clearance = wp.min(clearance, corner_clearance)
+    distance[e] = clearance
+    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
 
 class BandCollision(Component):
@@ -67,12 +128,7 @@ class BandCollision(Component):
         ValueError: ``backend`` is another string; ``window < 1``; ``resolution < 16``.
     """
 
-    inputs = (
-        InputSpec("position", wp.vec3),
-        InputSpec("box_position", wp.vec3, required=False, default="position"),
-        InputSpec("orientation", wp.quat, required=False),
-        InputSpec("half_extents", wp.vec3, required=False),
-    )
+    inputs = BODY_INPUTS
     requires = ("centerline", "normal", "half_width", "num_points")
 
     def __init__(self, backend: str = "segments", *, window: int = 8, resolution: int = 128, name: str = "collision",
@@ -81,7 +137,7 @@ class BandCollision(Component):
             raise TypeError(f'backend must be a str ("segments" or "sdf"), got {type(backend).__name__} {backend!r}')
         if backend not in BACKENDS:
             raise ValueError(f'backend must be "segments" or "sdf", got {backend!r}')
-        self.window = geo.check_window(window, "window", 8)
+        self.window = check_window(window, "window", 8)
         if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
             raise TypeError(f"resolution must be an int >= 16, got {type(resolution).__name__} {resolution!r}")
         if resolution < 16:
@@ -93,12 +149,8 @@ class BandCollision(Component):
 
     def attach(self, ctx: ComponentContext) -> None:
         E, device = ctx.num_envs, ctx.device
-        self._contacts = Contacts(
-            hit=wp.zeros(E, dtype=wp.int32, device=device),
-            distance=wp.zeros(E, dtype=wp.float32, device=device),
-        )
-        # stands for the unbound orientation of a point test (the kernel does not read it)
-        self._no_orientation = wp.zeros(1, dtype=wp.quat, device=device)
+        self._contacts = allocate_contacts(E, device)
+        self._body = BodyArguments(device)
         if self.backend == "segments":
             self.segment = wp.full(E, -1, dtype=wp.int32, device=device)
         else:
@@ -108,48 +160,25 @@ class BandCollision(Component):
             self.cell = wp.zeros(E, dtype=wp.float32, device=device)
             self._reach = wp.zeros(E, dtype=wp.float32, device=device)
 
-    def on_bind(self, arrays: dict) -> None:
-        self.bound = geo.bind_inputs(self, arrays)
-
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
-        m, src = ctx.mask(mask), ctx.source(self)
         if self.backend == "segments":
             # the masked envs' courses changed: their warm segment means nothing now
-            geo.launch(geo._unset_warm, ctx.num_envs, ctx, [m, self.segment])
-            return
-        res = self.resolution
-        geo.launch(geo._sdf_frame, ctx.num_envs, ctx,
-                   [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, res,
-                    self.origin, self.cell, self._reach])
-        lanes = geo.lanes(ctx.device, res * res)
-        geo.launch(geo._sdf_clear, (ctx.num_envs, lanes), ctx, [m, self.cell, lanes, self.grid])
-        lanes = geo.lanes(ctx.device, src.centerline.shape[1])
-        geo.launch(geo._sdf_splat, (ctx.num_envs, lanes), ctx,
-                   [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, self.origin, self.cell,
-                    self._reach, lanes, self.grid])
+            unset_warm(ctx, mask, self.segment)
+        else:
+            band_sdf.bake(ctx, mask, ctx.source(self), self.origin, self.cell, self._reach, self.grid)
 
     def reset(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         if self.backend == "segments":
-            geo.launch(geo._unset_warm, ctx.num_envs, ctx, [ctx.mask(mask), self.segment])
+            unset_warm(ctx, mask, self.segment)
 
     def step(self, ctx: ComponentContext) -> None:
-        geo.require_bound(self)
-        src, out, bound = ctx.source(self), self._contacts, self.bound
-        use_box = "orientation" in bound and "half_extents" in bound
-        body = [
-            bound["box_position"] if use_box else bound["position"],
-            bound["orientation"] if use_box else self._no_orientation,
-            bound["half_extents"] if use_box else bound["position"],
-            1 if use_box else 0,
-        ]
+        src, out, body = ctx.source(self), self._contacts, self._body(self.bound)
         if self.backend == "segments":
-            geo.launch(geo._band_collision, ctx.num_envs, ctx,
+            ctx.launch(_band_collision, ctx.num_envs,
                        body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
                                self.window, self.segment, out.hit, out.distance])
         else:
-            geo.launch(geo._sdf_collision, ctx.num_envs, ctx,
-                       body + [ctx.result.valid, src.num_points, src.centerline.shape[1], self.origin, self.cell,
-                               self.grid, out.hit, out.distance])
+            band_sdf.contacts(ctx, body, src, self.origin, self.cell, self.grid, out)
 
     @property
     def result(self) -> Contacts | None:

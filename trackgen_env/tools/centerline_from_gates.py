@@ -1,0 +1,196 @@
+"""``CenterlineFromGates``: a smooth closed course line through a gate course, refreshed every generation."""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ..polyline import X_AXIS, Y_AXIS, line_count
+from ..types import GATE_FIELDS, CourseLine
+from .component import Component, ComponentContext
+
+__all__ = ["CenterlineFromGates"]
+
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.kernel
+def _course_line_points(
+    mask: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    gate_position: wp.array2d(dtype=wp.vec3),
+    gate_orientation: wp.array2d(dtype=wp.quat),
+    gate_width: wp.array(dtype=float),
+    num_gates: wp.array(dtype=wp.int32),
+    samples_per_gate: int,
+    lanes: int,
+    # outputs
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+):
+    e, lane = wp.tid()
+    if mask[e] == 0:
+        return
+    n = line_count(num_gates, valid, gate_position.shape[1], e)
+    count = n * samples_per_gate
+    for k in range(lane, centerline.shape[1], lanes):
+        if count == 0:
+            centerline[e, k] = wp.vec3(0.0)
+            tangent[e, k] = X_AXIS
+            normal[e, k] = Y_AXIS
+            curvature[e, k] = 0.0
+            half_width[e, k] = 0.0
+        else:
+            # padding repeats the last point (never read: consumers stop at num_points)
+            kk = wp.min(k, count - 1)
+            i = kk // samples_per_gate
+            t = float(kk - i * samples_per_gate) / float(samples_per_gate)
+            i1 = (i + 1) % n
+            p0 = gate_position[e, i]
+            p1 = gate_position[e, i1]
+            # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
+            # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
+            chord = wp.length(p1 - p0)
+            m0 = chord * wp.quat_rotate(gate_orientation[e, i], X_AXIS)
+            m1 = chord * wp.quat_rotate(gate_orientation[e, i1], X_AXIS)
+            t2 = t * t
+            t3 = t2 * t
+            pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
+            d1 = (6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1 + (3.0 * t2 - 2.0 * t) * m1
+            d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
+            speed = wp.length(d1)
+            tan = X_AXIS
+            if speed > 1.0e-9:
+                tan = d1 / speed
+            # signed curvature of the horizontal projection (the turn the normal measures)
+            speed_h2 = d1[0] * d1[0] + d1[1] * d1[1]
+            kappa = float(0.0)
+            if speed_h2 > 1.0e-12:
+                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_h2 * wp.sqrt(speed_h2))
+            left = wp.vec3(-tan[1], tan[0], 0.0)
+            ln = wp.length(left)
+            if ln > 1.0e-9:
+                left = left / ln
+            else:
+                left = Y_AXIS
+            centerline[e, k] = pos
+            tangent[e, k] = tan
+            normal[e, k] = left
+            curvature[e, k] = kappa
+            half_width[e, k] = 0.5 * gate_width[e]
+
+
+@wp.kernel
+def _course_line_arc_length(
+    mask: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    num_gates: wp.array(dtype=wp.int32),
+    capacity: int,
+    samples_per_gate: int,
+    centerline: wp.array2d(dtype=wp.vec3),
+    # outputs
+    arc_length: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+):
+    e = wp.tid()
+    if mask[e] == 0:
+        return
+    count = line_count(num_gates, valid, capacity, e) * samples_per_gate
+    num_points[e] = count
+    s = float(0.0)
+    for k in range(centerline.shape[1]):
+        if k > 0 and k < count:
+            s = s + wp.length(centerline[e, k] - centerline[e, k - 1])
+        arc_length[e, k] = s
+    if count > 0:
+        s = s + wp.length(centerline[e, 0] - centerline[e, count - 1])
+    loop_length[e] = s
+
+
+class CenterlineFromGates(Component):
+    """A smooth closed course line through the gate centres, refreshed every generation.
+
+    Segment ``i`` (gate ``i`` to gate ``i + 1``) is the cubic Hermite curve that leaves gate
+    ``i`` along its normal and enters gate ``i + 1`` along its normal, with tangent
+    magnitudes equal to the chord ``|p_{i+1} - p_i|`` (a Catmull-Rom-like parametrisation;
+    the line crosses every gate square to its opening). Each segment is sampled at
+    ``samples_per_gate`` uniform parameters, point ``k = i * samples_per_gate + j`` at
+    ``t = j / samples_per_gate`` (point 0 is gate 0's centre). Per point: ``tangent`` the
+    unit derivative, ``normal`` the horizontal left normal ``normalize(z x tangent)``,
+    ``curvature`` the signed curvature of the horizontal projection
+    ``(x'y'' - y'x'') / (x'^2 + y'^2)^(3/2)`` (left turn > 0),
+    ``half_width`` half the gate width; ``arc_length`` the cumulative chord length of the
+    samples, ``loop_length`` the closed polyline's length. Field names are a
+    ``TrackResult``'s, so ``Localizer(source="centerline")`` and ``Checkpoints(...,
+    source="centerline")`` read it. An invalid env (``valid == 0``) gets ``num_points = 0``.
+    Hermite curves: Farin, *Curves and Surfaces for CAGD* (2002), ch. 7.
+
+    Per-generation (the base ``step``): ``on_generate(ctx, mask)`` refreshes the masked
+    envs' rows only.
+
+    Args:
+        samples_per_gate: points per gate-to-gate segment, an int >= 2.
+        name, after: see :class:`~trackgen_env.tools.Component`.
+
+    Attributes:
+        result / utility: the :class:`~trackgen_env.types.CourseLine` (``course.course_line``),
+            arrays ``[E, L]`` / ``[E]`` with ``L = max_gates * samples_per_gate``.
+
+    Raises:
+        TypeError: ``samples_per_gate`` is not an int (a bool is refused).
+        ValueError: ``samples_per_gate < 2``.
+    """
+
+    requires = GATE_FIELDS
+
+    def __init__(self, samples_per_gate: int = 8, *, name: str = "centerline", after=()):
+        if isinstance(samples_per_gate, (bool, np.bool_)) or not isinstance(samples_per_gate, (int, np.integer)):
+            raise TypeError(f"samples_per_gate must be an int >= 2, got {type(samples_per_gate).__name__} {samples_per_gate!r}")
+        if samples_per_gate < 2:
+            raise ValueError(f"samples_per_gate must be an int >= 2, got {samples_per_gate}")
+        super().__init__(name, after=after)
+        self.samples_per_gate = int(samples_per_gate)
+        self._line: CourseLine | None = None
+
+    def attach(self, ctx: ComponentContext) -> None:
+        E, dev = ctx.num_envs, ctx.device
+        L = int(ctx.generator.layout.max_gates) * self.samples_per_gate
+        self._line = CourseLine(
+            centerline=wp.zeros((E, L), dtype=wp.vec3, device=dev),
+            tangent=wp.zeros((E, L), dtype=wp.vec3, device=dev),
+            normal=wp.zeros((E, L), dtype=wp.vec3, device=dev),
+            arc_length=wp.zeros((E, L), dtype=float, device=dev),
+            curvature=wp.zeros((E, L), dtype=float, device=dev),
+            half_width=wp.zeros((E, L), dtype=float, device=dev),
+            num_points=wp.zeros(E, dtype=wp.int32, device=dev),
+            loop_length=wp.zeros(E, dtype=float, device=dev),
+        )
+
+    def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
+        src, line, m = ctx.source(self), self._line, ctx.mask(mask)
+        lanes = ctx.lanes(line.centerline.shape[1])
+        ctx.launch(
+            _course_line_points, (ctx.num_envs, lanes),
+            [m, ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width, src.num_gates,
+             self.samples_per_gate, lanes, line.centerline, line.tangent, line.normal, line.curvature, line.half_width],
+        )
+        ctx.launch(
+            _course_line_arc_length, ctx.num_envs,
+            [m, ctx.result.valid, src.num_gates, src.gate_position.shape[1], self.samples_per_gate, line.centerline,
+             line.arc_length, line.num_points, line.loop_length],
+        )
+
+    @property
+    def result(self) -> CourseLine | None:
+        return self._line
+
+    @property
+    def utility(self) -> CourseLine | None:
+        return self._line
+
+    def __repr__(self) -> str:
+        return f"CenterlineFromGates({self.samples_per_gate}, name={self.name!r})"
