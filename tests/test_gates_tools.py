@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import warp as wp
+from prefill import prefill
 
 from trackgen_env import GateGenerator, tools
 from trackgen_env.pipeline import presets
@@ -16,6 +17,7 @@ def make(num_envs=4, device="cpu", *components, seeds=1, **kwargs):
     ctx = tools.ComponentContext(gen)
     for c in components:
         ctx.add(c)
+        prefill(c.result)  # an output a kernel leaves unwritten must fail, not read as a plausible 0
         c.on_generate(ctx, None)
         c.reset(ctx, None)
     return gen, ctx

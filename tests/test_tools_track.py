@@ -14,6 +14,7 @@ import pytest
 import warp as wp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prefill import prefill
 
 from trackgen_env.seeding import SeedState
 from trackgen_env.tools import BandCollision, Checkpoints, Component, ComponentContext, Localizer, Progress
@@ -98,6 +99,9 @@ def make(device, *components, circles=CIRCLES, **gen_kwargs):
     ctx = ComponentContext(gen)
     for c in components:
         ctx.add(c)
+        if isinstance(c, (Checkpoints, Progress, BandCollision, Localizer)):
+            # an output a kernel leaves unwritten must fail, not read as the 0 it was allocated with
+            prefill(c.result, *([c.clipped] if isinstance(c, Checkpoints) else []))
     for c in components:
         c.on_generate(ctx, None)
     for c in reversed(components):

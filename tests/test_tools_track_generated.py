@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import warp as wp
+from prefill import prefill
 
 from trackgen_env import TrackGenConfig, TrackGenerator
 from trackgen_env.tools import BandCollision, Checkpoints, ComponentContext, Localizer, Progress
@@ -21,6 +22,8 @@ def generated():
     comps = [Checkpoints(0.6), Progress(), BandCollision(), Localizer(), BandCollision("sdf", name="collision.sdf")]
     for c in comps:
         ctx.add(c)
+        prefill(c.result)  # an output a kernel leaves unwritten must fail, not read as a plausible 0
+    prefill(comps[0].clipped)
     pos = wp.zeros(NUM_ENVS, dtype=wp.vec3, device="cpu")
     for c in comps[1:]:
         c.bind(position=pos)
