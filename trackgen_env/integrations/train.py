@@ -2,7 +2,7 @@
 
 ``train`` runs PPO (Schulman et al., "Proximal Policy Optimization Algorithms", 2017, as
 implemented by Stable-Baselines3; Raffin et al., JMLR 2021) on one native vector env
-through :class:`~trackgen_env.wrappers.SB3VecEnv`, with ``VecMonitor`` (episode returns,
+through :class:`~trackgen_env.integrations.sb3.SB3VecEnv`, with ``VecMonitor`` (episode returns,
 lengths and laps to ``monitor.csv``) and ``VecNormalize`` (observation and reward
 normalisation), a tqdm progress bar and TensorBoard logs, and writes into ``--out``:
 
@@ -34,6 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import warp as wp
+
+from ..devices import resolve_device
+from ..envs.car import car_params
+from ..generators.centerline_io import centerline_length, load_centerline_csv
+from ..pipeline.track_config import TrackGenConfig
+from ..seeding import env_seeds
+from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "EvalResult", "train", "evaluate", "format_eval_table",
            "eval_results_json", "plot_learning_curve"]
@@ -79,10 +87,6 @@ def _check_seed(name: str, value: int) -> None:
 
 def _torch_device(device: str | None) -> str:
     """The policy's torch device for a Warp env device: CUDA next to a CUDA env, else the CPU."""
-    import warp as wp
-
-    from .devices import resolve_device
-
     return "cuda" if wp.get_device(resolve_device(device)).is_cuda else "cpu"
 
 
@@ -171,8 +175,6 @@ def train(
     _check_positive("steps", steps)
     _check_positive("num_envs", num_envs)
     _check_seed("seed", seed)
-    from .wrappers import make_sb3_vec_env
-
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -354,8 +356,6 @@ def evaluate(
     _check_positive("episodes", episodes)
     _check_seed("seed", seed)
     if "seed" in meta and track_csv is None:
-        from .seeding import env_seeds
-
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
         if seed == meta["seed"] or shared:
@@ -371,8 +371,6 @@ def evaluate(
 
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
-
-    from .wrappers import make_sb3_vec_env
 
     model = PPO.load(model_path, device=_torch_device(device))
     stats = model_path.with_name("vecnormalize.pkl")
@@ -407,10 +405,6 @@ def evaluate(
 
 def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
     """Env arguments to drive the circuit in ``track_csv`` with the training car, scaled to the training width."""
-    from .envs.car import car_params
-    from .generators.centerline_io import centerline_length, load_centerline_csv
-    from .pipeline.track_config import TrackGenConfig
-
     points = load_centerline_csv(track_csv)
     if track_scale is None:
         track = env_kwargs.get("track") or TrackGenConfig()
