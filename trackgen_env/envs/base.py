@@ -48,9 +48,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..course.graphs import any_set
-from ..devices import resolve_device
-from ..pipeline._validate import check_int
+from ..checks import check_int, resolve_device
 
 __all__ = ["CourseVectorEnv", "OUTPUTS", "autoreset_mode", "check_seed"]
 
@@ -233,7 +231,7 @@ class CourseVectorEnv(VectorEnv):
         mask the restart changes no output: it is an identity then)."""
         dev = self.device
         if dev.is_capturing and exec_modes.conditional_allowed(dev):
-            any_set(mask, self._any)
+            exec_modes.any_set(mask, self._any)
             wp.capture_if(self._any, on_true=body)
         else:
             body()

@@ -10,7 +10,7 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import render
-from ..pipeline._validate import check_float
+from ..checks import check_float
 from ..pipeline.gates_config import GateGenConfig
 from .base import CourseVectorEnv
 from .quadrotor import (

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from ..pipeline._validate import check_float, check_int
+from ..checks import check_float, check_int, check_vec3
 
 wp.set_module_options({"enable_backward": False})
 
@@ -53,12 +53,6 @@ __all__ = [
 ]
 
 GRAVITY = 9.81  # [m/s^2]
-
-
-def _check_vec3(name: str, value, *, lo: float = 0.0, lo_open: bool = False) -> tuple[float, float, float]:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
-        raise TypeError(f"{name} must be 3 numbers, got {value!r}")
-    return tuple(check_float(f"{name}[{i}]", v, lo=lo, lo_open=lo_open) for i, v in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -100,17 +94,17 @@ class QuadrotorParams:
         set_ = object.__setattr__
         set_(self, "mass", check_float("mass", self.mass, lo=0.0, lo_open=True))
         set_(self, "thrust_to_weight", check_float("thrust_to_weight", self.thrust_to_weight, lo=1.0, lo_open=True))
-        set_(self, "max_body_rate", _check_vec3("max_body_rate", self.max_body_rate, lo_open=True))
+        set_(self, "max_body_rate", check_vec3("max_body_rate", self.max_body_rate, lo=0.0, lo_open=True))
         set_(
             self,
             "body_rate_time_constant",
             check_float("body_rate_time_constant", self.body_rate_time_constant, lo=0.0, lo_open=True),
         )
-        set_(self, "drag", _check_vec3("drag", self.drag))
+        set_(self, "drag", check_vec3("drag", self.drag, lo=0.0))
         set_(self, "gravity", check_float("gravity", self.gravity, lo=0.0, lo_open=True))
         set_(self, "dt", check_float("dt", self.dt, lo=0.0, lo_open=True, hi=1.0))
         set_(self, "substeps", check_int("substeps", self.substeps, lo=1, hi=100))
-        set_(self, "half_extents", _check_vec3("half_extents", self.half_extents, lo_open=True))
+        set_(self, "half_extents", check_vec3("half_extents", self.half_extents, lo=0.0, lo_open=True))
 
     @property
     def max_thrust(self) -> float:

@@ -13,7 +13,7 @@ from .. import render, tools
 from ..course import Course
 from ..generators.centerline_io import check_centerline
 from ..generators.track import TrackGenerator
-from ..pipeline._validate import check_float, check_int
+from ..checks import check_float, check_int
 from ..pipeline.track_config import TrackGenConfig
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params

@@ -27,7 +27,7 @@ import numpy as np
 import warp as wp
 
 from ..pipeline import GateGenConfig
-from ..seeding import random_key, uniform
+from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..types import GateLayout, GateResult
 from .base import Generator, identity_quats
 
@@ -35,7 +35,7 @@ __all__ = ["GateGenConfig", "GateGenerator"]
 
 wp.set_module_options({"enable_backward": False})
 
-_STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
+_STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 _TWO_PI = wp.constant(2.0 * math.pi)
 _Z_UP = wp.constant(wp.vec3(0.0, 0.0, 1.0))
 # Float tolerance of the checks whose bound the construction meets exactly (gate 0 sits at
@@ -99,7 +99,7 @@ def _layout(
         return
     if j == 0:
         ok[e] = 1  # checks clear it
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
     num_gates = position.shape[1]
     # one phase and sense per course: the loop may start anywhere and run either way round
     phase = _TWO_PI * uniform(key, 0)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..devices import resolve_device
+from ..checks import check_float, check_int, resolve_device
 from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..pipeline.track_config import TrackGenConfig
@@ -75,12 +75,8 @@ def _check_env_id(env_id: str) -> None:
         raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {env_id!r}")
 
 
-def _check_positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-
-
 def _check_seed(name: str, value: int) -> None:
+    # its own message: the CLI's tested error names the half-open range of torch's and SB3's seeds
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**31:
         raise ValueError(f"{name} must be an int in [0, 2**31), got {value!r}")
 
@@ -168,12 +164,13 @@ def train(
         The path of ``model.zip``.
 
     Raises:
-        ValueError: an unknown env, or a bad ``steps``/``num_envs``/``seed``.
+        ValueError: an unknown env, ``steps``/``num_envs`` out of range, or a bad ``seed``.
+        TypeError: a ``steps``/``num_envs`` that is not an int.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``).
     """
     _check_env_id(env_id)
-    _check_positive("steps", steps)
-    _check_positive("num_envs", num_envs)
+    check_int("steps", steps, lo=1)
+    check_int("num_envs", num_envs, lo=1)
     _check_seed("seed", seed)
     import torch
     from stable_baselines3 import PPO
@@ -343,6 +340,7 @@ def evaluate(
         ValueError: an unknown env, bad ``episodes``/``seed``/``track_scale``, a seed that
             overlaps the training seeds, a CSV with the gates env, or an env that differs
             from the model's spaces.
+        TypeError: an ``episodes``/``track_scale`` of the wrong type.
     """
     model_path = Path(model_path)
     if not model_path.is_file():
@@ -353,7 +351,7 @@ def evaluate(
     if env_id is None:
         raise ValueError(f"no train.json beside {model_path}: pass env_id (--env)")
     _check_env_id(env_id)
-    _check_positive("episodes", episodes)
+    check_int("episodes", episodes, lo=1)
     _check_seed("seed", seed)
     if "seed" in meta and track_csv is None:
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
@@ -409,8 +407,8 @@ def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
     if track_scale is None:
         track = env_kwargs.get("track") or TrackGenConfig()
         track_scale = track.width / float(np.mean(points[:, 2] + points[:, 3]))
-    elif isinstance(track_scale, bool) or not isinstance(track_scale, (int, float)) or not (0.0 < track_scale < math.inf):
-        raise ValueError(f"track_scale must be a finite float > 0, got {track_scale!r}")
+    else:
+        track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     points = points * track_scale
     car = car_params(env_kwargs.get("car", "rc10"))
     # ten times the lap at top speed: a cautious policy still finishes before truncation
