@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_float", "check_vec3", "check_env_array", "check_mask", "resolve_device"]
+__all__ = ["check_int", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device"]
 
 
 def _range(lo, hi) -> str:
@@ -96,6 +96,21 @@ def check_mask(mask, num_envs: int, device, *, name: str = "mask") -> wp.array |
         ValueError: another shape, dtype or device.
     """
     return None if mask is None else check_env_array(name, mask, num_envs, device)
+
+
+def values_in_range(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
+    """A validator of per-env values (``Params.add_validator``): ``check(name, values)`` raises
+    ValueError naming the first value outside ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+
+    def check(name: str, values: np.ndarray) -> None:
+        bad = (values <= lo if lo_open else values < lo) if lo is not None else np.zeros(values.shape, bool)
+        if hi is not None:
+            bad = bad | (values > hi)
+        if np.any(bad):
+            rng = (f"{'>' if lo_open else '>='} {lo}" if hi is None else f"in [{lo}, {hi}]")
+            raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
+
+    return check
 
 
 def resolve_device(device=None) -> str:

@@ -26,6 +26,7 @@ import math
 import numpy as np
 import warp as wp
 
+from ..checks import values_in_range
 from ..pipeline import GateGenConfig
 from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..types import GateLayout, GateResult
@@ -236,28 +237,14 @@ def _commit(
 
 
 # --- the generator -------------------------------------------------------------------------
-def _check_param(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
-    """A ``Params`` validator: every value in the range, else ValueError saying which."""
-
-    def check(name: str, values: np.ndarray) -> None:
-        bad = (values <= lo if lo_open else values < lo) if lo is not None else np.zeros(values.shape, bool)
-        if hi is not None:
-            bad = bad | (values > hi)
-        if np.any(bad):
-            rng = (f"{'>' if lo_open else '>='} {lo}" if hi is None else f"in [{lo}, {hi}]")
-            raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
-
-    return check
-
-
 _VALIDATORS = {
-    "layout.size": _check_param(0.0, lo_open=True),
-    "layout.radius_jitter": _check_param(0.0, 0.9),
-    "layout.angle_jitter": _check_param(0.0, 0.9),
-    "layout.altitude_min": _check_param(0.0, lo_open=True),
-    "layout.altitude_max": _check_param(0.0, lo_open=True),
-    "gate_frames.gate_width": _check_param(0.0),
-    "gate_frames.gate_height": _check_param(0.0, lo_open=True),
+    "layout.size": values_in_range(0.0, lo_open=True),
+    "layout.radius_jitter": values_in_range(0.0, 0.9),
+    "layout.angle_jitter": values_in_range(0.0, 0.9),
+    "layout.altitude_min": values_in_range(0.0, lo_open=True),
+    "layout.altitude_max": values_in_range(0.0, lo_open=True),
+    "gate_frames.gate_width": values_in_range(0.0),
+    "gate_frames.gate_height": values_in_range(0.0, lo_open=True),
 }
 
 
