@@ -38,7 +38,8 @@ import numpy as np
 import warp as wp
 
 import trackgen_env  # noqa: F401  (registers the envs)
-from trackgen_env.envs.track import PurePursuit, TrackVectorEnv
+from trackgen_env.envs.controllers import PurePursuit
+from trackgen_env.envs.track import TrackVectorEnv
 
 _clock = time.perf_counter
 

@@ -27,7 +27,8 @@ import warp as wp
 
 import trackgen_env  # noqa: F401  (registers the envs)
 from trackgen_env import TrackGenConfig, TrackGenerator
-from trackgen_env.envs.track import PurePursuit, TrackVectorEnv
+from trackgen_env.envs.controllers import PurePursuit
+from trackgen_env.envs.track import TrackVectorEnv
 
 
 def count_launches(env) -> tuple[int, int]:
@@ -110,7 +111,7 @@ def breakdown(num_envs: int, device: str, steps: int = 200, seed: int = 0) -> di
     env.state.step = timed("car", env.state.step)
     env.course.step = timed("course.step()", env.course.step)
     env._advance = timed("advance", env._advance)
-    env._outputs = timed("outputs copy out", env._outputs)
+    env._io.outputs = timed("outputs copy out", env._io.outputs)
     obs, _ = env.reset(seed=seed)
     for _ in range(20):
         obs, *_ = env.step(pursuit(obs))

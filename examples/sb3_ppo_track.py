@@ -1,10 +1,10 @@
 """Stable-Baselines3 PPO on ``TrackGen-Track-v0`` through the SB3 adapter.
 
 One native vector env of 16 cars on generated tracks (SAME_STEP autoreset, as SB3
-expects) becomes an SB3 ``VecEnv`` with :func:`trackgen_env.wrappers.make_sb3_vec_env`;
+expects) becomes an SB3 ``VecEnv`` with :func:`trackgen_env.integrations.sb3.make_sb3_vec_env`;
 SB3's own wrappers (``VecMonitor``, ``VecNormalize``) and ``PPO`` run on it unchanged.
 The full training CLI with progress bar, TensorBoard and evaluation is
-``python -m trackgen_env train`` / ``eval`` (:mod:`trackgen_env.train`).
+``python -m trackgen_env train`` / ``eval`` (:mod:`trackgen_env.integrations.train`).
 
 Run (``pip install -e ".[sb3]"``)::
 
@@ -17,7 +17,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-from trackgen_env.wrappers import make_sb3_vec_env
+from trackgen_env.integrations.sb3 import make_sb3_vec_env
 
 
 def main() -> None:

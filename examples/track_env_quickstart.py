@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 import trackgen_env  # noqa: F401  (registers TrackGen-Track-v0)
-from trackgen_env.envs.track import PurePursuit
+from trackgen_env.envs.controllers import PurePursuit
 
 
 def main():

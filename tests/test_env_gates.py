@@ -8,7 +8,8 @@ from gymnasium.vector import AutoresetMode
 
 import trackgen_env  # noqa: F401  (registers the envs)
 from trackgen_env import GateGenConfig
-from trackgen_env.envs.gates import OBS_DIM, CourseLinePilot, GatesVectorEnv
+from trackgen_env.envs.controllers import CourseLinePilot
+from trackgen_env.envs.gates import OBS_DIM, GatesVectorEnv
 
 FLYABLE_GATE_FRACTION = 0.9  # issue 4: >= 90 % of the gates of 256 courses, no collision
 

@@ -1,15 +1,28 @@
-"""Physics sanity of the quadrotor model and the reference controller (trackgen_env.envs.quadrotor)."""
+"""Physics sanity of the quadrotor model the gates env flies (trackgen_env.envs.quadrotor.Quadrotor, the
+env's ``drone``) and of the reference controller (trackgen_env.envs.controllers)."""
 
+import functools
 import math
 
 import numpy as np
 import pytest
 import warp as wp
 
-from trackgen_env.envs.quadrotor import ControllerGains, Quadrotor, QuadrotorParams, ReferenceController
+from trackgen_env.envs.controllers import ControllerGains, ReferenceController
+from trackgen_env.envs.quadrotor import Quadrotor, QuadrotorParams
 
 HOVER_TOLERANCE = 0.01  # [m] altitude drift allowed over 5 s of hover
 TRACKING_TOLERANCE = 0.1  # [m] largest distance from the course line once converged
+
+
+@functools.lru_cache(maxsize=None)
+def _no_reset(num_envs, device):
+    return wp.zeros(num_envs, dtype=wp.int32, device=device)  # read only: one per shape serves every test
+
+
+def _fly(quad, action):
+    """One control step of every drone, as the env's dynamics run it for the envs that are not reset."""
+    quad.step(action, _no_reset(quad.num_envs, str(quad.device)), quad.position, quad.orientation)
 
 
 def _actions(num_envs, thrust, roll=0.0, pitch=0.0, yaw=0.0, device="cpu"):
@@ -22,7 +35,7 @@ def test_hover_thrust_keeps_altitude_for_5_s(device):
     quad.position.assign(np.tile([0.0, 0.0, 1.0], (8, 1)))
     action = _actions(8, quad.params.hover_action, device=device)
     for _ in range(round(5.0 / quad.params.dt)):
-        quad.step(action)
+        _fly(quad, action)
     p = quad.position.numpy()
     assert np.all(np.abs(p[:, 2] - 1.0) < HOVER_TOLERANCE)
     assert np.all(np.abs(p[:, :2]) < 1e-6)
@@ -35,7 +48,7 @@ def test_zero_thrust_falls_with_gravity(device):
     action = _actions(1, -1.0, device=device)
     steps = 50
     for _ in range(steps):
-        quad.step(action)
+        _fly(quad, action)
     t = steps * params.dt
     h = params.dt / params.substeps
     # semi-implicit Euler: z_n = -g h^2 n (n + 1) / 2 after n substeps
@@ -51,7 +64,7 @@ def test_body_rate_follows_command_with_first_order_lag(device):
     action = _actions(1, params.hover_action, yaw=1.0, device=device)
     steps = 3
     for _ in range(steps):
-        quad.step(action)
+        _fly(quad, action)
     t = steps * params.dt
     expected = params.max_body_rate[2] * (1.0 - math.exp(-t / params.body_rate_time_constant))
     assert quad.body_rate.numpy()[0, 2] == pytest.approx(expected, rel=1e-4)
@@ -61,9 +74,9 @@ def test_positive_roll_rate_tilts_thrust_towards_minus_y(device):
     """Right-hand rule: a positive roll rate turns body z towards world -y (body frame x forward, y left, z up)."""
     quad = Quadrotor(1, device)
     quad.position.assign([[0.0, 0.0, 1.0]])
-    quad.step(_actions(1, quad.params.hover_action, roll=0.2, device=device))
+    _fly(quad, _actions(1, quad.params.hover_action, roll=0.2, device=device))
     for _ in range(20):
-        quad.step(_actions(1, quad.params.hover_action, device=device))
+        _fly(quad, _actions(1, quad.params.hover_action, device=device))
     assert quad.velocity.numpy()[0, 1] < -0.05
 
 
@@ -75,14 +88,14 @@ def test_saturating_random_actions_give_finite_state_10000_steps_4096_drones(dev
     actions = [
         wp.array(rng.choice([-1.0, 1.0], size=(num_envs, 4)).astype(np.float32), device=device) for _ in range(batches)
     ]
-    quad.step(actions[0])  # load the module before recording
+    _fly(quad, actions[0])  # load the module before recording
     with wp.ScopedCapture(device=device) as capture:
         for a in actions:
-            quad.step(a)
+            _fly(quad, a)
     for _ in range(steps // batches - 1):
         wp.capture_launch(capture.graph)
     for a in actions[1:]:  # the first step above + 624 replays of 16 + 15 = 10,000 steps
-        quad.step(a)
+        _fly(quad, a)
     for arr in (quad.position, quad.velocity, quad.orientation, quad.body_rate):
         assert np.all(np.isfinite(arr.numpy()))
     np.testing.assert_allclose(np.linalg.norm(quad.orientation.numpy(), axis=1), 1.0, atol=1e-4)
@@ -112,7 +125,7 @@ def test_reference_controller_tracks_closed_3d_lines(device):
     ctrl = ReferenceController(num_envs, device)
     worst = np.zeros(num_envs)
     for i in range(600):
-        quad.step(ctrl.compute(quad.position, quad.velocity, quad.orientation, line, num_points, generation))
+        _fly(quad, ctrl.compute(quad.position, quad.velocity, quad.orientation, line, num_points, generation))
         if i >= 100:
             p = quad.position.numpy()
             dist = np.linalg.norm(dense - p[:, None, :], axis=2).min(axis=1)
@@ -167,4 +180,4 @@ def test_bad_controller_gains_are_refused():
 def test_step_refuses_an_action_of_the_wrong_shape(device):
     quad = Quadrotor(2, device)
     with pytest.raises(ValueError, match=r"\[2, 4\] float32"):
-        quad.step(wp.zeros((2, 3), dtype=wp.float32, device=device))
+        _fly(quad, wp.zeros((2, 3), dtype=wp.float32, device=device))

@@ -6,7 +6,8 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import trackgen_env  # noqa: F401  (registers the envs)
-from trackgen_env.envs.track import OBS_FIELDS, PurePursuit, TrackVectorEnv
+from trackgen_env.envs.controllers import PurePursuit
+from trackgen_env.envs.track import OBS_FIELDS, TrackVectorEnv
 
 E = 4
 

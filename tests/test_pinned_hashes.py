@@ -58,11 +58,11 @@ def _rollout(env_id: str, policy: str, steps: int = 300) -> str:
     obs, _ = env.reset(seed=0)
     if policy == "controller":
         if env_id == "TrackGen-Track-v0":
-            from trackgen_env.envs.track import PurePursuit
+            from trackgen_env.envs.controllers import PurePursuit
 
             act = PurePursuit(env.unwrapped.car)
         else:
-            from trackgen_env.envs.gates import CourseLinePilot
+            from trackgen_env.envs.controllers import CourseLinePilot
 
             act = CourseLinePilot(env.unwrapped)
     else:

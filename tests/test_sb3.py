@@ -1,4 +1,4 @@
-"""The Stable-Baselines3 adapter (trackgen_env.wrappers.SB3VecEnv) against SB3's VecEnv contract.
+"""The Stable-Baselines3 adapter (trackgen_env.integrations.sb3.SB3VecEnv) against SB3's VecEnv contract.
 
 SB3's env_checker does not check VecEnvs, so these tests spell the contract out: spaces,
 step shapes and dtypes, the per-env infos, terminal_observation / TimeLimit.truncated on
@@ -21,8 +21,7 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize  # noqa: E402
 
 import trackgen_env  # noqa: E402,F401
-from trackgen_env import wrappers  # noqa: E402
-from trackgen_env.wrappers import SB3VecEnv, make_sb3_vec_env  # noqa: E402
+from trackgen_env.integrations.sb3 import SB3VecEnv, make_sb3_vec_env  # noqa: E402
 
 
 class ScriptedSameStepEnv(VectorEnv):
@@ -221,7 +220,7 @@ def test_missing_sb3_gives_an_import_error_naming_the_extra(monkeypatch):
 
 
 def test_importing_the_package_does_not_import_sb3():
-    code = "import sys, trackgen_env, trackgen_env.wrappers; assert 'stable_baselines3' not in sys.modules"
+    code = "import sys, trackgen_env, trackgen_env.integrations.sb3, trackgen_env.integrations.train; assert 'stable_baselines3' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

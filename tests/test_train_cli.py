@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from trackgen_env.__main__ import main  # noqa: E402
-from trackgen_env.train import EVAL_SEED, evaluate  # noqa: E402
+from trackgen_env.integrations.train import EVAL_SEED, evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_eval_seed_default_is_documented_and_disjoint_from_small_training_seeds(
 
 
 def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
-    from trackgen_env.train import plot_learning_curve
+    from trackgen_env.integrations.train import plot_learning_curve
 
     csv = tmp_path / "monitor.csv"
     lines = ['#{"t_start": 0, "env_id": "None"}', "r,l,t,laps"] + [f"{i * 0.1},{100 + i},{i},{i % 2}" for i in range(50)]

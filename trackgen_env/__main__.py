@@ -7,7 +7,7 @@ through generated gates.
 
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
-courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.train`.
+courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
 They need ``pip install trackgen_env[sb3]``.
 """
 
@@ -17,6 +17,10 @@ import argparse
 import importlib
 import os
 import sys
+
+import warp as wp
+
+from .integrations.train import ENV_IDS, EVAL_SEED, eval_results_json, evaluate, format_eval_table, train
 
 DEMO_ENVS = ("track", "gates")
 
@@ -34,8 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--track-csv", default=None, metavar="FILE",
                       help="track env: drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m) instead")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-    from .train import ENV_IDS, EVAL_SEED
 
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
     train.add_argument("--env", choices=sorted(ENV_IDS), default="TrackGen-Track-v0", help="env id (default: TrackGen-Track-v0)")
@@ -65,8 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _train(args) -> int:
-    from .train import train
-
     out = args.out or f"out/ppo_{args.env.split('-')[1].lower()}_s{args.seed}"
     path = train(args.env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                  logdir=args.logdir, progress=not args.no_progress)
@@ -75,8 +75,6 @@ def _train(args) -> int:
 
 
 def _eval(args) -> int:
-    from .train import eval_results_json, evaluate, format_eval_table
-
     episodes = args.episodes or (1 if args.track_csv else 100)
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
                        track_csv=args.track_csv, track_scale=args.track_scale)
@@ -91,8 +89,6 @@ def _eval(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import warp as wp
-
     args = build_parser().parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
     for name in ("num_envs", "steps", "episodes"):

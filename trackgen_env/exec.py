@@ -1,4 +1,8 @@
-"""Recording modes for the masked regeneration.
+"""Recording modes for the masked regeneration, and the ``any(mask)`` flag it is conditioned on.
+
+``any_set(mask, flag)``: ``flag[0] = any(mask)`` on the device: the condition of the
+``capture_if`` node that a masked body (the course's regeneration, an env's restart) is
+recorded under.
 
 ``unconditional()``: inside this context, a masked regeneration that is being recorded
 into a graph records its body without the ``any(mask)`` conditional node. The body is an
@@ -19,9 +23,25 @@ import warp as wp
 
 from .capture import CaptureError
 
-__all__ = ["unconditional", "conditional_allowed", "registered", "Registration"]
+__all__ = ["unconditional", "conditional_allowed", "registered", "Registration", "any_set"]
+
+wp.set_module_options({"enable_backward": False})
 
 _state = threading.local()
+
+
+@wp.kernel
+def _any_set(mask: wp.array(dtype=wp.int32), flag: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    # every writer stores the same value, so the race is benign
+    if mask[e] != 0:
+        flag[0] = 1
+
+
+def any_set(mask: wp.array, flag: wp.array) -> None:
+    """``flag[0] = 1 if any(mask) else 0`` on the device, without a host sync (capturable)."""
+    flag.zero_()
+    wp.launch(_any_set, mask.shape[0], inputs=[mask], outputs=[flag], device=mask.device)
 
 
 @contextlib.contextmanager

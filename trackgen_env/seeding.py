@@ -19,12 +19,18 @@ Ownership (spec, "Seeds and the rng"):
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 import warp as wp
+
+from .checks import check_env_array, check_int
 
 __all__ = [
     "SeedState",
     "PerEnvSeededRNG",
+    "Stream",
+    "ATTEMPT_STREAMS",
     "env_seeds",
     "random_key",
     "uniform",
@@ -32,6 +38,25 @@ __all__ = [
 ]
 
 wp.set_module_options({"enable_backward": False})
+
+
+class Stream(enum.IntEnum):
+    """The random stream ids (``random_key``'s ``stream``): one per consumer, so no two share draws.
+
+    The values are part of every course's identity: changing one changes the courses.
+    """
+
+    #: a generator's layout stage; attempt ``a`` of the retry loop draws from
+    #: ``LAYOUT * ATTEMPT_STREAMS + a``
+    LAYOUT = 1
+    #: ``with_randomize`` parameters: ``RANDOMIZE + i`` for the ``i``-th parameter name (sorted)
+    RANDOMIZE = 1 << 20
+    #: the checkpoint sampler of ``tools.checkpoints`` ("CPKS")
+    CHECKPOINT_SAMPLER = 0x43504B53
+
+
+#: stream ids per stage for its retry attempts (``max_retries <= 64`` fits)
+ATTEMPT_STREAMS = 256
 
 _GOLDEN = wp.constant(wp.uint32(0x9E3779B9))
 _M1 = wp.constant(wp.uint32(0x7FEB352D))
@@ -88,11 +113,7 @@ def env_seeds(seed: int, num_envs: int) -> np.ndarray:
         TypeError: ``seed`` is not an int.
         ValueError: ``seed`` is negative.
     """
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    seed = int(seed)
+    seed = check_int("seed", seed, lo=0)
     with np.errstate(over="ignore"):
         lo = _lowbias32_np(np.uint32(seed & 0xFFFFFFFF) ^ np.uint32(0x9E3779B9))
         hi = _lowbias32_np(np.uint32((seed >> 32) & 0xFFFFFFFF) ^ lo)
@@ -113,12 +134,7 @@ def _advance(mask: wp.array(dtype=wp.int32), use_mask: int, counters: wp.array(d
 def _check_seed_array(arr: wp.array, num_envs: int, device) -> None:
     if not isinstance(arr, wp.array):
         raise TypeError(f"seeds must be an int, a wp.array, a PerEnvSeededRNG or a SeedState; got {type(arr).__name__}")
-    if arr.dtype != wp.int32 or arr.ndim != 1 or arr.shape[0] != num_envs:
-        raise ValueError(
-            f"a seed array must be [{num_envs}] int32, got shape {arr.shape} dtype {wp.types.type_repr(arr.dtype)}"
-        )
-    if wp.get_device(device) != arr.device:
-        raise ValueError(f"a seed array must be on {wp.get_device(device)}, got {arr.device}")
+    check_env_array("a seed array", arr, num_envs, device)
 
 
 class PerEnvSeededRNG:
@@ -134,9 +150,7 @@ class PerEnvSeededRNG:
     """
 
     def __init__(self, num_envs: int, seed=0, *, device=None):
-        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        self.num_envs = int(num_envs)
+        self.num_envs = check_int("num_envs", num_envs, lo=1)
         self.device = wp.get_device(device)
         self.seeds = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)
         self.seed(seed)

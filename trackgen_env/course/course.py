@@ -27,12 +27,13 @@ import warp as wp
 
 from .. import exec as exec_modes
 from ..capture import CaptureError, NotCapturableError, caller, retain
+from ..checks import check_mask
 from ..pipeline import GateGenConfig, PipelineSpec, Program, TrackGenConfig
 from ..tools.component import ComponentContext, is_per_step
 from ..tools.contract import mark_recorded
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs
 from .config import CourseConfig
-from .graphs import VariantGraphs, any_set, load_kernel_modules
+from .graphs import VariantGraphs, load_kernel_modules
 from .order import as_component_list, sort_components
 from .presets import GatesPreset, TrackPreset, preset_for_family
 from .result import StepResult
@@ -480,7 +481,7 @@ class Course:
             )
         with self._scope(s):
             load_kernel_modules(self._order, self.device)
-            any_set(self._zero_mask, self._flag)
+            exec_modes.any_set(self._zero_mask, self._flag)
             self._body(True, self._zero_mask)
         self._prepared = True
 
@@ -524,7 +525,7 @@ class Course:
         elif not conditional:
             self._body(advance, mask)
         else:
-            any_set(mask, self._flag)
+            exec_modes.any_set(mask, self._flag)
             try:
                 wp.capture_if(self._flag, on_true=lambda: self._body(advance, mask))
             except CaptureError:
@@ -575,16 +576,7 @@ class Course:
             )
 
     def _check_mask(self, mask):
-        if mask is None:
-            return None
-        if not isinstance(mask, wp.array):
-            raise TypeError(f"mask must be a [{self.num_envs}] int32 wp.array or None, got {type(mask).__name__}")
-        if mask.dtype != wp.int32 or tuple(mask.shape) != (self.num_envs,) or mask.device != self.device:
-            raise ValueError(
-                f"mask must be a [{self.num_envs}] int32 wp.array on {self.device}, got shape {tuple(mask.shape)} "
-                f"dtype {wp.types.type_repr(mask.dtype)} on {mask.device}"
-            )
-        return mask
+        return check_mask(mask, self.num_envs, self.device)
 
     def _resolve(self, stream):
         return resolve_stream(self.device, self.stream, stream)

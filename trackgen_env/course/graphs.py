@@ -1,4 +1,4 @@
-"""The ``any(mask)`` flag kernel and the course's own regeneration graphs (one per variant).
+"""The course's own regeneration graphs (one per variant).
 
 A *variant* is ``(advance, mask array)``: ``(False, None)`` is ``course.graph``; up to
 :data:`MAX_VARIANTS` others get a graph of their own, keyed by the identity of the mask
@@ -12,25 +12,9 @@ import warnings
 
 import warp as wp
 
-__all__ = ["any_set", "VariantGraphs", "MAX_VARIANTS", "load_kernel_modules"]
-
-wp.set_module_options({"enable_backward": False})
+__all__ = ["VariantGraphs", "MAX_VARIANTS", "load_kernel_modules"]
 
 MAX_VARIANTS = 16
-
-
-@wp.kernel
-def _any_set(mask: wp.array(dtype=wp.int32), flag: wp.array(dtype=wp.int32)):
-    e = wp.tid()
-    # every writer stores the same value, so the race is benign
-    if mask[e] != 0:
-        flag[0] = 1
-
-
-def any_set(mask: wp.array, flag: wp.array) -> None:
-    """``flag[0] = 1 if any(mask) else 0`` on the device, without a host sync (capturable)."""
-    flag.zero_()
-    wp.launch(_any_set, mask.shape[0], inputs=[mask], outputs=[flag], device=mask.device)
 
 
 class VariantGraphs:

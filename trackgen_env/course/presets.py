@@ -6,13 +6,13 @@ behind (spec, "Checks before anything is built").
 
 from __future__ import annotations
 
-import math
 import warnings
 from numbers import Real
 
 import numpy as np
 
 from .. import tools
+from ..checks import check_float, check_int
 from ..pipeline import GateGenConfig, Params, PipelineSpec, TrackGenConfig, build
 from .order import as_component_list, sort_components
 
@@ -43,23 +43,6 @@ def source_family(source) -> tuple[str | None, str]:
         "a preset's source must be a TrackGenConfig / GateGenConfig, a PipelineSpec, or a built generator, "
         f"got {type(source).__name__}"
     )
-
-
-def _number(name: str, value, *, positive: bool = True) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a number > 0, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or (positive and value <= 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value}")
-    return value
-
-
-def _int(name: str, value, lo: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {lo}, got {type(value).__name__} {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be an int >= {lo}, got {value}")
-    return int(value)
 
 
 def _is_component(value) -> bool:
@@ -118,11 +101,11 @@ class TrackPreset(_Preset):
     def __init__(self, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, extra=(), seeds=None,
                  stream=None):
         super().__init__(source, seeds=seeds, stream=stream)
-        spacing = _number("checkpoint_spacing", checkpoint_spacing)
+        spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
         if isinstance(max_checkpoints, str) and max_checkpoints == "auto":
             max_checkpoints = None
         if max_checkpoints is not None:
-            max_checkpoints = _int("max_checkpoints", max_checkpoints, 3)
+            max_checkpoints = check_int("max_checkpoints", max_checkpoints, lo=3)
         if isinstance(collision, (bool, np.bool_)):
             raise TypeError(f'collision must be None, "segments", "sdf" or a component, got {collision!r}')
         if isinstance(collision, str):
@@ -181,16 +164,16 @@ class GatesPreset(_Preset):
     def __init__(self, source, *, collision=None, samples_per_gate=8, localize_window=None, extra=(), seeds=None,
                  stream=None):
         super().__init__(source, seeds=seeds, stream=stream)
-        samples = _int("samples_per_gate", samples_per_gate, 2)
+        samples = check_int("samples_per_gate", samples_per_gate, lo=2)
         if localize_window is not None:
-            localize_window = _int("localize_window", localize_window, 1)
+            localize_window = check_int("localize_window", localize_window, lo=1)
         if isinstance(collision, (bool, np.bool_)):
             raise TypeError(f"collision must be None, a post radius > 0 or a component, got {collision!r}")
         if isinstance(collision, str):
             raise ValueError(f"collision must be None, a post radius > 0 or a component, got {collision!r}")
         radius = None
         if isinstance(collision, Real):
-            radius = _number("collision (a post radius)", collision)
+            radius = check_float("collision (a post radius)", collision, lo=0.0, lo_open=True)
         elif collision is not None and not _is_component(collision):
             raise TypeError(
                 f"collision must be None, a post radius > 0 or a component, got {type(collision).__name__}"

@@ -7,6 +7,9 @@ import time
 
 import numpy as np
 
+from ..envs.controllers import CourseLinePilot
+from ..envs.gates import GatesVectorEnv
+
 __all__ = ["run", "fly", "plot_courses"]
 
 GRID_ENVS = 9  # courses shown in the picture (3 x 3)
@@ -144,8 +147,6 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
 
 def run(args) -> int:
     """Run the gates demo for the parsed command-line ``args`` (see ``trackgen_env.__main__``)."""
-    from ..envs.gates import CourseLinePilot, GatesVectorEnv
-
     num_envs = args.num_envs or 64
     steps = args.steps or 600
     t_build = time.perf_counter()

@@ -8,6 +8,12 @@ import time
 
 import numpy as np
 
+from .. import viz
+from ..envs.car import CAR_PRESETS
+from ..envs.controllers import PurePursuit
+from ..envs.track import TrackVectorEnv
+from ..generators.centerline_io import centerline_length, load_centerline_csv
+
 __all__ = ["run", "drive"]
 
 GRID_ENVS = 16  # tracks shown in the picture
@@ -73,10 +79,6 @@ def _circuit_title(name: str, out: dict, env) -> str:
 
 def run(args) -> int:
     """Run the track demo for the parsed command-line ``args`` (see ``trackgen_env.__main__``)."""
-    from .. import viz
-    from ..envs.car import CAR_PRESETS
-    from ..envs.track import PurePursuit, TrackVectorEnv
-    from ..generators.centerline_io import centerline_length, load_centerline_csv
 
     t_build = time.perf_counter()
     if args.track_csv:

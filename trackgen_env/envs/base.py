@@ -1,4 +1,4 @@
-"""The machinery the course envs share: one recorded step, the autoreset modes, outputs, rendering.
+"""The machinery the course envs share: spaces, one recorded step, the autoreset modes, rendering.
 
 :class:`CourseVectorEnv` is a ``gymnasium.vector.VectorEnv`` over a
 :class:`~trackgen_env.course.Course` and a batch of bodies (a car, a quadrotor). A
@@ -31,12 +31,12 @@ DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_
 ============  ===============================================================================
 
 The masked regeneration holds the course's ``any(mask)`` conditional, so a step where no
-env ends skips it on device.
+env ends skips it on device. The host side (the action in, NumPy or torch outputs out) is
+:mod:`trackgen_env.envs.io`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import Any
 
@@ -48,14 +48,19 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..course.graphs import any_set
-from ..devices import resolve_device
-from ..pipeline._validate import check_int
+from ..checks import check_int, resolve_device
+from .io import EnvIO, check_output
 
-__all__ = ["CourseVectorEnv", "OUTPUTS", "autoreset_mode", "check_seed"]
+__all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "obs_layout"]
 
-#: The output types of ``step()`` / ``reset()``.
-OUTPUTS = ("numpy", "torch")
+
+def obs_layout(*fields: tuple[str, int]) -> tuple[tuple[str, int, int], ...]:
+    """``(name, size)`` observation fields, in order -> their index ranges ``(name, start, stop)``."""
+    out, start = [], 0
+    for name, size in fields:
+        out.append((name, start, start + size))
+        start += size
+    return tuple(out)
 
 
 def autoreset_mode(value) -> AutoresetMode:
@@ -133,14 +138,7 @@ class CourseVectorEnv(VectorEnv):
         self.autoreset_mode = autoreset_mode(autoreset_mode_)
         # per instance: the class's dict is shared by every env
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-        if output == "torch":
-            try:
-                import torch  # noqa: F401
-            except ImportError as exc:
-                raise ImportError('output="torch" needs PyTorch (pip install "trackgen_env[torch]")') from exc
-        self.output = output
+        self.output = check_output(output)
         self.render_size = check_int("render_size", render_size, lo=16, hi=4096)
         seed = check_seed(seed, self.num_envs)
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
@@ -162,7 +160,6 @@ class CourseVectorEnv(VectorEnv):
         E, dev = self.num_envs, self.device
         obs_dim = self.single_observation_space.shape[0]
         self._action = action
-        self._action_dim = self.single_action_space.shape[0]
         self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
         self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
         self._no_envs = wp.zeros(E, dtype=wp.int32, device=dev)
@@ -176,15 +173,11 @@ class CourseVectorEnv(VectorEnv):
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         self._final_obs = wp.zeros((E, obs_dim), dtype=wp.float32, device=dev) if same_step else None
         self._final_info = {name: wp.zeros(E, dtype=d, device=dev) for name, d in self.info_fields} if same_step else {}
-        # the action goes in through a host array: on the CPU the device array itself, on
-        # CUDA a pinned staging array copied in before each replay (an event guards its reuse)
-        self._action_host = action if dev.is_cpu else wp.zeros_like(action, device="cpu", pinned=True)
-        self._action_view = self._action_host.numpy().view(np.float32).reshape(E, self._action_dim)
-        self._action_copied = None if dev.is_cpu else wp.Event(dev)
+        self._io = EnvIO(device=dev, output=self.output, action=action, action_dim=self.single_action_space.shape[0],
+                         action_labels=self.action_labels, obs=self._obs, reward=self._reward,
+                         terminated=self._terminated, truncated=self._truncated, info=self._info,
+                         final_obs=self._final_obs, final_info=self._final_info)
         self._frames = None  # [E, H, W, 3] uint8, allocated at the first render()
-        self._torch = self._torch_views() if self.output == "torch" else None
-        self._streams = {}  # torch CUDA stream handle -> wp.Stream
-        self._pinned: dict[int, wp.array] = {}  # id(device array) -> its pinned host mirror (NumPy output on CUDA)
         self._needs_reset = True
         self._fresh = True  # the courses of the construction are not used yet
 
@@ -233,7 +226,7 @@ class CourseVectorEnv(VectorEnv):
         mask the restart changes no output: it is an identity then)."""
         dev = self.device
         if dev.is_capturing and exec_modes.conditional_allowed(dev):
-            any_set(mask, self._any)
+            exec_modes.any_set(mask, self._any)
             wp.capture_if(self._any, on_true=body)
         else:
             body()
@@ -279,7 +272,7 @@ class CourseVectorEnv(VectorEnv):
         """
         seed = check_seed(seed, self.num_envs)
         mask = self._check_reset_options(options, seed)
-        with self._stream_scope():
+        with self._io.stream_scope():
             return self._reset(seed, mask)
 
     def _reset(self, seed: int | None, mask: np.ndarray | None):
@@ -289,12 +282,7 @@ class CourseVectorEnv(VectorEnv):
                 wp.capture_launch(self.reset_graph)
             else:
                 self._reset_body()
-            obs, _, _, _, info = self._outputs(final=False)
-            # as Gymnasium's SyncVectorEnv: the info of the reset envs only
-            reset = mask if self._torch is None else self._torch["everyone"].new_tensor(mask)
-            for name in self._info:
-                info["_" + name] = reset.copy() if self._torch is None else reset
-            return obs, info
+            return self._io.masked_reset_outputs(mask)
         super().reset(seed=seed if isinstance(seed, int) else None)
         if seed is not None:
             self.course.generate(seeds=seed)
@@ -305,7 +293,7 @@ class CourseVectorEnv(VectorEnv):
         self._fresh = False
         self._advance(self._all_envs)
         self._needs_reset = False
-        obs, _, _, _, info = self._outputs(final=False)
+        obs, _, _, _, info = self._io.outputs(final=False)
         return obs, info
 
     def _check_reset_options(self, options, seed) -> np.ndarray | None:
@@ -350,141 +338,13 @@ class CourseVectorEnv(VectorEnv):
         """
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
-        with self._stream_scope():
-            self._write_actions(actions)
+        with self._io.stream_scope():
+            self._io.write_actions(actions)
             if self.graph is not None:
                 wp.capture_launch(self.graph)
             else:
                 self._step_body()
-            return self._outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
-
-    def _stream_scope(self):
-        """Torch output on CUDA: launch on torch's current stream, so that the views are ordered with torch's work."""
-        if self._torch is None or self.device.is_cpu:
-            return contextlib.nullcontext()
-        import torch
-
-        current = torch.cuda.current_stream(wp.device_to_torch(self.device))
-        if current.cuda_stream == 0:
-            # torch's legacy default stream: Warp cannot record a graph on it, and Warp's own
-            # default stream (blocking) is already ordered with it both ways
-            return contextlib.nullcontext()
-        stream = self._streams.get(current.cuda_stream)
-        if stream is None:
-            stream = self._streams[current.cuda_stream] = wp.stream_from_torch(current)
-        return wp.ScopedStream(stream, sync_enter=False)
-
-    def _write_actions(self, actions) -> None:
-        if self._torch is not None and _is_torch(actions):
-            # stays on the device: no host round trip, no sync; NaN is not checked (that would sync)
-            if not actions.dtype.is_floating_point:
-                raise TypeError(f"actions must be a real floating tensor (float32 preferred), got dtype {actions.dtype}")
-            self._check_action_shape(tuple(actions.shape))
-            self._torch["action"].copy_(actions, non_blocking=True)  # the dynamics kernels clip to [-1, 1]
-            return
-        a = self._check_actions(actions)
-        if self._action_copied is not None:
-            wp.synchronize_event(self._action_copied)  # the previous copy out of the staging array is done
-        np.copyto(self._action_view, a)
-        if self._action_host is not self._action:
-            wp.copy(self._action, self._action_host)
-            wp.record_event(self._action_copied)
-
-    def _check_action_shape(self, shape) -> None:
-        if shape != (self.num_envs, self._action_dim):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs}, {self._action_dim}) {self.action_labels}, got {shape}"
-            )
-
-    def _check_actions(self, actions) -> np.ndarray:
-        if _is_torch(actions):
-            actions = actions.detach().cpu().numpy()
-        a = np.asarray(actions)
-        if a.dtype.kind != "f":
-            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
-        self._check_action_shape(a.shape)
-        nan = np.isnan(a)
-        if nan.any():
-            rows = np.flatnonzero(nan.any(axis=1))
-            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
-        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
-
-    # -- outputs -----------------------------------------------------------------------------
-    def _torch_views(self) -> dict:
-        import torch
-
-        views = {"action": wp.to_torch(self._action), "obs": wp.to_torch(self._obs),
-                 "reward": wp.to_torch(self._reward), "terminated": wp.to_torch(self._terminated),
-                 "truncated": wp.to_torch(self._truncated),
-                 "everyone": torch.ones(self.num_envs, dtype=torch.bool, device=wp.device_to_torch(self.device))}
-        views["info"] = {name: wp.to_torch(a) for name, a in self._info.items()}
-        if self._final_obs is not None:
-            views["final_obs"] = wp.to_torch(self._final_obs)
-            views["final_info"] = {name: wp.to_torch(a) for name, a in self._final_info.items()}
-        return views
-
-    def _outputs(self, *, final: bool):
-        """The step's 5-tuple; ``final``: add SAME_STEP's ``final_obs`` / ``final_info``."""
-        if self._torch is not None:
-            return self._torch_outputs(final)
-        arrays = [self._obs, self._reward, self._terminated, self._truncated, *self._info.values()]
-        if final:
-            arrays += [self._final_obs, *self._final_info.values()]
-        host = iter(self._to_host(arrays))
-        obs, reward, terminated, truncated = next(host), next(host), next(host), next(host)
-        info = {}
-        everyone = np.ones(self.num_envs, dtype=bool)
-        for name in self._info:
-            info[name] = next(host)
-            info["_" + name] = everyone.copy()
-        if final:
-            done = terminated | truncated
-            final_obs = next(host)
-            if done.any():  # as Gymnasium's SyncVectorEnv: the keys only when an env ended
-                info["final_obs"] = final_obs
-                info["_final_obs"] = done
-                final_info = {}
-                for name in self._final_info:
-                    final_info[name] = next(host)
-                    final_info["_" + name] = done.copy()
-                info["final_info"] = final_info
-                info["_final_info"] = done.copy()
-        return obs, reward, terminated, truncated, info
-
-    def _to_host(self, arrays: list) -> list[np.ndarray]:
-        """Fresh NumPy copies of ``arrays``. On CUDA: asynchronous copies into pinned host
-        mirrors (allocated once), one wait for all of them, then a host copy each, so that
-        an array returned earlier is never overwritten by a later step."""
-        if self.device.is_cpu:
-            return [a.numpy().copy() for a in arrays]
-        mirrors = []
-        for a in arrays:
-            mirror = self._pinned.get(id(a))
-            if mirror is None:
-                mirror = self._pinned[id(a)] = wp.empty(a.shape, dtype=a.dtype, device="cpu", pinned=True)
-            wp.copy(mirror, a)
-            mirrors.append(mirror)
-        wp.synchronize_stream(wp.get_stream(self.device))
-        return [m.numpy().copy() for m in mirrors]
-
-    def _torch_outputs(self, final: bool):
-        t = self._torch
-        info = {}
-        for name, view in t["info"].items():
-            info[name] = view
-            info["_" + name] = t["everyone"]
-        if final:
-            # always present (whether an env ended is not known on the host without a sync)
-            done = t["terminated"] | t["truncated"]
-            info["final_obs"] = t["final_obs"]
-            info["_final_obs"] = done
-            final_info = {}
-            for name, view in t["final_info"].items():
-                final_info[name] = view
-                final_info["_" + name] = done
-            info["final_info"] = final_info
-            info["_final_info"] = done
-        return t["obs"], t["reward"], t["terminated"], t["truncated"], info
+            return self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
 
     # -- rendering ---------------------------------------------------------------------------
     def render(self):
@@ -513,11 +373,8 @@ class CourseVectorEnv(VectorEnv):
             self._frames = wp.zeros((num, size, size, 3), dtype=wp.uint8, device=self.device)
             self._views = wp.zeros((num, 2), dtype=wp.vec4, device=self.device)
         frames = self._frames if self._frames.shape[0] == num else self._frames[:num]
-        with self._stream_scope():
+        with self._io.stream_scope():
             self._draw(frames, self._views, num)
             out = frames.numpy()
         return out.copy() if self.device.is_cpu else out
 
-
-def _is_torch(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "dtype") and hasattr(x, "is_floating_point")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 
 import warp as wp
 
-from ..pipeline._validate import check_float
+from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw
 
 __all__ = ["CarParams", "CAR_PRESETS", "car_params", "CarState"]
@@ -79,11 +79,10 @@ class CarParams:
     def __post_init__(self):
         for f in fields(self):
             if f.name == "substeps":
-                if isinstance(self.substeps, bool) or not isinstance(self.substeps, int) or self.substeps < 1:
-                    raise ValueError(f"substeps must be an int >= 1, got {self.substeps!r}")
-                continue
-            hi = {"cog_to_rear": 1.0, "max_steer": math.pi / 2}.get(f.name)
-            value = check_float(f.name, getattr(self, f.name), lo=0.0, lo_open=True, hi=hi)
+                value = check_int(f.name, self.substeps, lo=1)
+            else:
+                hi = {"cog_to_rear": 1.0, "max_steer": math.pi / 2}.get(f.name)
+                value = check_float(f.name, getattr(self, f.name), lo=0.0, lo_open=True, hi=hi)
             object.__setattr__(self, f.name, value)
         if self.cog_to_rear >= 1.0 or self.max_steer >= math.pi / 2:
             raise ValueError(

@@ -9,86 +9,41 @@ import numpy as np
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-from .. import render
-from ..pipeline._validate import check_float
+from .. import render, tools
+from ..checks import check_float
+from ..course import Course
 from ..pipeline.gates_config import GateGenConfig
-from .base import CourseVectorEnv
-from .quadrotor import (
-    ControllerGains,
-    QuadrotorParams,
-    ReferenceController,
-    QuadrotorModel,
-    quadrotor_model,
-    action_to_command,
-    integrate_quadrotor,
-)
+from .base import CourseVectorEnv, obs_layout
+from .quadrotor import Quadrotor, QuadrotorParams
 
-__all__ = ["GatesVectorEnv", "CourseLinePilot", "OBS_FIELDS", "DEFAULT_GATE_WIDTH"]
+__all__ = ["GatesVectorEnv", "OBS_FIELDS", "OBS_DIM", "DEFAULT_GATE_WIDTH"]
 
 wp.set_module_options({"enable_backward": False})
 
 #: [m] width (and height, unless the config sets one) of the gate openings when ``gates`` is not given.
 DEFAULT_GATE_WIDTH = 0.6
 
-#: Observation index ranges, in order (see the class docstring for the table).
-OBS_FIELDS = (
-    ("velocity", 0, 3),
-    ("rotation", 3, 12),
-    ("body_rate", 12, 15),
-    ("altitude", 15, 16),
-    ("next_gate_corners", 16, 28),
-    ("second_gate_corners", 28, 40),
-    ("previous_action", 40, 44),
+#: Observation index ranges ``(name, start, stop)``, in order: the one definition of the
+#: layout, which the kernel's offsets below and the class docstring's table follow.
+OBS_FIELDS = obs_layout(
+    ("velocity", 3),
+    ("rotation", 9),
+    ("body_rate", 3),
+    ("altitude", 1),
+    ("next_gate_corners", 12),
+    ("second_gate_corners", 12),
+    ("previous_action", 4),
 )
-OBS_DIM = 44
-_CORNERS = 16  # first corner entry
-
-
-@wp.kernel
-def _fly(
-    # inputs
-    dynamics: QuadrotorModel,
-    action: wp.array2d(dtype=wp.float32),
-    reset_mask: wp.array(dtype=wp.int32),
-    start_position: wp.array(dtype=wp.vec3),
-    start_orientation: wp.array(dtype=wp.quat),
-    reset_only: int,
-    # state (in/out)
-    position: wp.array(dtype=wp.vec3),
-    velocity: wp.array(dtype=wp.vec3),
-    orientation: wp.array(dtype=wp.quat),
-    body_rate: wp.array(dtype=wp.vec3),
-    last_action: wp.array2d(dtype=wp.float32),
-    elapsed: wp.array(dtype=wp.int32),
-):
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        # a reset: the action is ignored, the drone starts at rest at the start pose
-        position[e] = start_position[e]
-        velocity[e] = wp.vec3(0.0)
-        orientation[e] = wp.normalize(start_orientation[e])
-        body_rate[e] = wp.vec3(0.0)
-        for i in range(4):
-            last_action[e, i] = 0.0
-        elapsed[e] = 0
-        return
-    if reset_only != 0:
-        return
-    a0 = wp.clamp(action[e, 0], -1.0, 1.0)
-    a1 = wp.clamp(action[e, 1], -1.0, 1.0)
-    a2 = wp.clamp(action[e, 2], -1.0, 1.0)
-    a3 = wp.clamp(action[e, 3], -1.0, 1.0)
-    thrust, rate_cmd = action_to_command(dynamics, a0, a1, a2, a3)
-    p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e], body_rate[e])
-    position[e] = p
-    velocity[e] = v
-    orientation[e] = q
-    body_rate[e] = w
-    last_action[e, 0] = a0
-    last_action[e, 1] = a1
-    last_action[e, 2] = a2
-    last_action[e, 3] = a3
-    elapsed[e] = elapsed[e] + 1
+OBS_DIM = OBS_FIELDS[-1][2]
+_START = {name: start for name, start, _ in OBS_FIELDS}
+_VELOCITY = wp.constant(_START["velocity"])
+_ROTATION = wp.constant(_START["rotation"])
+_BODY_RATE = wp.constant(_START["body_rate"])
+_ALTITUDE = wp.constant(_START["altitude"])
+_NEXT_GATE = wp.constant(_START["next_gate_corners"])
+_SECOND_GATE = wp.constant(_START["second_gate_corners"])
+_CORNERS_END = wp.constant(_START["previous_action"])  # the two corner blocks end where the previous action starts
+_PREVIOUS_ACTION = wp.constant(_START["previous_action"])
 
 
 @wp.func
@@ -175,13 +130,13 @@ def _observe(
     v_body = wp.quat_rotate_inv(q, velocity[e])
     r = wp.quat_to_matrix(q)
     for i in range(3):
-        obs[e, i] = v_body[i]
-        obs[e, 12 + i] = w[i]
+        obs[e, _VELOCITY + i] = v_body[i]
+        obs[e, _BODY_RATE + i] = w[i]
         for j in range(3):
-            obs[e, 3 + 3 * i + j] = r[i, j]
-    obs[e, 15] = p[2]
+            obs[e, _ROTATION + 3 * i + j] = r[i, j]
+    obs[e, _ALTITUDE] = p[2]
     for i in range(4):
-        obs[e, 40 + i] = last_action[e, i]
+        obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
 
     # course bounds: the gates' bounding box grown by the margin (ground: z = 0)
     lo = wp.vec3(1.0e30)
@@ -197,14 +152,14 @@ def _observe(
                 nxt = 0
         for k in range(2):
             g = (nxt + k) % n
-            _write_corners(obs, e, _CORNERS + 12 * k, p, q, cp_position[e, g], cp_direction[e, g],
+            _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g], cp_direction[e, g],
                            cp_half_width[e, g], cp_half_height[e, g])
         for g in range(n):
             lo = wp.min(lo, cp_position[e, g])
             hi = wp.max(hi, cp_position[e, g])
         dist = wp.length(p - cp_position[e, nxt])
     else:
-        for i in range(_CORNERS, 40):
+        for i in range(_NEXT_GATE, _CORNERS_END):
             obs[e, i] = 0.0
 
     if was_reset:
@@ -411,9 +366,6 @@ class GatesVectorEnv(CourseVectorEnv):
         bar_thickness: float = 0.05,
         capture: bool = True,
     ):
-        from ..course import Course  # layer 5; imported here so that registering the env stays light
-        from .. import tools
-
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
                            render_size=render_size)
@@ -434,14 +386,11 @@ class GatesVectorEnv(CourseVectorEnv):
         self.course = Course.gates(self.gates_config, collision=tools.FrameCollision(self.bar_thickness), seeds=seed)
 
         E, dev = self.num_envs, self.device
-        self._dynamics_model = quadrotor_model(self.quadrotor)
-        self.position = wp.zeros(E, dtype=wp.vec3, device=dev)
-        self.velocity = wp.zeros(E, dtype=wp.vec3, device=dev)
-        self.orientation = wp.array(np.tile([0.0, 0.0, 0.0, 1.0], (E, 1)), dtype=wp.quat, device=dev)
-        self.body_rate = wp.zeros(E, dtype=wp.vec3, device=dev)
-        self.half_extents = wp.array(np.tile(self.quadrotor.half_extents, (E, 1)), dtype=wp.vec3, device=dev)
-        self._last_action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
-        self._elapsed = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.drone = Quadrotor(E, dev, self.quadrotor)
+        # the drones' state arrays (stable, written in place by the dynamics)
+        d = self.drone
+        self.position, self.velocity, self.orientation, self.body_rate = d.position, d.velocity, d.orientation, d.body_rate
+        self.half_extents = d.half_extents
         self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)
         self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
@@ -450,14 +399,7 @@ class GatesVectorEnv(CourseVectorEnv):
     # -- what differs from the track env: the quadrotor, the observation, the picture --------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
-        wp.launch(
-            _fly,
-            self.num_envs,
-            inputs=[self._dynamics_model, self._action, reset_mask, r.start_position, r.start_orientation,
-                    int(reset_only)],
-            outputs=[self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed],
-            device=self.device,
-        )
+        self.drone.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         cps, ev, info = self.course.checkpoints, res.events, self._info
@@ -465,7 +407,8 @@ class GatesVectorEnv(CourseVectorEnv):
             _observe,
             self.num_envs,
             inputs=[
-                reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self._last_action, self._elapsed,
+                reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
+                self.drone.elapsed,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
                 self.max_episode_steps, self.laps, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
@@ -517,31 +460,3 @@ class GatesVectorEnv(CourseVectorEnv):
             for e in range(self.num_envs)
         ]
 
-
-class CourseLinePilot:
-    """The reference controller of :class:`GatesVectorEnv`: flies each drone along its course line.
-
-    A geometric controller (Lee et al. 2010; Mellinger & Kumar 2011;
-    :class:`~trackgen_env.envs.quadrotor.ReferenceController`) tracking the closed course
-    line through the gates (the course's ``centerline`` component) at ``gains.speed``,
-    slower in tight turns. It reads the env's device state, not the observation: it is a
-    privileged baseline, not a policy.
-
-    Args:
-        env: the :class:`GatesVectorEnv` to fly (unwrapped).
-        gains: :class:`~trackgen_env.envs.quadrotor.ControllerGains`.
-
-    Call it (``pilot()`` or ``pilot(obs)``; ``obs`` is ignored) before each ``env.step`` for
-    the ``[E, 4]`` float32 action.
-    """
-
-    def __init__(self, env: GatesVectorEnv, gains: ControllerGains | None = None):
-        self.env = env
-        self.controller = ReferenceController(env.num_envs, env.device, env.quadrotor, gains)
-
-    def __call__(self, obs=None) -> np.ndarray:
-        env, line = self.env, self.env.course.course_line
-        action = self.controller.compute(
-            env.position, env.velocity, env.orientation, line.centerline, line.num_points, env.course.result.generation
-        )
-        return action.numpy().copy()

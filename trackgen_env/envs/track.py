@@ -10,21 +10,32 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import render, tools
+from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.centerline_io import check_centerline
 from ..generators.track import TrackGenerator
-from ..pipeline._validate import check_float, check_int
 from ..pipeline.track_config import TrackGenConfig
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params
 
-__all__ = ["TrackVectorEnv", "PurePursuit", "OBS_FIELDS"]
+__all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD"]
 
 wp.set_module_options({"enable_backward": False})
 
-#: Names of the first observation entries, in order; the lookahead points follow.
+#: Names of the first observation entries (one each), in order: the one definition of the
+#: layout, which the kernel's offsets below and the class docstring's table follow.
 OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "half_width", "curvature", "lap_fraction")
-_NUM_SCALARS = len(OBS_FIELDS)
+#: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
+OBS_LOOKAHEAD = len(OBS_FIELDS)
+_SPEED = wp.constant(OBS_FIELDS.index("speed"))
+_YAW_RATE = wp.constant(OBS_FIELDS.index("yaw_rate"))
+_STEER = wp.constant(OBS_FIELDS.index("steer"))
+_LATERAL_OFFSET = wp.constant(OBS_FIELDS.index("lateral_offset"))
+_HEADING_ERROR = wp.constant(OBS_FIELDS.index("heading_error"))
+_HALF_WIDTH = wp.constant(OBS_FIELDS.index("half_width"))
+_CURVATURE = wp.constant(OBS_FIELDS.index("curvature"))
+_LAP_FRACTION = wp.constant(OBS_FIELDS.index("lap_fraction"))
+_LOOKAHEAD = wp.constant(OBS_LOOKAHEAD)
 
 
 @wp.kernel
@@ -85,15 +96,15 @@ def _observe(
     c = wp.cos(psi)
     sn = wp.sin(psi)
     p = position[e]
-    obs[e, 0] = speed[e]
-    obs[e, 1] = yaw_rate[e]
-    obs[e, 2] = steer[e]
+    obs[e, _SPEED] = speed[e]
+    obs[e, _YAW_RATE] = yaw_rate[e]
+    obs[e, _STEER] = steer[e]
     if usable:
-        obs[e, 3] = lateral_offset[e]
-        obs[e, 4] = heading_error[e]
-        obs[e, 5] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
-        obs[e, 6] = frame_curvature[e]
-        obs[e, 7] = lap_fraction[e]
+        obs[e, _LATERAL_OFFSET] = lateral_offset[e]
+        obs[e, _HEADING_ERROR] = heading_error[e]
+        obs[e, _HALF_WIDTH] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
+        obs[e, _CURVATURE] = frame_curvature[e]
+        obs[e, _LAP_FRACTION] = lap_fraction[e]
         s_car = s[e]
         for k in range(num_lookahead):
             sk = s_car + lookahead[k]
@@ -109,11 +120,12 @@ def _observe(
             q = wp.lerp(centerline[e, j], centerline[e, j1], t)
             dx = q[0] - p[0]
             dy = q[1] - p[1]
-            obs[e, 8 + 3 * k] = c * dx + sn * dy
-            obs[e, 9 + 3 * k] = -sn * dx + c * dy
-            obs[e, 10 + 3 * k] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+            obs[e, _LOOKAHEAD + 3 * k] = c * dx + sn * dy
+            obs[e, _LOOKAHEAD + 3 * k + 1] = -sn * dx + c * dy
+            obs[e, _LOOKAHEAD + 3 * k + 2] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
     else:
-        for i in range(3, 8 + 3 * num_lookahead):
+        # everything but the car's own state (speed, yaw rate, steer)
+        for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
             obs[e, i] = 0.0
 
     off = usable and hit[e] != 0
@@ -317,7 +329,7 @@ class TrackVectorEnv(CourseVectorEnv):
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
         cp = 2.0 * self.car.max_speed * self.car.dt if checkpoint_spacing is None else checkpoint_spacing
         self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
-        self._spaces(_NUM_SCALARS + 3 * self.num_lookahead, 2)
+        self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
         if centerline is None:
             if track is not None and not isinstance(track, TrackGenConfig):
@@ -398,77 +410,3 @@ class TrackVectorEnv(CourseVectorEnv):
             for e in range(self.num_envs)
         ]
 
-
-class PurePursuit:
-    """Pure-pursuit steering with a curvature speed profile, on :class:`TrackVectorEnv` observations.
-
-    Steering (Coulter, "Implementation of the Pure Pursuit Path Tracking Algorithm",
-    CMU-RI-TR-92-01, 1992): the goal point is where the polyline through the observation's
-    lookahead points (car frame, starting at the car) first reaches the distance
-    ``L_d = lookahead_gain * v + lookahead_min`` from the car; the arc through it has
-    curvature ``kappa = 2 y / L_d^2``, so the wheel angle is ``atan(wheelbase * kappa)``.
-
-    Speed: the pursued arc (``kappa``, at distance 0) and, at each lookahead point, the
-    larger of the centreline curvature there and the curvature of the circle through it
-    and its two neighbours (which catches a short corner between two points), ``kappa_k``,
-    allow ``v_k = sqrt(lat_accel / |kappa_k|)`` with ``lat_accel = margin * friction * g``; the
-    target speed is the lowest ``sqrt(v_k^2 + 2 b d_k)`` (braking at ``b = margin *
-    max_brake`` over the distance ``d_k`` to the point), capped at ``margin * max_speed``;
-    the throttle is proportional to the speed error.
-
-    Args:
-        car: the env's :class:`CarParams` (``env.car``).
-        lookahead_gain: [s] lookahead distance per speed.
-        lookahead_min: [m] lookahead at rest; default ``1.2 * wheelbase`` (0.4 m for rc10).
-        margin: fraction of the friction, brake and speed limits to plan with.
-        speed_gain: [1/(m/s)] throttle per m/s of speed error.
-    """
-
-    def __init__(self, car: CarParams, *, lookahead_gain: float = 0.15, lookahead_min: float | None = None,
-                 margin: float = 0.7, speed_gain: float = 2.0):
-        self.car = car
-        self.lookahead_gain = lookahead_gain
-        self.lookahead_min = 1.2 * car.wheelbase if lookahead_min is None else lookahead_min
-        self.margin = margin
-        self.speed_gain = speed_gain
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """``[E, D]`` observations -> ``[E, 2]`` float32 actions in [-1, 1].
-
-        Raises:
-            ValueError: observations without lookahead points.
-        """
-        obs = np.asarray(obs, dtype=np.float32)
-        E = obs.shape[0]
-        v = obs[:, 0]
-        ahead = obs[:, _NUM_SCALARS:].reshape(E, -1, 3)
-        if ahead.shape[1] < 1:
-            raise ValueError("PurePursuit needs observations with lookahead points (num_lookahead >= 1)")
-        # the polyline from the car (the origin) through the lookahead points
-        pts = np.concatenate([np.zeros((E, 1, 2), np.float32), ahead[:, :, :2]], axis=1)
-        dist = np.linalg.norm(pts, axis=2)  # [E, K + 1], 0 at the car
-        # steering: the goal point at distance L_d on the polyline
-        ld = self.lookahead_gain * v + self.lookahead_min
-        beyond = dist >= ld[:, None]
-        k = np.where(beyond.any(axis=1), beyond.argmax(axis=1), pts.shape[1] - 1)
-        rows = np.arange(E)
-        p0, p1 = pts[rows, k - 1], pts[rows, k]
-        d0, d1 = dist[rows, k - 1], dist[rows, k]
-        t = np.clip((ld - d0) / np.maximum(d1 - d0, 1e-6), 0.0, 1.0)
-        goal = p0 + t[:, None] * (p1 - p0)
-        kappa = 2.0 * goal[:, 1] / np.maximum((goal**2).sum(axis=1), 1e-6)
-        steer = np.arctan(self.car.wheelbase * kappa) / self.car.max_steer
-        # speed: the slowest of the curvature limits ahead, braking distance included
-        # (a short corner between two points shows as a turn of the polyline through them)
-        q = ahead[:, :, :2]
-        a, b, c = q[:, 1:-1] - q[:, :-2], q[:, 2:] - q[:, 1:-1], q[:, 2:] - q[:, :-2]
-        cross = np.abs(a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0])
-        norms = np.linalg.norm(a, axis=2) * np.linalg.norm(b, axis=2) * np.linalg.norm(c, axis=2)
-        turn = np.zeros(ahead.shape[:2], np.float32)
-        turn[:, 1:-1] = 2.0 * cross / np.maximum(norms, 1e-9)
-        curv = np.concatenate([np.abs(kappa[:, None]), np.maximum(np.abs(ahead[:, :, 2]), turn)], axis=1)
-        v_curve = np.sqrt(self.margin * self.car.max_lateral_accel / np.maximum(curv, 1e-6))
-        reach = np.sqrt(v_curve**2 + 2.0 * self.margin * self.car.max_brake * dist)
-        v_target = np.minimum(reach.min(axis=1), self.margin * self.car.max_speed)
-        throttle = self.speed_gain * (v_target - v)
-        return np.clip(np.stack([steer, throttle], axis=1), -1.0, 1.0).astype(np.float32)

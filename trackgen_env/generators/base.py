@@ -24,6 +24,7 @@ import warp as wp
 
 from .. import exec as exec_modes
 from ..capture import is_capturing
+from ..checks import check_mask
 from ..pipeline import PipelineSpec, Program
 from ..pipeline.params import Params
 from ..seeding import SeedState
@@ -139,14 +140,11 @@ class Generator(Program):
             mask: ``[E] int32`` array, nonzero where the env is regenerated.
 
         Raises:
+            TypeError: ``mask`` is neither None nor a ``wp.array``.
             ValueError: ``mask`` is not an ``[E] int32`` array on the generator's device.
         """
         dev, E = self.device, self.num_envs
-        if mask is not None and (
-            not isinstance(mask, wp.array) or mask.shape != (E,) or mask.dtype != wp.int32 or mask.device != dev
-        ):
-            got = f"{mask.shape} {wp.types.type_repr(mask.dtype)} on {mask.device}" if isinstance(mask, wp.array) else type(mask).__name__
-            raise ValueError(f"mask must be a [{E}] int32 array on {dev}, got {got}")
+        check_mask(mask, E, dev)
         # a course launches everything of its call on the stream it chose: the current one
         own_stream = self.stream if ctx is None else None
         with wp.ScopedStream(own_stream) if own_stream is not None else contextlib.nullcontext():

@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
+from ..checks import values_in_range
 from ..pipeline import GateGenConfig
 from ..polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
-from ..seeding import random_key, uniform
+from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..types import GateLayout, GateResult
 from .base import Generator, identity_quats
 
@@ -34,7 +35,7 @@ __all__ = ["GateGenConfig", "GateGenerator"]
 
 wp.set_module_options({"enable_backward": False})
 
-_STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
+_STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 # Float tolerance of the checks whose bound the construction meets exactly (gate 0 sits at
 # exactly start_clearance from the start; the lowest drawn altitude is exactly the ground bound).
 _TOL = wp.constant(1.0e-4)
@@ -90,7 +91,7 @@ def _layout(
         return
     if j == 0:
         ok[e] = 1  # checks clear it
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
     num_gates = position.shape[1]
     # one phase and sense per course: the loop may start anywhere and run either way round
     phase = TWO_PI * uniform(key, 0)
@@ -227,28 +228,14 @@ def _commit(
 
 
 # --- the generator -------------------------------------------------------------------------
-def _check_param(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
-    """A ``Params`` validator: every value in the range, else ValueError saying which."""
-
-    def check(name: str, values: np.ndarray) -> None:
-        bad = (values <= lo if lo_open else values < lo) if lo is not None else np.zeros(values.shape, bool)
-        if hi is not None:
-            bad = bad | (values > hi)
-        if np.any(bad):
-            rng = (f"{'>' if lo_open else '>='} {lo}" if hi is None else f"in [{lo}, {hi}]")
-            raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
-
-    return check
-
-
 _VALIDATORS = {
-    "layout.size": _check_param(0.0, lo_open=True),
-    "layout.radius_jitter": _check_param(0.0, 0.9),
-    "layout.angle_jitter": _check_param(0.0, 0.9),
-    "layout.altitude_min": _check_param(0.0, lo_open=True),
-    "layout.altitude_max": _check_param(0.0, lo_open=True),
-    "gate_frames.gate_width": _check_param(0.0),
-    "gate_frames.gate_height": _check_param(0.0, lo_open=True),
+    "layout.size": values_in_range(0.0, lo_open=True),
+    "layout.radius_jitter": values_in_range(0.0, 0.9),
+    "layout.angle_jitter": values_in_range(0.0, 0.9),
+    "layout.altitude_min": values_in_range(0.0, lo_open=True),
+    "layout.altitude_max": values_in_range(0.0, lo_open=True),
+    "gate_frames.gate_width": values_in_range(0.0),
+    "gate_frames.gate_height": values_in_range(0.0, lo_open=True),
 }
 
 

@@ -28,7 +28,7 @@ import warp as wp
 
 from ..pipeline import TrackGenConfig
 from ..polyline import TWO_PI, X_AXIS, Y_AXIS, next_point, prev_point, wrapped_point, yaw_quat
-from ..seeding import random_key, uniform
+from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..types import InputInfo, TrackLayout, TrackResult
 from .base import Generator, identity_quats
 
@@ -38,7 +38,7 @@ wp.set_module_options({"enable_backward": False})
 
 _BSPLINE = wp.constant(0)
 _CATMULL_ROM = wp.constant(1)
-_STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
+_STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 _STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
 
 
@@ -87,7 +87,7 @@ def _layout(
         run[0] = 0  # finalize sets it again while an env is still pending
     if pending[e] == 0:
         return
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT * 256 + attempt[e])
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
     hw = 0.5 * width[e]
     r_outer = 0.5 * size[e] - hw
     phase = TWO_PI * uniform(key, 0)

@@ -12,14 +12,12 @@ from collections.abc import Mapping
 import numpy as np
 import warp as wp
 
-from ..seeding import random_key, uniform_range
+from ..seeding import Stream, random_key, uniform_range
 
 __all__ = ["Params"]
 
 wp.set_module_options({"enable_backward": False})
 
-# Random stream ids: stage streams use small ids; randomizers use this base + param index.
-RANDOMIZE_STREAM = 1 << 20
 
 
 @wp.kernel
@@ -65,7 +63,7 @@ class Params(Mapping):
             )
             for name, (lo, hi) in spec.randomize.items()
         }
-        self._streams = {name: RANDOMIZE_STREAM + i for i, name in enumerate(sorted(spec.params))}
+        self._streams = {name: int(Stream.RANDOMIZE) + i for i, name in enumerate(sorted(spec.params))}
 
     def __getitem__(self, name: str) -> wp.array:
         if name not in self._arrays:

@@ -13,10 +13,11 @@ and what ``build(spec)`` turns into a generator. It is immutable: ``with_params`
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
+
+from ..checks import check_float
 
 __all__ = ["PipelineSpec"]
 
@@ -65,7 +66,7 @@ class PipelineSpec:
         params = dict(self.params)
         for name, value in values.items():
             self._check_name(name)
-            params[name] = _finite(name, value)
+            params[name] = check_float(name, value)
         return replace(self, params=params)
 
     def with_randomize(self, ranges: Mapping[str, tuple[float, float]]) -> "PipelineSpec":
@@ -79,7 +80,7 @@ class PipelineSpec:
             self._check_name(name)
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ValueError(f"randomize[{name!r}] must be a (lo, hi) pair, got {pair!r}")
-            lo, hi = _finite(name, pair[0]), _finite(name, pair[1])
+            lo, hi = check_float(name, pair[0]), check_float(name, pair[1])
             if lo > hi:
                 raise ValueError(f"randomize[{name!r}] needs lo <= hi, got ({lo}, {hi})")
             randomize[name] = (lo, hi)
@@ -93,11 +94,3 @@ class PipelineSpec:
             return self.randomize[name][0 if bound == "lo" else 1]
         return self.params[name]
 
-
-def _finite(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return value

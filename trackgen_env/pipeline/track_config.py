@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..devices import resolve_device
-from ._validate import check_float, check_int
+from ..checks import check_float, check_int, resolve_device
 from .spec import PipelineSpec
 
 __all__ = ["TrackGenConfig", "TRACK_STAGES"]

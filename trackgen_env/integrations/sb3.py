@@ -76,8 +76,6 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 16, **kwargs):
     _sb3_vec_env_base()  # fail before building an env when SB3 is missing
     if "autoreset_mode" in kwargs:
         raise TypeError("make_sb3_vec_env sets autoreset_mode=AutoresetMode.SAME_STEP itself; do not pass it")
-    import trackgen_env  # noqa: F401  (registers the TrackGen envs)
-
     env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                              autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     return _adapter_class()(env)
@@ -146,7 +144,7 @@ def _build_adapter_class():
                     f"SB3VecEnv needs an env in AutoresetMode.SAME_STEP (SB3 expects the new episode's first "
                     f"observation with done), got {mode}; build it with "
                     f'gymnasium.make_vec(env_id, num_envs=N, autoreset_mode=AutoresetMode.SAME_STEP) or '
-                    f"trackgen_env.wrappers.make_sb3_vec_env(env_id, N)"
+                    f"trackgen_env.integrations.sb3.make_sb3_vec_env(env_id, N)"
                 )
             output = getattr(env.unwrapped, "output", "numpy")
             if output != "numpy":

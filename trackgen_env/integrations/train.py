@@ -2,7 +2,7 @@
 
 ``train`` runs PPO (Schulman et al., "Proximal Policy Optimization Algorithms", 2017, as
 implemented by Stable-Baselines3; Raffin et al., JMLR 2021) on one native vector env
-through :class:`~trackgen_env.wrappers.SB3VecEnv`, with ``VecMonitor`` (episode returns,
+through :class:`~trackgen_env.integrations.sb3.SB3VecEnv`, with ``VecMonitor`` (episode returns,
 lengths and laps to ``monitor.csv``) and ``VecNormalize`` (observation and reward
 normalisation), a tqdm progress bar and TensorBoard logs, and writes into ``--out``:
 
@@ -34,6 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import warp as wp
+
+from ..checks import check_float, check_int, resolve_device
+from ..envs.car import car_params
+from ..generators.centerline_io import centerline_length, load_centerline_csv
+from ..pipeline.track_config import TrackGenConfig
+from ..seeding import env_seeds
+from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "EvalResult", "train", "evaluate", "format_eval_table",
            "eval_results_json", "plot_learning_curve"]
@@ -67,22 +75,14 @@ def _check_env_id(env_id: str) -> None:
         raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {env_id!r}")
 
 
-def _check_positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-
-
 def _check_seed(name: str, value: int) -> None:
+    # its own message: the CLI's tested error names the half-open range of torch's and SB3's seeds
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**31:
         raise ValueError(f"{name} must be an int in [0, 2**31), got {value!r}")
 
 
 def _torch_device(device: str | None) -> str:
     """The policy's torch device for a Warp env device: CUDA next to a CUDA env, else the CPU."""
-    import warp as wp
-
-    from .devices import resolve_device
-
     return "cuda" if wp.get_device(resolve_device(device)).is_cuda else "cpu"
 
 
@@ -164,15 +164,14 @@ def train(
         The path of ``model.zip``.
 
     Raises:
-        ValueError: an unknown env, or a bad ``steps``/``num_envs``/``seed``.
+        ValueError: an unknown env, ``steps``/``num_envs`` out of range, or a bad ``seed``.
+        TypeError: a ``steps``/``num_envs`` that is not an int.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``).
     """
     _check_env_id(env_id)
-    _check_positive("steps", steps)
-    _check_positive("num_envs", num_envs)
+    check_int("steps", steps, lo=1)
+    check_int("num_envs", num_envs, lo=1)
     _check_seed("seed", seed)
-    from .wrappers import make_sb3_vec_env
-
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -341,6 +340,7 @@ def evaluate(
         ValueError: an unknown env, bad ``episodes``/``seed``/``track_scale``, a seed that
             overlaps the training seeds, a CSV with the gates env, or an env that differs
             from the model's spaces.
+        TypeError: an ``episodes``/``track_scale`` of the wrong type.
     """
     model_path = Path(model_path)
     if not model_path.is_file():
@@ -351,11 +351,9 @@ def evaluate(
     if env_id is None:
         raise ValueError(f"no train.json beside {model_path}: pass env_id (--env)")
     _check_env_id(env_id)
-    _check_positive("episodes", episodes)
+    check_int("episodes", episodes, lo=1)
     _check_seed("seed", seed)
     if "seed" in meta and track_csv is None:
-        from .seeding import env_seeds
-
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
         if seed == meta["seed"] or shared:
@@ -371,8 +369,6 @@ def evaluate(
 
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
-
-    from .wrappers import make_sb3_vec_env
 
     model = PPO.load(model_path, device=_torch_device(device))
     stats = model_path.with_name("vecnormalize.pkl")
@@ -407,16 +403,12 @@ def evaluate(
 
 def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
     """Env arguments to drive the circuit in ``track_csv`` with the training car, scaled to the training width."""
-    from .envs.car import car_params
-    from .generators.centerline_io import centerline_length, load_centerline_csv
-    from .pipeline.track_config import TrackGenConfig
-
     points = load_centerline_csv(track_csv)
     if track_scale is None:
         track = env_kwargs.get("track") or TrackGenConfig()
         track_scale = track.width / float(np.mean(points[:, 2] + points[:, 3]))
-    elif isinstance(track_scale, bool) or not isinstance(track_scale, (int, float)) or not (0.0 < track_scale < math.inf):
-        raise ValueError(f"track_scale must be a finite float > 0, got {track_scale!r}")
+    else:
+        track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     points = points * track_scale
     car = car_params(env_kwargs.get("car", "rc10"))
     # ten times the lap at top speed: a cautious policy still finishes before truncation

@@ -1,0 +1,128 @@
+"""Argument checks every layer uses (layer 0): each error says what was expected and what was received.
+
+Wrong types raise ``TypeError``, wrong values (range, shape, dtype, device) ``ValueError``,
+as Gymnasium's envs do. Each check returns the value normalised (a Python ``int``/``float``,
+a tuple, a device name), so a config stores what it checked.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+import warp as wp
+
+__all__ = ["check_int", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device"]
+
+
+def _range(lo, hi) -> str:
+    if hi is None:
+        return f">= {lo}"
+    if lo is None:
+        return f"<= {hi}"
+    return f"in [{lo}, {hi}]"
+
+
+def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:
+    """An int (not a bool) in ``[lo, hi]`` (either bound optional) -> ``int``.
+
+    Raises:
+        TypeError: not an int.
+        ValueError: out of range.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ValueError(f"{name} must be {_range(lo, hi)}, got {value}")
+    return int(value)
+
+
+def check_float(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
+    """A finite real number (not a bool) ``>= lo`` (``> lo`` with ``lo_open``) and ``<= hi`` -> ``float``.
+
+    Raises:
+        TypeError: not a real number.
+        ValueError: NaN, infinite, or out of range.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ValueError(f"{name} must be <= {hi}, got {value}")
+    return value
+
+
+def check_vec3(name: str, value, *, lo: float | None = None, lo_open: bool = False) -> tuple[float, float, float]:
+    """Three numbers, each checked as :func:`check_float` (``name[i]`` in the message) -> a tuple.
+
+    Raises:
+        TypeError: not a sequence of 3, or an element that is not a number.
+        ValueError: an element that is not finite or out of range.
+    """
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
+        raise TypeError(f"{name} must be 3 numbers, got {value!r}")
+    return tuple(check_float(f"{name}[{i}]", v, lo=lo, lo_open=lo_open) for i, v in enumerate(value))
+
+
+def check_env_array(name: str, value, num_envs: int, device, dtype=wp.int32) -> wp.array:
+    """A ``[num_envs]`` ``wp.array`` of ``dtype`` on ``device`` (an array per env), returned as is.
+
+    Raises:
+        TypeError: not a ``wp.array``.
+        ValueError: another shape, dtype or device.
+    """
+    dev = wp.get_device(device)
+    what = f"a [{num_envs}] {wp.types.type_repr(dtype)} wp.array on {dev}"
+    if not isinstance(value, wp.array):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    if value.dtype != dtype or tuple(value.shape) != (num_envs,) or value.device != dev:
+        raise ValueError(
+            f"{name} must be {what}, got shape {tuple(value.shape)} dtype {wp.types.type_repr(value.dtype)} "
+            f"on {value.device}"
+        )
+    return value
+
+
+def check_mask(mask, num_envs: int, device, *, name: str = "mask") -> wp.array | None:
+    """None (every env) or an env mask: a ``[num_envs]`` int32 ``wp.array`` on ``device``, nonzero = selected.
+
+    Raises:
+        TypeError: neither None nor a ``wp.array``.
+        ValueError: another shape, dtype or device.
+    """
+    return None if mask is None else check_env_array(name, mask, num_envs, device)
+
+
+def values_in_range(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
+    """A validator of per-env values (``Params.add_validator``): ``check(name, values)`` raises
+    ValueError naming the first value outside ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+
+    def check(name: str, values: np.ndarray) -> None:
+        bad = (values <= lo if lo_open else values < lo) if lo is not None else np.zeros(values.shape, bool)
+        if hi is not None:
+            bad = bad | (values > hi)
+        if np.any(bad):
+            rng = (f"{'>' if lo_open else '>='} {lo}" if hi is None else f"in [{lo}, {hi}]")
+            raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
+
+    return check
+
+
+def resolve_device(device=None) -> str:
+    """A Warp device name: ``None`` means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
+
+    Raises:
+        ValueError: ``device`` names no device Warp knows (the message lists them).
+    """
+    if device is None:
+        return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+    try:
+        return str(wp.get_device(device))
+    except Exception as exc:  # Warp raises RuntimeError/ValueError depending on the name
+        names = [str(d) for d in wp.get_devices()]
+        raise ValueError(f"device must be one of {names} or None, got {device!r}") from exc
