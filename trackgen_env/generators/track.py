@@ -30,6 +30,7 @@ from ..pipeline import TrackGenConfig
 from ..seeding import random_key, uniform
 from ..types import InputInfo, TrackLayout, TrackResult
 from .base import Generator, identity_quats
+from .centerline_io import check_centerline
 
 __all__ = ["TrackGenConfig", "TrackGenerator"]
 
@@ -534,18 +535,21 @@ class TrackGenerator(Generator):
 
         Args:
             points: ``[N, 4]`` array-like: x [m], y [m], width right [m], width left [m]
-                (the layout of public racetrack databases), a closed loop whose first point
-                is not repeated at the end; ``N >= 3``.
+                (the layout of public racetrack databases), a closed loop (a last point that
+                repeats the first is dropped); ``N >= 3``.
             point_spacing: [m] resampling spacing (default: the median input spacing).
 
         Raises:
-            ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths >= 0.
+            ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths > 0, or
+                fails :func:`~trackgen_env.generators.centerline_io.check_centerline` (an
+                out-and-back or otherwise degenerate loop, repeated consecutive points).
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
             raise ValueError(f"points must be [N >= 3, 4] (x, y, w_right, w_left), got shape {pts.shape}")
         if not np.all(np.isfinite(pts)) or np.any(pts[:, 2:] < 0):
             raise ValueError("points must be finite, with widths >= 0")
+        pts = check_centerline(pts, name="points")  # the one check of a closed centreline
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
