@@ -77,7 +77,7 @@ def test_bad_mask_is_refused_and_changes_nothing():
 # -- determinism ----------------------------------------------------------------------------
 def test_env_course_does_not_depend_on_num_envs(device):
     big = GateGenerator(gates(64, device), seeds=42)
-    seeds64 = env_seeds(42, 64)
+    seeds64 = env_seeds(42, 64).view(np.int32)  # the bits of the device seed array
     snap = snapshot(big)
     for i in (0, 17, 63):
         one = GateGenerator(gates(1, device), seeds=wp.array([seeds64[i]], dtype=wp.int32, device=device))
@@ -161,7 +161,7 @@ def test_seed_ownership_rules():
     rng = PerEnvSeededRNG(4, 7, device="cpu")
     gen2 = GateGenerator(gates(4), seeds=rng)
     gen2.generate(seeds=11)
-    assert np.array_equal(rng.seeds.numpy(), env_seeds(11, 4))
+    assert np.array_equal(rng.seeds.numpy(), env_seeds(11, 4).view(np.int32))  # the same 32 bits
     shared = GateGenerator(gates(4), seeds=gen2.seeds)
     assert shared.seeds is gen2.seeds
 
