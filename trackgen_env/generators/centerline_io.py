@@ -123,26 +123,45 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     return data
 
 
-def _overlapping_segments(xy: np.ndarray, seg: np.ndarray, chunk: int = 256) -> tuple[int, int]:
-    """The first pair (i, j) of distinct segments that are parallel and where the midpoint of
+def _overlapping_segments(xy: np.ndarray, seg: np.ndarray) -> tuple[int, int]:
+    """A pair (i, j) of distinct segments that are parallel and where the midpoint of
     segment i lies on segment j (a run of the polyline traversed twice), else (-1, -1).
-    Segment i runs from row i to row i + 1 (closing: the last to the first)."""
-    a = xy
+    Segment i runs from row i to row i + 1 (closing: the last to the first).
+
+    A uniform grid of cells as wide as the longest segment finds the candidates: a segment
+    holding a point starts within one cell of it, so each midpoint is tested against the
+    segments starting in its 3 x 3 cells only (about linear in N for a real circuit).
+    """
+    n = len(xy)
     d = np.roll(xy, -1, axis=0) - xy
     u = d / seg[:, None]
+    mid = xy + 0.5 * d
     tol = 1e-9 * max(1.0, float(np.abs(xy).max()))
-    mid = a + 0.5 * d
-    for lo in range(0, len(xy), chunk):
-        m = mid[lo : lo + chunk, None, :]  # [k, 1, 2] against every segment [1, N, 2]
-        t = np.clip(((m - a[None]) * d[None]).sum(axis=2) / (seg * seg)[None], 0.0, 1.0)
-        dist = np.linalg.norm(a[None] + t[..., None] * d[None] - m, axis=2)
-        sin = np.abs(u[lo : lo + chunk, None, 0] * u[None, :, 1] - u[lo : lo + chunk, None, 1] * u[None, :, 0])
-        hit = (dist <= tol) & (sin <= 1e-6)
-        rows = np.arange(lo, min(lo + chunk, len(xy)))
-        hit[np.arange(len(rows)), rows] = False  # a segment lies on itself
-        if hit.any():
-            k, j = np.argwhere(hit)[0]
-            return int(rows[k]), int(j)
+    cell = float(seg.max())
+    start = np.floor((xy - xy.min(axis=0)) / cell).astype(np.int64)
+    at = np.floor((mid - xy.min(axis=0)) / cell).astype(np.int64)
+    rows = int(start[:, 1].max()) + 3
+    key = lambda c: (c[:, 0] + 1) * rows + (c[:, 1] + 1)  # noqa: E731  (cells -1 .. max + 1 stay distinct)
+    order = np.argsort(key(start), kind="stable")
+    sorted_keys = key(start)[order]
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            k = key(at + np.array([dx, dy]))
+            lo = np.searchsorted(sorted_keys, k, "left")
+            counts = np.searchsorted(sorted_keys, k, "right") - lo
+            total = int(counts.sum())
+            if total == 0:
+                continue
+            i = np.repeat(np.arange(n), counts)
+            offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            j = order[np.repeat(lo, counts) + offset]
+            t = np.clip(((mid[i] - xy[j]) * d[j]).sum(axis=1) / (seg[j] * seg[j]), 0.0, 1.0)
+            dist = np.linalg.norm(xy[j] + t[:, None] * d[j] - mid[i], axis=1)
+            sin = np.abs(u[i, 0] * u[j, 1] - u[i, 1] * u[j, 0])
+            hit = np.flatnonzero((dist <= tol) & (sin <= 1e-6) & (i != j))
+            if hit.size:
+                first = hit[np.lexsort((j[hit], i[hit]))[0]]
+                return int(i[first]), int(j[first])
     return -1, -1
 
 

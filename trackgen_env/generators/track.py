@@ -41,6 +41,7 @@ _CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(1)  # random stream of the layout stage (x 256 + attempt)
 _TWO_PI = wp.constant(2.0 * math.pi)
 _STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
+_MAX_POINTS = 1 << 16  # TrackGenConfig's largest max_points
 
 
 # --- curve evaluation --------------------------------------------------------------------
@@ -542,7 +543,8 @@ class TrackGenerator(Generator):
         Raises:
             ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths > 0, or
                 fails :func:`~trackgen_env.generators.centerline_io.check_centerline` (an
-                out-and-back or otherwise degenerate loop, repeated consecutive points).
+                out-and-back or otherwise degenerate loop, repeated consecutive points), or
+                resampled every ``point_spacing`` it needs over 65536 points.
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
@@ -553,6 +555,14 @@ class TrackGenerator(Generator):
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
+        needed = math.ceil(1.25 * length / spacing) + 2
+        if needed > _MAX_POINTS:
+            longest = (_MAX_POINTS - 2) * spacing / 1.25 - 2.0 * np.abs(pts[:, 2:]).max() * math.pi
+            raise ValueError(
+                f"a centreline {seg.sum():,.0f} m long, resampled every {spacing:g} m, needs up to {needed} points, "
+                f"over the {_MAX_POINTS} a track holds: expected a circuit up to {longest:,.0f} m long at this "
+                f"spacing (from_centerline takes a coarser point_spacing)"
+            )
         cfg = TrackGenConfig(num_envs=num_envs, device=device, source="centerline", max_input_points=len(pts),
                              point_spacing=spacing, max_loop_length=1.25 * length, size=float(np.ptp(pts[:, :2]) + 1.0))
         gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
