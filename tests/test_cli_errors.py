@@ -26,13 +26,6 @@ def test_an_output_folder_that_cannot_be_made_fails_before_the_simulation(capsys
     assert "error:" in out.err and "env steps" not in out.out
 
 
-@pytest.mark.parametrize("command", ["train", "eval"])
-def test_a_negative_seed_is_refused_for_every_command(command, capsys):
-    args = [command, "--seed", "-3"] + (["--steps", "10"] if command == "train" else ["model.zip"])
-    assert main(args) == 2
-    assert "--seed must be a non-negative int (>= 0), got -3" in capsys.readouterr().err
-
-
 def test_help_shows_plain_text_not_restructuredtext(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
