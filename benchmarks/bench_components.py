@@ -22,7 +22,8 @@ band, warm segments set). Two measurements:
   caches), each component's ``step`` replaying its own graph between synchronisations.
 
 Warp runs CPU kernels on one thread: CPU numbers are per core. Prints a Markdown table
-and writes JSON (default ``benchmarks/results/components_<device>.json``).
+and writes JSON (default ``benchmarks/results/latest/components_<device>.json``, untracked; the
+reference results beside it are the README's).
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--warm-steps", type=int, default=100, help="pure-pursuit steps before timing")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall: perf_counter; cpu: this process's CPU time (steadier on shared cores)")
-    parser.add_argument("--json", default=None, help="output JSON (default: benchmarks/results/components_<device>.json)")
+    parser.add_argument("--json", default=None,
+                        help="output JSON (default: benchmarks/results/latest/components_<device>.json, untracked)")
     args = parser.parse_args(argv)
     device = str(wp.get_device(args.device))
     global _clock
@@ -161,7 +163,7 @@ def main(argv=None) -> dict:
     result = {"device": device, "warp": wp.__version__, "machine": platform.machine(),
               "date": time.strftime("%Y-%m-%d"), "clock": args.clock, "replays": args.replays, "repeats": args.repeats,
               "us_per_call": {str(E): v for E, v in cols.items()}}
-    path = args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+    path = args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest",
                                      f"components_{device.replace(':', '')}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:

@@ -11,7 +11,13 @@ after each lap) and with random actions (cars crash within a few dozen steps, so
 regenerate far more often, as early in RL training). Only ``env.step`` is timed: action
 checks and copy in, the recorded step, outputs copied out; not the policy.
 Warp runs CPU kernels on one thread, so CPU numbers are per core. Prints a Markdown
-table and writes the numbers as JSON.
+table and writes the numbers as JSON (default ``benchmarks/results/latest/``, untracked;
+the reference results beside it are the README's).
+
+Env-steps/s count every env of every ``env.step``; transitions/s leave out the reset steps
+(under the default NEXT_STEP autoreset, the step after an env's episode ends only resets
+it: its action is ignored and nothing moves). Both are in the JSON; the table shows both
+for random actions, where resets are frequent (with pure pursuit they are ~0.5 % of steps).
 """
 
 from __future__ import annotations
@@ -68,20 +74,22 @@ def steps_per_second(num_envs: int, device: str, capture: bool, policy: str, sec
         a[:, 1] = np.abs(a[:, 1])  # mostly forward
     pursuit = PurePursuit(env.car)
     obs, _ = env.reset(seed=seed)
-    n, env_time, ended = 0, 0.0, 0
+    last = np.zeros(num_envs, dtype=bool)  # the envs that ended on the previous step
     for warm_up in (True, False):
-        n, env_time, ended = 0, 0.0, 0
+        n, env_time, ended, reset_steps = 0, 0.0, 0, 0
         while (n < 20) if warm_up else (env_time < seconds):
             action = pursuit(obs) if policy == "pursuit" else pool[n % 16]
+            reset_steps += int(last.sum())  # NEXT_STEP (the default): those envs only reset now
             t0 = time.perf_counter()
             obs, _, term, trunc, _ = env.step(action)
             env_time += time.perf_counter() - t0
-            ended += int((term | trunc).sum())
+            last = term | trunc
+            ended += int(last.sum())
             n += 1
     env.close()
     return {"policy": policy, "capture": capture, "steps": n, "seconds": env_time,
-            "env_steps_per_s": n * num_envs / env_time, "step_us": 1e6 * env_time / n,
-            "resets_per_step": ended / n}
+            "env_steps_per_s": n * num_envs / env_time, "transitions_per_s": (n * num_envs - reset_steps) / env_time,
+            "reset_steps": reset_steps, "step_us": 1e6 * env_time / n, "resets_per_step": ended / n}
 
 
 def breakdown(num_envs: int, device: str, steps: int = 200, seed: int = 0) -> dict:
@@ -146,7 +154,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 1024, 4096])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
-    parser.add_argument("--json", default=None, help="output JSON (default: benchmarks/results/track_env_<device>.json)")
+    parser.add_argument("--json", default=None,
+                        help="output JSON (default: benchmarks/results/latest/track_env_<device>.json, untracked)")
     args = parser.parse_args(argv)
     device = str(wp.get_device(args.device))
 
@@ -166,15 +175,17 @@ def main(argv=None) -> dict:
     parts = breakdown(args.num_envs[-1], device)
 
     print(f"\nTrackGen-Track-v0 on {device} ({platform.machine()}, warp {wp.__version__}); "
-          f"env-steps/s of env.step alone (action checks and copy in, the step, outputs copied out)\n")
+          f"env-steps/s of env.step alone (action checks and copy in, the step, outputs copied out), "
+          f"reset steps included; transitions/s without them\n")
     print("| num_envs | graph replay, pure pursuit | step [us] | eager, pure pursuit | replay / eager "
-          "| graph replay, random actions | auto-resets / step (random) | tracks/s (generation) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| graph replay, random actions | transitions/s (random) | auto-resets / step (random) "
+          "| tracks/s (generation) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         rp, eg, rn, g = r["replay"], r["eager"], r["random"], r["generation"]
         print(f"| {r['num_envs']} | {rp['env_steps_per_s']:,.0f} | {rp['step_us']:,.0f} | {eg['env_steps_per_s']:,.0f} | "
               f"{rp['env_steps_per_s'] / eg['env_steps_per_s']:.2f}x | {rn['env_steps_per_s']:,.0f} | "
-              f"{rn['resets_per_step']:.1f} | {g['tracks_per_s']:,.0f} |")
+              f"{rn['transitions_per_s']:,.0f} | {rn['resets_per_step']:.1f} | {g['tracks_per_s']:,.0f} |")
     print(f"\nKernel launches per step: {launches[0]} (car, course.step(), observations), "
           f"+{launches[1]} in the regeneration body on steps where an env auto-resets.")
     print(f"\nWhere a step's time goes at num_envs={args.num_envs[-1]} (eager, pure pursuit, "
@@ -187,7 +198,7 @@ def main(argv=None) -> dict:
     result = {"device": device, "warp": wp.__version__, "machine": platform.machine(),
               "date": time.strftime("%Y-%m-%d"), "launches_per_step": launches[0],
               "launches_per_regeneration": launches[1], "breakdown_us": parts, "rows": rows}
-    path = args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+    path = args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest",
                                      f"track_env_{device.replace(':', '')}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:

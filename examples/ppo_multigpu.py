@@ -132,7 +132,7 @@ def parse_args(argv=None) -> Args:
 
 
 def rank_env_seeds(seed: int, rank: int, world_size: int, num_envs: int) -> np.ndarray:
-    """``[num_envs]`` int32 seeds of ``rank``'s envs: its slice of ``env_seeds(seed, world_size * num_envs)``."""
+    """``[num_envs]`` uint32 seeds of ``rank``'s envs: its slice of ``env_seeds(seed, world_size * num_envs)``."""
     return env_seeds(seed, world_size * num_envs)[rank * num_envs : (rank + 1) * num_envs]
 
 

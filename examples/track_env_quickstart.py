@@ -43,8 +43,15 @@ def main():
             returns += info["episode"]["r"][ended].tolist()
             lengths += info["episode"]["l"][ended].tolist()
     env.close()
-    print(f"{len(returns)} episodes: mean return {np.mean(returns):.1f} m of progress, "
-          f"mean length {np.mean(lengths):.0f} steps, {laps} laps")
+    print(summary(returns, lengths, laps, args.steps))
+
+
+def summary(returns: list[float], lengths: list[int], laps: int, steps: int) -> str:
+    """One line of episode statistics; says so when no episode ended (no mean of nothing)."""
+    if not returns:
+        return f"0 episodes ended in {steps} steps (a lap takes ~110 steps with pure pursuit): no episode statistics yet"
+    return (f"{len(returns)} episodes: mean return {np.mean(returns):.1f} m of progress, "
+            f"mean length {np.mean(lengths):.0f} steps, {laps} laps")
 
 
 if __name__ == "__main__":

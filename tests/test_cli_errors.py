@@ -7,7 +7,7 @@ from trackgen_env.__main__ import main
 
 @pytest.mark.parametrize("args, message", [
     (["--device", "cuda:7"], "device must be one of"),
-    (["--seed", "-1"], "seed must be"),
+    (["--seed", "-1"], "--seed must be a non-negative int (>= 0), got -1"),
     (["--track-csv", "/nonexistent.csv"], "no centreline CSV"),
     (["--env", "gates", "--track-csv", "x.csv"], "does not apply to --env gates"),
     (["--num-envs", "0"], "--num-envs must be >= 1"),
@@ -24,3 +24,26 @@ def test_an_output_folder_that_cannot_be_made_fails_before_the_simulation(capsys
     assert main(["demo", "--steps", "2", "--no-progress", "--out", str(blocker / "sub")]) == 2
     out = capsys.readouterr()
     assert "error:" in out.err and "env steps" not in out.out
+
+
+def test_help_shows_plain_text_not_restructuredtext(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and ":mod:" not in out
+    assert "demo drives an env" in out and "pip install trackgen_env[sb3]" in out
+
+
+def test_a_circuit_too_long_for_a_track_names_no_option_the_cli_lacks(tmp_path, capsys):
+    import numpy as np
+
+    n, r = 20000, 15000.0
+    a = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    rows = np.stack([r * np.cos(a), r * np.sin(a), np.full(n, 5.0), np.full(n, 5.0)], axis=1)
+    csv = tmp_path / "huge.csv"
+    np.savetxt(csv, rows, delimiter=",", header="x_m,y_m,w_tr_right_m,w_tr_left_m")
+    assert main(["demo", "--track-csv", str(csv), "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "over the 65536 a track holds: expected a circuit up to" in err
+    assert "max_loop_length" not in err and "raise point_spacing" not in err

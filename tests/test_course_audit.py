@@ -198,6 +198,7 @@ def test_checkpoint_capacity_of_an_elevated_config_is_the_readback_of_the_constr
     assert course.components["checkpoints"].capacity == max(3, math.ceil(float(lengths.max()) / 0.6))
 
 
+@pytest.mark.filterwarnings("ignore:only .* hold a valid track course")  # sizes past the capacity
 def test_resolution_checks_warn_for_a_construction_size_too_large_for_the_sdf_grid():
     """"read the largest course size the generator can draw (a size randomizer's construction hi,
     else the construction size) and warn at construction"."""

@@ -319,6 +319,7 @@ def test_checkpoint_capacity_given_does_not_warn():
         Course(gen, [tools.Checkpoints(0.6, max_checkpoints=3)])
 
 
+@pytest.mark.filterwarnings("ignore:only .* hold a valid track course")  # sizes past the capacity
 def test_resolution_checks_warn_when_a_preset_sdf_grid_is_too_coarse_for_the_largest_size():
     spec = presets.track(num_envs=E, device="cpu").with_randomize({"layout.size": (10.0, 40.0)})
     with pytest.warns(UserWarning, match="largest course size 40"):

@@ -60,3 +60,54 @@ def test_demo_refuses_bad_options(tmp_path, capsys):
         main(["demo", "--env", "boat"])
     assert main(["demo", "--track-csv", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
     assert "no centreline CSV" in capsys.readouterr().err
+
+
+class _Recording:
+    """An env proxy that records each step's terminated | truncated."""
+
+    def __init__(self, env):
+        self._env, self.ended = env, []
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def step(self, action):
+        out = self._env.step(action)
+        self.ended.append(out[2] | out[3])
+        return out
+
+
+def test_drive_counts_transitions_not_the_next_step_reset_steps():
+    from trackgen_env.demos.track import drive
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    env = _Recording(TrackVectorEnv(4, "cpu", seed=0))
+    steer_hard = lambda obs: np.tile(np.array([[1.0, 1.0]], np.float32), (4, 1))  # noqa: E731  (off the band soon)
+    out = drive(env, steer_hard, 120, progress=False)
+    ended = np.array(env.ended)
+    resets = int(ended[:-1].sum())  # an env that ended at step t spends step t + 1 being reset
+    assert resets > 0
+    assert out["reset_steps"] == resets
+    assert out["transitions"] == 120 * 4 - resets
+
+
+def test_demo_prints_transitions_and_reset_steps(tmp_path, capsys):
+    assert main(["demo", "--num-envs", "4", "--steps", "300", "--device", "cpu", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    import re
+
+    m = re.search(r"env steps: +1200 \(300 steps x 4 envs\) = (\d+) transitions \+ (\d+) reset steps \(NEXT_STEP", printed)
+    assert m and int(m[1]) + int(m[2]) == 1200 and int(m[2]) > 0, printed
+    assert re.search(r"env-steps/s: +[\d,]+ transitions/s \(reset steps not counted", printed)
+
+
+def test_gates_demo_prints_transitions_and_reset_steps(tmp_path, capsys):
+    assert main(["demo", "--env", "gates", "--num-envs", "4", "--steps", "200", "--device", "cpu", "--out",
+                 str(tmp_path), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    import re
+
+    m = re.search(r"= (\d+) transitions \+ (\d+) reset steps \(NEXT_STEP", printed)
+    assert m and int(m[1]) + int(m[2]) == 800, printed
+    assert "transitions/s (reset steps not counted" in printed

@@ -44,3 +44,16 @@ def test_values_recorded_into_the_step_graph_cannot_be_set_after_construction(cl
     with pytest.raises(AttributeError, match="fixed at construction"):
         setattr(env, name, 7)
     assert getattr(env, name) == before
+
+
+@pytest.mark.parametrize("cls", [TrackVectorEnv, GatesVectorEnv])
+def test_env_seeds_are_non_negative_and_reset_takes_them_as_they_are(cls):
+    seeds = env_seeds(9, 64)
+    assert seeds.dtype == np.uint32 and seeds.min() >= 0 and (seeds >= 2**31).any()  # high bit kept, not negative
+    env = cls(num_envs=4, device="cpu", seed=1)
+    by_int, _ = env.reset(seed=9)
+    by_int = by_int.copy()
+    by_values, _ = env.reset(seed=env_seeds(9, 4))  # no view, no conversion
+    assert np.array_equal(by_int, by_values)
+    by_list, _ = env.reset(seed=env_seeds(9, 4).tolist())
+    assert np.array_equal(by_int, by_list)

@@ -103,3 +103,88 @@ def test_write_centerline_refuses_too_many_points_and_a_procedural_generator():
         write_centerline(TrackGenerator(cfg, prepare=False), _circle(n=40))
     with pytest.raises(KeyError, match="centerline.xy"):
         write_centerline(TrackGenerator(TrackGenConfig(num_envs=1, device="cpu"), prepare=False), _circle())
+
+
+def _out_and_back(n=50, length=100.0, w=5.0):
+    """Out along the x axis to ``length`` and back along the same points: no area enclosed."""
+    x = np.linspace(0.0, length, n)
+    x = np.concatenate([x, x[-2:0:-1]])
+    return np.stack([x, np.zeros_like(x), np.full_like(x, w), np.full_like(x, w)], axis=1)
+
+
+def test_an_out_and_back_centreline_is_refused():
+    with pytest.raises(ValueError, match=r"folds back on itself at row 0 .*180.0 deg, expected < 177 deg"):
+        check_centerline(_out_and_back())
+
+
+def test_an_out_and_back_along_a_curve_with_other_points_back_is_refused():
+    # out along a half circle, back along the same arc through the midpoints: it never turns
+    # back at a shared vertex but for the two ends, and encloses nothing
+    a = np.linspace(0.0, np.pi, 30)
+    out = np.stack([50 * np.cos(a), 50 * np.sin(a)], axis=1)
+    mid = 0.5 * (out[1:] + out[:-1])
+    back = mid[::-1][:-1] * (1.0 + 1e-12)
+    xy = np.vstack([out, back])
+    data = np.hstack([xy, np.full((len(xy), 2), 4.0)])
+    with pytest.raises(ValueError, match="folds back on itself|encloses no area"):
+        check_centerline(data)
+
+
+def test_a_centreline_that_runs_along_itself_is_refused():
+    # a lollipop: round a loop, out along a stick, a small turn at its end (no vertex turning
+    # back by 177 deg), back along the same stick through other points: it overlaps itself
+    a = np.pi - np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+    loop = np.stack([60 + 10 * np.cos(a), 10 * np.sin(a)], axis=1)
+    out = np.stack([np.arange(40.0, -1.0, -5.0), np.zeros(9)], axis=1)
+    back = np.stack([np.arange(3.0, 40.0, 5.0), np.zeros(8)], axis=1)
+    xy = np.vstack([loop, out, [[-2.0, 2.0]], back])
+    data = np.hstack([xy, np.full((len(xy), 2), 2.0)])
+    with pytest.raises(ValueError, match=r"segments \d+-\d+ and \d+-\d+ overlap \(the centreline retraces itself"):
+        check_centerline(data)
+    square = np.array([[0, 0, 1, 1], [10, 0, 1, 1], [10, 10, 1, 1], [0, 10, 1, 1]], float)
+    assert check_centerline(square).shape == (4, 4)
+
+
+def test_fewer_than_three_distinct_points_is_refused():
+    tri = np.array([[0, 0, 1, 1], [10, 0, 1, 1], [0, 0, 1, 1], [10, 0, 1, 1]], float)
+    with pytest.raises(ValueError, match=r">= 3 distinct points, got 2 in 4 rows"):
+        check_centerline(tri)
+
+
+def test_a_figure_eight_with_a_bridge_is_accepted():
+    t = np.linspace(0, 2 * np.pi, 200, endpoint=False)
+    xy = np.stack([100 * np.sin(t), 60 * np.sin(t) * np.cos(t) + 10 * np.sin(t) ** 2], axis=1)
+    data = np.hstack([xy, np.full((200, 2), 4.0)])
+    assert check_centerline(data).shape == (200, 4)
+
+
+def test_every_real_circuit_passes_without_a_warning():
+    import glob
+    import warnings
+
+    paths = sorted(glob.glob("/work/shared/real-courses/circuits/*.csv"))
+    if not paths:
+        pytest.skip("no real circuits on this machine")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for path in paths:
+            load_centerline_csv(path)
+
+
+def test_the_generator_refuses_an_out_and_back_centreline():
+    from trackgen_env import TrackGenerator
+
+    with pytest.raises(ValueError, match="folds back on itself"):
+        TrackGenerator.from_centerline(_out_and_back(), device="cpu")
+
+
+def test_an_open_polyline_warns_that_it_is_closed_by_a_chord(tmp_path):
+    a = np.linspace(0, 1.5 * np.pi, 60)  # three quarters of a circle: a 70 m gap for ~2 m spacing
+    rows = np.stack([50 * np.cos(a), 50 * np.sin(a), np.full(60, 4.0), np.full(60, 4.0)], axis=1)
+    with pytest.warns(UserWarning, match=r"the last row is 70.7\d* m from the first, .* times the median spacing"):
+        load_centerline_csv(_write(tmp_path / "open.csv", rows))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_centerline(_circle())

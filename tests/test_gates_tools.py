@@ -73,7 +73,8 @@ def test_masked_on_generate_leaves_unmasked_rows_bit_identical():
 
 def test_invalid_env_has_no_checkpoints_and_no_course_line():
     cps, line = tools.GateCheckpoints(), tools.CenterlineFromGates()
-    gen, _ = make(2, "cpu", cps, line, size=3.0, num_gates=10, max_retries=0)
+    with pytest.warns(UserWarning, match="only 0 of 2 envs"):  # 10 gates 1.5 m apart do not fit in 3 m
+        gen, _ = make(2, "cpu", cps, line, size=3.0, num_gates=10, max_retries=2)
     assert not gen.result.valid.numpy().any()
     assert not cps.result.num_checkpoints.numpy().any() and not line.result.num_points.numpy().any()
     assert np.all(np.isfinite(line.result.centerline.numpy()))
@@ -205,7 +206,8 @@ def test_post_touch_is_a_hit_and_clear_flight_is_not(device):
 
 def test_disc_collision_ignores_the_ground_and_flags_invalid_envs():
     disc = tools.DiscCollision(R)
-    _, ctx = make(2, "cpu", disc, size=3.0, num_gates=10, max_retries=0)
+    with pytest.warns(UserWarning, match="only 0 of 2 envs"):
+        _, ctx = make(2, "cpu", disc, size=3.0, num_gates=10, max_retries=2)
     hit, dist = _step(disc, ctx, position=vec3s([[0, 0, 1], [0, 0, 1]]))
     assert hit.tolist() == [1, 1] and dist.tolist() == [0.0, 0.0]  # no course: an invalid env
     disc2 = tools.DiscCollision(R)

@@ -1,6 +1,6 @@
 """Command line: ``python -m trackgen_env demo|train|eval [options]``.
 
-``demo`` drives an env with a built-in controller, prints env-steps/s and episode
+``demo`` drives an env with a built-in controller, prints transitions/s and episode
 statistics, and writes pictures: ``--env track`` (default) a pure-pursuit car on
 generated tracks (or a real circuit with ``--track-csv``), ``--env gates`` a quadrotor
 through generated gates.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 import warp as wp
@@ -25,8 +26,18 @@ from .integrations.train import ENV_IDS, EVAL_SEED, eval_results_json, evaluate,
 DEMO_ENVS = ("track", "gates")
 
 
+def plain(text: str) -> str:
+    """``text`` with its reStructuredText markup (``literals``, :role:`targets`) as plain text,
+    for the terminal."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m trackgen_env", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m trackgen_env", description=plain(__doc__.split("\n\n", 1)[1]).strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="drive an env with a built-in controller and write pictures")
     demo.add_argument("--env", choices=DEMO_ENVS, default="track", help="which env to drive (default: track)")
@@ -96,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
             return 2
+    if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.train)
+        print(f"error: --seed must be a non-negative int (>= 0), got {args.seed}", file=sys.stderr)
+        return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
         print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates", file=sys.stderr)
         return 2

@@ -107,7 +107,11 @@ def _lowbias32_np(x: np.ndarray) -> np.ndarray:
 
 
 def env_seeds(seed: int, num_envs: int) -> np.ndarray:
-    """Per-env seeds ``hash(seed, i)`` for ``i in range(num_envs)``, shape ``[E]`` int32.
+    """Per-env seeds ``hash(seed, i)`` for ``i in range(num_envs)``, shape ``[E]`` uint32.
+
+    Non-negative, in ``[0, 2**32)``: the values ``reset(seed=[...])``, ``seeds=`` and
+    :class:`PerEnvSeededRNG` take as given. The device seed arrays hold the same 32 bits as
+    int32 (``env_seeds(s, E).view(np.int32)`` for an ``[E] int32`` array of your own).
 
     Raises:
         TypeError: ``seed`` is not an int.
@@ -121,7 +125,7 @@ def env_seeds(seed: int, num_envs: int) -> np.ndarray:
             hi = _lowbias32_np(np.uint32((seed >> shift) & 0xFFFFFFFF) ^ hi)
         idx = np.arange(num_envs, dtype=np.uint32)
         out = _lowbias32_np(_lowbias32_np(idx + np.uint32(0x632BE5AB)) ^ hi)
-    return out.view(np.int32)
+    return out
 
 
 @wp.kernel
@@ -165,7 +169,7 @@ class PerEnvSeededRNG:
 
 def _seed_values(seed, num_envs: int) -> np.ndarray:
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return env_seeds(int(seed), num_envs)
+        return env_seeds(int(seed), num_envs).view(np.int32)
     values = np.asarray(seed.numpy() if isinstance(seed, wp.array) else seed)
     if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer):
         raise ValueError(f"seeds must be an int or {num_envs} ints, got shape {values.shape} dtype {values.dtype}")

@@ -12,10 +12,30 @@ import os
 
 import numpy as np
 
-__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress"]
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "scale_bar_length", "SPEED_LABEL"]
 
 _BAND = "#d9d9d9"
 _EDGE = "#555555"
+SPEED_LABEL = "speed [m/s]"  # one speed unit for every figure (SI, as the envs' observations)
+
+
+def scale_bar_length(span: float) -> float:
+    """[m] a round length (1, 2 or 5 x 10^k) of about a fifth of ``span`` [m], for a scale bar."""
+    if not np.isfinite(span) or span <= 0:
+        return 1.0
+    target = span / 5.0
+    base = 10.0 ** np.floor(np.log10(target))
+    return float(max((m * base for m in (1.0, 2.0, 5.0) if m * base <= target), default=base))
+
+
+def _add_scale_bar(ax, span: float, *, fontsize: float = 6) -> None:
+    """A metre scale bar in the lower right corner of ``ax`` (its data units are metres)."""
+    from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
+
+    length = scale_bar_length(span)
+    label = f"{length:g} m" if length < 1000 else f"{length / 1000:g} km"
+    ax.add_artist(AnchoredSizeBar(ax.transData, length, label, "lower right", pad=0.3, borderpad=0.3, sep=2,
+                                  frameon=False, size_vertical=span / 200.0, fontproperties={"size": fontsize}))
 
 
 def _pyplot():
@@ -60,7 +80,8 @@ def _draw_track(ax, track: dict, *, lw: float = 0.6) -> None:
 def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: str | os.PathLike, *,
                     speeds: list[np.ndarray] | None = None, ncols: int | None = None, title: str | None = None,
                     labels: list[str] | None = None) -> str:
-    """A grid of tracks (band in grey, edges dark) with the driven traces on top; writes a PNG.
+    """A grid of tracks (band in grey, edges dark) with the driven traces on top, a metre scale
+    bar in each panel; writes a PNG.
 
     Args:
         tracks: host-side tracks (see the module docstring).
@@ -103,18 +124,22 @@ def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: s
         if labels is not None:
             ax.set_xlabel(labels[i], fontsize=7)
         ax.autoscale_view()
+        c = np.asarray(tracks[i]["centerline"])[:, :2]
+        if len(c) >= 3:
+            _add_scale_bar(ax, float(np.ptp(c, axis=0).max() + 2.0 * np.max(tracks[i]["half_width"])))
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     if speeds is not None and traces is not None and any(len(t) > 1 for t in traces):
         fig.subplots_adjust(right=0.9)
-        fig.colorbar(colored, cax=fig.add_axes([0.92, 0.3, 0.015, 0.4]), label="speed [m/s]")
+        fig.colorbar(colored, cax=fig.add_axes([0.92, 0.3, 0.015, 0.4]), label=SPEED_LABEL)
     return _save(fig, path)
 
 
 def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike, *, speed: np.ndarray | None = None,
                  title: str | None = None) -> str:
-    """One circuit with its driven trace, coloured by ``speed`` [m/s] when given; writes a PNG.
+    """One circuit with its driven trace, coloured by ``speed`` [m/s] when given (the colour
+    bar in m/s, as the track grid's), on axes in metres; writes a PNG.
 
     Returns:
         ``path`` as a str.
@@ -129,8 +154,8 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
     if trace is not None and len(trace):
         tr = np.asarray(trace)
         if speed is not None:
-            sc = ax.scatter(tr[:, 0], tr[:, 1], c=np.asarray(speed) * 3.6, s=1.5, cmap="plasma", zorder=3)
-            fig.colorbar(sc, ax=ax, shrink=0.7, label="speed [km/h]")
+            sc = ax.scatter(tr[:, 0], tr[:, 1], c=np.asarray(speed), s=1.5, cmap="plasma", zorder=3)
+            fig.colorbar(sc, ax=ax, shrink=0.7, label=SPEED_LABEL)
         else:
             ax.plot(tr[:, 0], tr[:, 1], color="#d62728", lw=1.0)
     ax.set_xlabel("x [m]")

@@ -1,1 +1,22 @@
 """Demos of ``python -m trackgen_env demo --env <name>``: each module has ``run(args) -> exit code``."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+__all__ = ["count_reset_steps", "RESET_STEPS_NOTE"]
+
+RESET_STEPS_NOTE = "NEXT_STEP autoreset: the step after an env's episode ends only resets it, its action ignored"
+
+
+def count_reset_steps(env, ended_before: np.ndarray) -> int:
+    """Env steps of the coming ``env.step`` that are reset steps, not transitions.
+
+    Under ``AutoresetMode.NEXT_STEP`` (the envs' default) an env whose episode ended on the
+    previous step (``ended_before``, ``[E]`` bool: terminated or truncated) spends the next
+    step being reset: its action is ignored and nothing moves. Other modes have none.
+    """
+    if env.metadata.get("autoreset_mode") != AutoresetMode.NEXT_STEP:
+        return 0
+    return int(np.count_nonzero(ended_before))

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
+from . import RESET_STEPS_NOTE, count_reset_steps
 
 __all__ = ["run", "fly", "plot_courses"]
 
@@ -21,7 +22,9 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     Records the first episode of the first ``record`` envs (positions until it ends).
 
     Returns:
-        a dict: ``env_seconds`` (time inside ``env.step``), ``gates`` (gates passed in order,
+        a dict: ``env_seconds`` (time inside ``env.step``), ``transitions`` / ``reset_steps``
+        (env steps that moved a body / NEXT_STEP reset steps, whose action is ignored: together
+        ``steps * num_envs``), ``gates`` (gates passed in order,
         all episodes), ``laps``, ``episodes`` (episodes ended), ``collisions`` / ``out_of_bounds``
         (episodes ended by a collision / by leaving the bounds), ``courses`` (the first
         episode's course of each recorded env), ``traces`` (``[T, 3]`` per recorded env),
@@ -35,8 +38,11 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     traces = [[env.drone_state()["position"][e].copy()] for e in range(record)]
     first_end = ["flying"] * record
     gates = laps = episodes = collisions = out_of_bounds = 0
+    ended = np.zeros(env.num_envs, dtype=bool)
+    reset_steps = 0
     env_seconds = 0.0
     for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+        reset_steps += count_reset_steps(env, ended)
         action = pilot(obs)
         t0 = time.perf_counter()
         obs, _, terminated, truncated, info = env.step(action)
@@ -62,7 +68,7 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     gates += int(info["gates_passed"][running].sum())
     laps += int(info["laps"][running].sum())
     return {
-        "env_seconds": env_seconds, "gates": gates, "laps": laps, "episodes": episodes, "collisions": collisions,
+        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps, "gates": gates, "laps": laps, "episodes": episodes, "collisions": collisions,
         "out_of_bounds": out_of_bounds, "courses": courses, "traces": [np.array(t) for t in traces],
         "first_end": first_end,
     }
@@ -162,8 +168,10 @@ def run(args) -> int:
 
     env_steps = steps * num_envs
     ended = out["episodes"]
-    print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs, {steps * env.quadrotor.dt:g} s of flight)")
-    print(f"env-steps/s:    {env_steps / max(out['env_seconds'], 1e-9):,.0f} (time inside env.step; controller excluded)")
+    print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs, {steps * env.quadrotor.dt:g} s of flight) "
+          f"= {out['transitions']} transitions + {out['reset_steps']} reset steps ({RESET_STEPS_NOTE})")
+    print(f"env-steps/s:    {out['transitions'] / max(out['env_seconds'], 1e-9):,.0f} transitions/s (reset steps not "
+          f"counted; time inside env.step; controller excluded)")
     print(f"gates passed:   {out['gates']}")
     print(f"laps completed: {out['laps']}")
     print(f"collisions:     {out['collisions']} of {ended} finished episodes ({out['out_of_bounds']} out of bounds)")

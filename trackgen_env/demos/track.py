@@ -13,6 +13,7 @@ from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import centerline_length, load_centerline_csv
+from . import RESET_STEPS_NOTE, count_reset_steps
 
 __all__ = ["run", "drive"]
 
@@ -25,7 +26,9 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     Records the first episode of the first ``record`` envs (positions and speeds until it ends).
 
     Returns:
-        a dict: ``env_seconds`` (time inside ``env.step``), ``laps`` (laps completed, all
+        a dict: ``env_seconds`` (time inside ``env.step``), ``transitions`` / ``reset_steps``
+        (env steps that moved a body / NEXT_STEP reset steps, whose action is ignored: together
+        ``steps * num_envs``), ``laps`` (laps completed, all
         episodes), ``episodes`` / ``off_track`` (episodes ended / ended off the track),
         ``tracks`` (the first episode's track of each recorded env), ``traces``, ``speeds``
         (``[T, 2]`` / ``[T]`` per recorded env), ``first_end`` (per recorded env: "lap",
@@ -39,8 +42,11 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     speeds = [[0.0] for _ in range(record)]
     first_end = ["running"] * record
     laps = episodes = off_track = 0
+    ended = np.zeros(env.num_envs, dtype=bool)
+    reset_steps = 0
     env_seconds = 0.0
     for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+        reset_steps += count_reset_steps(env, ended)
         action = controller(obs)
         t0 = time.perf_counter()
         obs, _, terminated, truncated, info = env.step(action)
@@ -64,7 +70,7 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     running = ~ended
     laps += int(info["laps"][running].sum())
     return {
-        "env_seconds": env_seconds, "laps": laps, "episodes": episodes, "off_track": off_track,
+        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps, "laps": laps, "episodes": episodes, "off_track": off_track,
         "tracks": tracks, "traces": [np.array(t) for t in traces], "speeds": [np.array(s) for s in speeds],
         "first_end": first_end,
     }
@@ -103,10 +109,12 @@ def run(args) -> int:
     out = drive(env, controller, steps, record=record, progress=not args.no_progress)
 
     env_steps = steps * num_envs
-    rate = env_steps / max(out["env_seconds"], 1e-9)
+    rate = out["transitions"] / max(out["env_seconds"], 1e-9)
     ended = out["episodes"]
-    print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs)")
-    print(f"env-steps/s:    {rate:,.0f} (time inside env.step; controller excluded)")
+    print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs) = {out['transitions']} transitions "
+          f"+ {out['reset_steps']} reset steps ({RESET_STEPS_NOTE})")
+    print(f"env-steps/s:    {rate:,.0f} transitions/s (reset steps not counted; time inside env.step; "
+          f"controller excluded)")
     print(f"laps completed: {out['laps']}")
     print(f"off-track rate: {out['off_track'] / max(ended, 1):.1%} of {ended} finished episodes")
 

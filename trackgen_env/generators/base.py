@@ -18,6 +18,7 @@ pending, so that is only slower.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 import warp as wp
@@ -29,7 +30,10 @@ from ..pipeline import PipelineSpec, Program
 from ..pipeline.params import Params
 from ..seeding import SeedState
 
-__all__ = ["Generator", "identity_quats"]
+__all__ = ["Generator", "identity_quats", "LOW_VALID_RATE"]
+
+# Construction warns when fewer envs than this share hold a valid course after the first generation.
+LOW_VALID_RATE = 0.9
 
 wp.set_module_options({"enable_backward": False})
 
@@ -174,6 +178,26 @@ class Generator(Program):
 
     def _commit(self, mask: wp.array, use_mask: int) -> None:
         raise NotImplementedError
+
+    def _first_generation(self) -> None:
+        """Generate every env once at construction and warn if most envs hold no course.
+
+        The one host read-back of ``result.valid`` of a generator's life (construction may
+        synchronise; ``enqueue`` never does): a ``UserWarning`` naming the measured valid
+        rate when it is below ``LOW_VALID_RATE``, so that a config that rarely yields a
+        course is not discovered as envs that terminate at every step.
+        """
+        self.generate()
+        valid = int(np.count_nonzero(self.result.valid.numpy()))
+        if valid < LOW_VALID_RATE * self.num_envs:
+            warnings.warn(
+                f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
+                f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
+                f"the config's checks reject most draws; see the {self.config_type.__name__} docstring for the "
+                f"ranges that yield valid courses",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def generate(self, seeds=None):
         """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).

@@ -14,11 +14,18 @@ and ``"centerline.count"`` (``[E]`` int32); :func:`write_centerline` writes both
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import warp as wp
 
 __all__ = ["load_centerline_csv", "check_centerline", "centerline_length", "write_centerline"]
+
+# A vertex where the path turns back by more than ~177 deg (cos < this) retraces its last
+# segment: an out-and-back's turnaround (real circuits' sharpest vertex: cos 0.73).
+FOLD_COS = -0.999
+# The closing chord (last row -> first) warns when longer than this many median spacings.
+OPEN_GAP_RATIO = 5.0
 
 
 def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
@@ -52,7 +59,15 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     """Check a closed centreline and return it as ``[N, 4]`` float64.
 
     Checks: shape ``[N, 4]`` with ``N >= 3`` (after dropping a last point that repeats the
-    first), finite values, widths > 0, no two consecutive points closer than 1e-6 m.
+    first), finite values, widths > 0, no two consecutive points closer than 1e-6 m, at
+    least 3 distinct points, and a loop that goes round once: it never folds back on itself
+    (no vertex turning back by more than ~177 deg) and no two of its segments overlap (run
+    along each other), so an out-and-back polyline, whose enclosed area is zero, is refused.
+    A self-crossing (a bridge; a figure eight, whose signed area may be zero too) is allowed.
+
+    Warns:
+        UserWarning: the closing chord from the last row to the first is over 5 times the
+            median spacing of the points (an open polyline, closed here by a straight chord).
 
     Raises:
         ValueError: a failed check, naming the row and what was expected.
@@ -76,7 +91,78 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     bad = np.flatnonzero(seg < 1e-6)
     if bad.size:
         raise ValueError(f"{name}: rows {bad[0]} and {(bad[0] + 1) % len(data)} are the same point")
+    distinct = len(np.unique(data[:, :2], axis=0))
+    if distinct < 3:
+        raise ValueError(f"{name}: a closed centreline needs >= 3 distinct points, got {distinct} in {len(data)} rows")
+    xy = data[:, :2] - data[:, :2].mean(axis=0)
+    d_out = np.roll(xy, -1, axis=0) - xy  # segment i: row i -> row i + 1
+    d_in = np.roll(d_out, 1, axis=0)
+    cos = (d_in * d_out).sum(axis=1) / (seg * np.roll(seg, 1))
+    bad = np.flatnonzero(cos < FOLD_COS)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(
+            f"{name}: the centreline folds back on itself at row {i} (it turns by "
+            f"{np.degrees(np.arccos(np.clip(cos[i], -1.0, 1.0))):.1f} deg, expected < 177 deg): an "
+            f"out-and-back polyline retraces its segments and is no closed track"
+        )
+    i, j = _overlapping_segments(xy, seg)
+    if i >= 0:
+        raise ValueError(
+            f"{name}: segments {i}-{(i + 1) % len(data)} and {j}-{(j + 1) % len(data)} overlap (the centreline "
+            f"retraces itself, expected a loop that goes round once: a bridge may cross, not run along)"
+        )
+    spacing = float(np.median(seg[:-1]))
+    if seg[-1] > OPEN_GAP_RATIO * spacing:
+        warnings.warn(
+            f"{name}: the last row is {seg[-1]:.6g} m from the first, {seg[-1] / spacing:.1f} times the median "
+            f"spacing of the points ({spacing:.6g} m): an open polyline? It is closed by a straight chord",
+            UserWarning,
+            stacklevel=2,
+        )
     return data
+
+
+def _overlapping_segments(xy: np.ndarray, seg: np.ndarray) -> tuple[int, int]:
+    """A pair (i, j) of distinct segments that are parallel and where the midpoint of
+    segment i lies on segment j (a run of the polyline traversed twice), else (-1, -1).
+    Segment i runs from row i to row i + 1 (closing: the last to the first).
+
+    A uniform grid of cells as wide as the longest segment finds the candidates: a segment
+    holding a point starts within one cell of it, so each midpoint is tested against the
+    segments starting in its 3 x 3 cells only (about linear in N for a real circuit).
+    """
+    n = len(xy)
+    d = np.roll(xy, -1, axis=0) - xy
+    u = d / seg[:, None]
+    mid = xy + 0.5 * d
+    tol = 1e-9 * max(1.0, float(np.abs(xy).max()))
+    cell = float(seg.max())
+    start = np.floor((xy - xy.min(axis=0)) / cell).astype(np.int64)
+    at = np.floor((mid - xy.min(axis=0)) / cell).astype(np.int64)
+    rows = int(start[:, 1].max()) + 3
+    key = lambda c: (c[:, 0] + 1) * rows + (c[:, 1] + 1)  # noqa: E731  (cells -1 .. max + 1 stay distinct)
+    order = np.argsort(key(start), kind="stable")
+    sorted_keys = key(start)[order]
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            k = key(at + np.array([dx, dy]))
+            lo = np.searchsorted(sorted_keys, k, "left")
+            counts = np.searchsorted(sorted_keys, k, "right") - lo
+            total = int(counts.sum())
+            if total == 0:
+                continue
+            i = np.repeat(np.arange(n), counts)
+            offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            j = order[np.repeat(lo, counts) + offset]
+            t = np.clip(((mid[i] - xy[j]) * d[j]).sum(axis=1) / (seg[j] * seg[j]), 0.0, 1.0)
+            dist = np.linalg.norm(xy[j] + t[:, None] * d[j] - mid[i], axis=1)
+            sin = np.abs(u[i, 0] * u[j, 1] - u[i, 1] * u[j, 0])
+            hit = np.flatnonzero((dist <= tol) & (sin <= 1e-6) & (i != j))
+            if hit.size:
+                first = hit[np.lexsort((j[hit], i[hit]))[0]]
+                return int(i[first]), int(j[first])
+    return -1, -1
 
 
 def centerline_length(points: np.ndarray) -> float:

@@ -254,7 +254,8 @@ class GateGenerator(Generator):
             ``SeedState``.
         stream: the ``wp.Stream`` to launch on (default: the device's current stream).
         prepare: run the first generation now (loads the Warp module: do it before any
-            capture). With False, ``result`` holds no course (``valid`` 0) until the first
+            capture) and read ``result.valid`` back once: a ``UserWarning`` names the valid
+            rate if under 90 % of the envs hold a course. With False, ``result`` holds no course (``valid`` 0) until the first
             ``generate``.
 
     Attributes:
@@ -298,7 +299,7 @@ class GateGenerator(Generator):
         self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
         self._start_orientation = identity_quats((E,), dev)
         if prepare:
-            self.generate()
+            self._first_generation()
 
     # --- regeneration (the skeleton is Generator.enqueue) ---------------------------------
     def _commit(self, mask: wp.array, use_mask: int) -> None:

@@ -31,6 +31,7 @@ from ..polyline import TWO_PI, X_AXIS, Y_AXIS, next_point, prev_point, wrapped_p
 from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..types import InputInfo, TrackLayout, TrackResult
 from .base import Generator, identity_quats
+from .centerline_io import check_centerline
 
 __all__ = ["TrackGenConfig", "TrackGenerator"]
 
@@ -40,6 +41,7 @@ _BSPLINE = wp.constant(0)
 _CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 _STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
+_MAX_POINTS = 1 << 16  # TrackGenConfig's largest max_points
 
 
 # --- curve evaluation --------------------------------------------------------------------
@@ -65,6 +67,27 @@ def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: i
 
 
 # --- stages ------------------------------------------------------------------------------
+# The layout adapts to the band: the defaults (a 0.8 m band in a 10 m square, turn radius
+# >= 2 half widths, 12 control points) draw their shapes unchanged; a wider band, a smaller
+# square or a larger turn-radius factor (a tighter ratio q = min turn radius / loop radius)
+# draws shallower lobes, and more control points draw less per-point noise, so that the
+# same share of draws passes the checks whatever the documented values.
+_REF_CONTROL_POINTS = wp.constant(12.0)
+_REF_TURN_RATIO = wp.constant(0.8 / 4.6)  # q of the defaults: 2 * 0.4 m over (5 - 0.4) m
+_DEPTH_EXP = wp.constant(1.5)  # measured: the lowest power of those tried (1, 1.5, 2) that keeps >= 99 % valid
+
+
+@wp.func
+def _layout_depth(radius_jitter: float, min_turn_radius: float, r_outer: float) -> float:
+    """Depth of the radial profile: ``radius_jitter`` up to the defaults' ratio q, beyond it
+    the depth whose innermost radius ``r_outer (1 - depth)`` grows as ``(q / q_ref)^1.5``
+    (0 from q = 0.39 on with the default jitter: a round loop)."""
+    q = min_turn_radius / wp.max(r_outer, 1.0e-9)
+    if q <= _REF_TURN_RATIO:
+        return radius_jitter
+    return wp.clamp(1.0 - (1.0 - radius_jitter) * wp.pow(q / _REF_TURN_RATIO, _DEPTH_EXP), 0.0, radius_jitter)
+
+
 @wp.kernel
 def _layout(
     seeds: wp.array(dtype=wp.int32),
@@ -77,6 +100,7 @@ def _layout(
     elevation: wp.array(dtype=float),
     width: wp.array(dtype=float),
     num_ctrl: int,
+    min_turn_radius_factor: float,
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_hw: wp.array2d(dtype=float),
     ctrl_count: wp.array(dtype=wp.int32),
@@ -90,6 +114,9 @@ def _layout(
     key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
     hw = 0.5 * width[e]
     r_outer = 0.5 * size[e] - hw
+    depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
+    # per-point noise of a fine loop: its wiggles bend as (noise / control spacing)^2
+    noise = 0.2 * wp.min(1.0, (_REF_CONTROL_POINTS / float(num_ctrl)) * (_REF_CONTROL_POINTS / float(num_ctrl)))
     phase = TWO_PI * uniform(key, 0)
     direction = 1.0
     if uniform(key, 1) < 0.5:
@@ -108,7 +135,7 @@ def _layout(
         u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
         theta = phase + direction * u
         f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
-        r = r_outer * (1.0 - radius_jitter[e] * (0.8 * f + 0.2 * uniform(key, 9 + 3 * k)))
+        r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
         z = elevation[e] * uniform(key, 10 + 3 * k)
         ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
         ctrl_hw[e, k] = hw
@@ -438,7 +465,9 @@ class TrackGenerator(Generator):
             ``SeedState``.
         stream: the ``wp.Stream`` to launch on (default: the device's current stream).
         prepare: run the first generation now (loads the Warp module: do it before any
-            capture). With False, ``result`` is all zeros until the first ``generate``.
+            capture) and read ``result.valid`` back once: a ``UserWarning`` names the valid
+            rate if under 90 % of the envs hold a course. With False, ``result`` is all
+            zeros until the first ``generate``.
 
     Attributes:
         result: :class:`~trackgen_env.types.TrackResult`, stable arrays ``[E, P]`` / ``[E]``.
@@ -492,7 +521,7 @@ class TrackGenerator(Generator):
                 "centerline.count": wp.zeros(E, dtype=wp.int32, device=dev),
             }
         if prepare:
-            self.generate()
+            self._first_generation()
 
     # --- construction from a given centreline ---------------------------------------------
     @classmethod
@@ -502,27 +531,39 @@ class TrackGenerator(Generator):
 
         Args:
             points: ``[N, 4]`` array-like: x [m], y [m], width right [m], width left [m]
-                (the layout of public racetrack databases), a closed loop whose first point
-                is not repeated at the end; ``N >= 3``.
+                (the layout of public racetrack databases), a closed loop (a last point that
+                repeats the first is dropped); ``N >= 3``.
             point_spacing: [m] resampling spacing (default: the median input spacing).
 
         Raises:
-            ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths >= 0.
+            ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths > 0, or
+                fails :func:`~trackgen_env.generators.centerline_io.check_centerline` (an
+                out-and-back or otherwise degenerate loop, repeated consecutive points), or
+                resampled every ``point_spacing`` it needs over 65536 points.
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
             raise ValueError(f"points must be [N >= 3, 4] (x, y, w_right, w_left), got shape {pts.shape}")
         if not np.all(np.isfinite(pts)) or np.any(pts[:, 2:] < 0):
             raise ValueError("points must be finite, with widths >= 0")
+        pts = check_centerline(pts, name="points")  # the one check of a closed centreline
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
+        needed = math.ceil(1.25 * length / spacing) + 2
+        if needed > _MAX_POINTS:
+            longest = (_MAX_POINTS - 2) * spacing / 1.25 - 2.0 * np.abs(pts[:, 2:]).max() * math.pi
+            raise ValueError(
+                f"a centreline {seg.sum():,.0f} m long, resampled every {spacing:g} m, needs up to {needed} points, "
+                f"over the {_MAX_POINTS} a track holds: expected a circuit up to {longest:,.0f} m long at this "
+                f"spacing (from_centerline takes a coarser point_spacing)"
+            )
         cfg = TrackGenConfig(num_envs=num_envs, device=device, source="centerline", max_input_points=len(pts),
                              point_spacing=spacing, max_loop_length=1.25 * length, size=float(np.ptp(pts[:, :2]) + 1.0))
         gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
         gen.inputs["centerline.xy"].assign(np.broadcast_to(pts.astype(np.float32), (num_envs, len(pts), 4)).copy())
         gen.inputs["centerline.count"].fill_(len(pts))
-        gen.generate()
+        gen._first_generation()
         return gen
 
     # --- regeneration (the skeleton is Generator.enqueue) ---------------------------------
@@ -551,7 +592,7 @@ class TrackGenerator(Generator):
                 _layout, E,
                 inputs=[self.seeds.seeds, self.seeds.counters, self._attempt, self._pending, p["layout.size"],
                         p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["band.width"],
-                        cfg.num_control_points],
+                        cfg.num_control_points, cfg.min_turn_radius_factor],
                 outputs=[self._ctrl, self._ctrl_hw, self._ctrl_count, self._run], device=dev,
             )
         else:
