@@ -8,7 +8,9 @@ from .track_config import TrackGenConfig
 
 __all__ = ["PipelineSpec", "Params", "presets", "build", "Program", "TrackGenConfig", "GateGenConfig", "register_family"]
 
-# family name -> generator class; the generators layer registers its classes on import.
+# family name -> generator class. The generators layer (above this one) registers its classes
+# when it is imported, and importing any part of the package imports it (``trackgen_env``'s
+# ``__init__``), so ``build`` never needs to import upward.
 _FAMILIES: dict[str, type] = {}
 
 
@@ -30,8 +32,6 @@ def build(spec: PipelineSpec, *, seeds=None, stream=None, prepare: bool = True) 
     """
     if not isinstance(spec, PipelineSpec):
         raise TypeError(f"build() takes a PipelineSpec, got {type(spec).__name__}")
-    import trackgen_env.generators  # noqa: F401  (registers the families)
-
     if spec.family not in _FAMILIES:
         raise ValueError(f"no generator for family {spec.family!r}; known: {sorted(_FAMILIES)}")
     return _FAMILIES[spec.family](spec, seeds=seeds, stream=stream, prepare=prepare)
