@@ -121,3 +121,15 @@ def test_make_vec_sync_runs_the_single_envs_with_gymnasiums_autoreset(env_id):
     # the episodes end by step 3 (Gymnasium's TimeLimit, or earlier by a crash); SyncVectorEnv resets them
     assert any(flags)
     envs.close()
+
+
+def test_the_envs_page_single_env_example_runs():
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", page, re.S)[5]
+    assert "gym.make(" in block
+    ns = {"gym": gymnasium}
+    exec(block.replace("range(100)", "range(30)"), ns)
+    assert ns["frame"].shape == (256, 256, 3)
