@@ -102,6 +102,8 @@ def test_make_time_limit_and_fixed_arguments():
             TrackEnv("cpu", **bad)
     with pytest.raises(ValueError, match=r"shape \(2,\)"):
         TrackEnv("cpu", seed=0).step(np.zeros((1, 2), np.float32))
+    with pytest.raises(ValueError, match="seed must be"):
+        TrackEnv("cpu", seed=0).reset(seed=-1)
     with pytest.raises(ValueError, match="no options"):
         TrackEnv("cpu", seed=0).reset(options={"reset_mask": np.ones(1, bool)})
 

@@ -158,3 +158,12 @@ def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
     csv.write_text("\n".join(lines) + "\n")
     plot_learning_curve(csv, tmp_path / "curve.png", window=10)
     assert (tmp_path / "curve.png").stat().st_size > 1000
+
+
+def test_torch_threads_default_is_one_on_the_cpu_and_torchs_own_on_cuda():
+    from trackgen_env.integrations.train import torch_threads_for
+
+    assert torch_threads_for("cpu") == 1 and torch_threads_for("cuda") is None
+    assert torch_threads_for("cpu", 3) == 3 and torch_threads_for("cuda", 2) == 2
+    with pytest.raises(ValueError, match="torch_threads"):
+        torch_threads_for("cpu", 0)

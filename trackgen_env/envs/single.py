@@ -30,7 +30,8 @@ _FIXED = ("num_envs", "autoreset_mode", "output")
 
 
 class SingleCourseEnv(gymnasium.Env):
-    """A ``gymnasium.Env`` over a one-env course vector env (see the module docstring).
+    """A ``gymnasium.Env`` over a one-env course vector env (see the module docstring); the base of
+    :class:`TrackEnv` and :class:`GatesEnv`, which set ``vector_class`` and ``metadata``.
 
     Args:
         device: the vector env's Warp device (None: ``cuda:0`` when present, else ``cpu``).
@@ -80,8 +81,8 @@ class SingleCourseEnv(gymnasium.Env):
         """
         if options:
             raise ValueError(f"{type(self).__name__}.reset takes no options, got {sorted(options)}")
+        obs, info = self.vector_env.reset(seed=seed)  # checks the seed first
         super().reset(seed=seed)  # np_random, as Gymnasium's envs (the courses are seeded on the device)
-        obs, info = self.vector_env.reset(seed=seed)
         self._last = None
         self._warned_done = False
         return obs[0], _unbatch(info)
@@ -133,8 +134,7 @@ class SingleCourseEnv(gymnasium.Env):
 
 def _unbatch(info: dict[str, Any]) -> dict[str, Any]:
     """Env 0's entries of a vector info dict, as Python scalars, without the ``"_name"`` masks."""
-    return {k: (v[0].item() if isinstance(v, np.ndarray) and v.ndim == 1 else v[0])
-            for k, v in info.items() if not k.startswith("_")}
+    return {k: v[0].item() for k, v in info.items() if not k.startswith("_")}
 
 
 class TrackEnv(SingleCourseEnv):

@@ -47,7 +47,7 @@ from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "EvalResult", "train", "evaluate", "format_eval_table",
-           "eval_results_json", "plot_learning_curve"]
+           "eval_results_json", "plot_learning_curve", "torch_threads_for"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
