@@ -334,3 +334,4 @@ def test_sb3_example_trains_and_drives_new_tracks():
     out = subprocess.run([sys.executable, str(script), "--steps", "4096", "--device", "cpu"],
                          check=True, capture_output=True, text=True, timeout=300)
     assert "laps completed on 16 new tracks" in out.stdout
+    assert "torch threads: 1" in out.stdout  # the CPU policy's default (issue 9, item 8)

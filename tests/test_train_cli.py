@@ -1,25 +1,46 @@
 """``python -m trackgen_env train`` / ``eval``: a tiny end-to-end run, and clear errors for bad arguments."""
 
+import contextlib
+import io
 import json
 
 import pytest
 
 pytest.importorskip("stable_baselines3")
+import torch  # noqa: E402
+from stable_baselines3 import PPO  # noqa: E402
 
+import trackgen_env.integrations.train as train_module  # noqa: E402
 from trackgen_env.__main__ import main  # noqa: E402
 from trackgen_env.integrations.train import EVAL_SEED, evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
+    """A 512-step run of 4 envs (one rollout is 4 x 256 = 1024 steps), with torch at 2 threads before it
+    and the thread count recorded while PPO learns."""
     out = tmp_path_factory.mktemp("run")
-    rc = main(["train", "--env", "TrackGen-Track-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
-               "--device", "cpu", "--out", str(out), "--no-progress"])
+    learn, seen = PPO.learn, {}
+
+    def recording_learn(self, *args, **kwargs):
+        seen["threads"] = torch.get_num_threads()
+        return learn(self, *args, **kwargs)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    text = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
+        mp.setattr(PPO, "learn", recording_learn)
+        rc = main(["train", "--env", "TrackGen-Track-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
+                   "--device", "cpu", "--out", str(out), "--no-progress"])
+    seen["after"] = torch.get_num_threads()
+    torch.set_num_threads(before)
     assert rc == 0
-    return out
+    return out, seen, text.getvalue()
 
 
 def test_train_writes_model_stats_monitor_logs_and_record(trained):
+    trained, _, _ = trained
     for name in ("model.zip", "vecnormalize.pkl", "monitor.csv", "train.json"):
         assert (trained / name).is_file(), name
     assert any((trained / "tb").rglob("events.out.tfevents.*"))
@@ -28,7 +49,52 @@ def test_train_writes_model_stats_monitor_logs_and_record(trained):
     assert record["steps"] >= 512
 
 
+def test_train_runs_torch_on_one_thread_with_a_cpu_policy_and_restores_the_callers_count(trained):
+    out, seen, _ = trained
+    assert seen["threads"] == 1 and seen["after"] == 2
+    assert json.loads((out / "train.json").read_text())["torch_threads"] == 1
+
+
+def test_train_records_the_resolved_devices_not_none(trained):
+    record = json.loads((trained[0] / "train.json").read_text())
+    assert record["device"] == "cpu" and record["policy_device"] == "cpu"
+
+
+def test_train_rounds_steps_up_to_whole_rollouts_and_says_so(trained):
+    out, _, text = trained
+    record = json.loads((out / "train.json").read_text())
+    assert (record["steps_requested"], record["steps"], record["rollout_steps"]) == (512, 1024, 1024)
+    assert "trained 1024 env steps: --steps 512 rounded up to whole rollouts of 1024 (4 envs x 256 steps)" in text
+
+
+def test_rollout_steps_are_whole_rollouts():
+    assert train_module._rollout_steps(10, 16, 256) == 4096
+    assert train_module._rollout_steps(4096, 16, 256) == 4096
+    assert train_module._rollout_steps(4097, 16, 256) == 8192
+
+
+@pytest.mark.parametrize("argv, expected", [([], 1), (["--torch-threads", "2"], 2)])
+def test_eval_sets_torch_threads_while_it_runs(trained, monkeypatch, argv, expected):
+    seen = []
+    run = train_module._run_episodes
+
+    def recording_run(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "_run_episodes", recording_run)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3 if expected != 3 else 4)
+    try:
+        outer = torch.get_num_threads()
+        assert main(["eval", str(trained[0] / "model.zip"), "--episodes", "1", "--device", "cpu", *argv]) == 0
+        assert seen == [expected, expected] and torch.get_num_threads() == outer
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_eval_reports_trained_and_random_on_held_out_tracks(trained, capsys):
+    trained = trained[0]
     assert main(["eval", str(trained / "model.zip"), "--episodes", "3", "--device", "cpu",
                  "--json", str(trained / "eval.json")]) == 0
     text = capsys.readouterr().out
@@ -39,6 +105,7 @@ def test_eval_reports_trained_and_random_on_held_out_tracks(trained, capsys):
 
 
 def test_eval_on_a_real_circuit_csv(trained, tmp_path):
+    trained = trained[0]
     import numpy as np
 
     t = np.linspace(0.0, 2.0 * np.pi, 80, endpoint=False)
@@ -51,7 +118,7 @@ def test_eval_on_a_real_circuit_csv(trained, tmp_path):
 
 def test_eval_refuses_the_training_seed(trained):
     with pytest.raises(ValueError, match="shares per-env course seeds"):
-        evaluate(trained / "model.zip", episodes=2, seed=3, device="cpu")
+        evaluate(trained[0] / "model.zip", episodes=2, seed=3, device="cpu")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -60,6 +127,8 @@ def test_eval_refuses_the_training_seed(trained):
     (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**31)"),
     (["eval", "no/such/model.zip"], "no model at"),
     (["eval", "x.zip", "--episodes", "0"], "--episodes must be >= 1"),
+    (["train", "--steps", "10", "--torch-threads", "0"], "--torch-threads must be >= 1"),
+    (["eval", "x.zip", "--torch-threads", "0"], "--torch-threads must be >= 1"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_error(argv, message, capsys):
     assert main(argv) == 2
@@ -89,3 +158,12 @@ def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
     csv.write_text("\n".join(lines) + "\n")
     plot_learning_curve(csv, tmp_path / "curve.png", window=10)
     assert (tmp_path / "curve.png").stat().st_size > 1000
+
+
+def test_torch_threads_default_is_one_on_the_cpu_and_torchs_own_on_cuda():
+    from trackgen_env.integrations.train import torch_threads_for
+
+    assert torch_threads_for("cpu") == 1 and torch_threads_for("cuda") is None
+    assert torch_threads_for("cpu", 3) == 3 and torch_threads_for("cuda", 2) == 2
+    with pytest.raises(ValueError, match="torch_threads"):
+        torch_threads_for("cpu", 0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import re
 import sys
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(default: out/ppo_<env>_s<seed>)")
     train.add_argument("--logdir", default=None, help="TensorBoard log folder (default: OUT/tb)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                       help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
 
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
     ev.add_argument("model", metavar="MODEL", help="a model.zip written by train")
@@ -74,13 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--track-scale", type=float, default=None, help="scale of the --track-csv circuit (default: "
                                                                      "mean width -> the training track width)")
     ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    ev.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                    help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
     return parser
 
 
 def _train(args) -> int:
     out = args.out or f"out/ppo_{args.env.split('-')[1].lower()}_s{args.seed}"
     path = train(args.env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
-                 logdir=args.logdir, progress=not args.no_progress)
+                 logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads)
+    record = json.loads(path.with_name("train.json").read_text())
+    if record["steps"] != record["steps_requested"]:
+        print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
+              f"of {record['rollout_steps']} ({args.num_envs} envs x {record['ppo']['n_steps']} steps)")
     print(f"saved {path} (TensorBoard: tensorboard --logdir {args.logdir or os.path.join(out, 'tb')})")
     return 0
 
@@ -88,7 +97,7 @@ def _train(args) -> int:
 def _eval(args) -> int:
     episodes = args.episodes or (1 if args.track_csv else 100)
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
-                       track_csv=args.track_csv, track_scale=args.track_scale)
+                       track_csv=args.track_csv, track_scale=args.track_scale, torch_threads=args.torch_threads)
     where = args.track_csv or f"held-out courses (seed {args.seed})"
     n = results[0].episodes
     print(f"{n} episode{'' if n == 1 else 's'} per policy on {where}\n")
@@ -102,7 +111,7 @@ def _eval(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
-    for name in ("num_envs", "steps", "episodes"):
+    for name in ("num_envs", "steps", "episodes", "torch_threads"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)

@@ -1,20 +1,27 @@
-"""Gymnasium vector envs over generated courses, registered on ``import trackgen_env``."""
+"""Gymnasium envs over generated courses, registered on ``import trackgen_env``.
+
+Each id has a ``vector_entry_point`` (the native vector env: ``gymnasium.make_vec(id, num_envs=N)``)
+and an ``entry_point`` (one env as a ``gymnasium.Env``, :mod:`trackgen_env.envs.single`:
+``gymnasium.make(id)``, and ``gymnasium.make_vec(id, N, vectorization_mode="sync")`` over it).
+"""
 
 import gymnasium
 
 from .gates import GatesVectorEnv
+from .single import GatesEnv, TrackEnv
 from .track import TrackVectorEnv
 
-__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv"]
+__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "TrackEnv", "GatesEnv"]
 
+#: id -> (entry_point, vector_entry_point)
 _ENVS = {
-    "TrackGen-Track-v0": "trackgen_env.envs.track:TrackVectorEnv",
-    "TrackGen-Gates-v0": "trackgen_env.envs.gates:GatesVectorEnv",
+    "TrackGen-Track-v0": ("trackgen_env.envs.single:TrackEnv", "trackgen_env.envs.track:TrackVectorEnv"),
+    "TrackGen-Gates-v0": ("trackgen_env.envs.single:GatesEnv", "trackgen_env.envs.gates:GatesVectorEnv"),
 }
 
 
 def register_envs() -> None:
     """Register the envs with Gymnasium (idempotent)."""
-    for env_id, entry_point in _ENVS.items():
+    for env_id, (entry_point, vector_entry_point) in _ENVS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, vector_entry_point=entry_point)
+            gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point)

@@ -9,7 +9,9 @@ normalisation), a tqdm progress bar and TensorBoard logs, and writes into ``--ou
 * ``model.zip``: the PPO model (``PPO.load``);
 * ``vecnormalize.pkl``: the normalisation statistics (``VecNormalize.load``), needed to run the policy;
 * ``monitor.csv``: one line per finished training episode (return ``r``, length ``l``, ``laps``, ...);
-* ``train.json``: the env, its arguments, the seed, the PPO settings and the wall time;
+* ``train.json``: the env, its arguments, the seed, the resolved env and policy devices, the
+  env steps requested and trained (whole rollouts), torch's thread count, the PPO settings
+  and the wall time;
 * ``learning_curve.png``: episode return and lap rate vs env steps (:func:`plot_learning_curve`).
 
 ``eval`` runs the saved policy deterministically, one episode per env, on **held-out
@@ -25,6 +27,7 @@ penalty), the mean track length, and for gates the mean number of gates passed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -44,7 +47,7 @@ from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "EvalResult", "train", "evaluate", "format_eval_table",
-           "eval_results_json", "plot_learning_curve"]
+           "eval_results_json", "plot_learning_curve", "torch_threads_for"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -84,6 +87,43 @@ def _check_seed(name: str, value: int) -> None:
 def _torch_device(device: str | None) -> str:
     """The policy's torch device for a Warp env device: CUDA next to a CUDA env, else the CPU."""
     return "cuda" if wp.get_device(resolve_device(device)).is_cuda else "cpu"
+
+
+def torch_threads_for(policy_device: str, torch_threads: int | None = None) -> int | None:
+    """torch's intra-op thread count for a policy on ``policy_device``: ``torch_threads`` when given, else
+    1 on the CPU (as CleanRL's scripts do) and None (torch's default, unchanged) on CUDA.
+
+    Why 1 on the CPU: the 64-64 MLP policy gains nothing from more threads, and torch's idle
+    OpenMP threads spin beside the env (Warp runs CPU kernels on one thread) and beside other
+    busy processes: on a 2-core machine ``train --steps 20000`` took 36.7 s with torch's
+    default threads and 12.4 s with one, ``eval`` 48.5 s and 9.1 s (issue 9, item 8).
+
+    Raises:
+        ValueError, TypeError: ``torch_threads`` not None or an int >= 1.
+    """
+    if torch_threads is not None:
+        return check_int("torch_threads", torch_threads, lo=1)
+    return 1 if policy_device == "cpu" else None
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int | None):
+    """Run the block with ``torch.set_num_threads(count)`` (None: unchanged), then restore the caller's count."""
+    import torch
+
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def _rollout_steps(steps: int, num_envs: int, n_steps: int) -> int:
+    """The env steps SB3's ``learn(steps)`` trains: whole rollouts of ``num_envs * n_steps``, at least one."""
+    rollout = num_envs * n_steps
+    return max(1, math.ceil(steps / rollout)) * rollout
 
 
 def _progress_callback(total: int, enabled: bool):
@@ -143,13 +183,15 @@ def train(
     progress: bool = True,
     ppo_kwargs: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    torch_threads: int | None = None,
 ) -> Path:
     """Train PPO on ``env_id`` for ``steps`` env steps (all envs together) and save it under ``out``.
 
     Args:
         env_id: ``"TrackGen-Track-v0"`` or ``"TrackGen-Gates-v0"``.
-        steps: env steps to train for (>= 1; SB3 rounds up to whole rollouts of
-            ``num_envs * n_steps``).
+        steps: env steps to train for (>= 1), rounded up to whole rollouts of ``num_envs *
+            n_steps`` (SB3 collects whole rollouts: ``steps=10`` with the defaults trains 4096);
+            ``train.json`` records both (``steps_requested``, ``steps``).
         num_envs: envs in the one vector env (>= 1).
         seed: seed of the training courses (env ``i``: ``hash(seed, i)``), torch and NumPy; in [0, 2**31).
         device: the env's Warp device (None: ``cuda:0`` when present, else ``cpu``); the
@@ -159,19 +201,24 @@ def train(
         progress: show a tqdm progress bar.
         ppo_kwargs: overrides of :data:`PPO_DEFAULTS` (SB3 ``PPO`` arguments).
         env_kwargs: extra env constructor arguments (e.g. ``max_episode_steps``).
+        torch_threads: torch's thread count while training (:func:`torch_threads_for`: default 1
+            with the policy on the CPU, torch's own on CUDA); the caller's count is restored after.
 
     Returns:
         The path of ``model.zip``.
 
     Raises:
-        ValueError: an unknown env, ``steps``/``num_envs`` out of range, or a bad ``seed``.
-        TypeError: a ``steps``/``num_envs`` that is not an int.
+        ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``.
+        TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``).
     """
     _check_env_id(env_id)
     check_int("steps", steps, lo=1)
     check_int("num_envs", num_envs, lo=1)
     _check_seed("seed", seed)
+    env_device = str(wp.get_device(resolve_device(device)))
+    policy_device = _torch_device(env_device)
+    threads = torch_threads_for(policy_device, torch_threads)
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -184,25 +231,30 @@ def train(
     hyper = {**PPO_DEFAULTS, **(ppo_kwargs or {})}
     policy_kwargs = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh}
 
-    venv = make_sb3_vec_env(env_id, num_envs, device=device, seed=seed, **env_kwargs)
-    venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
-    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0, gamma=hyper["gamma"])
-    model = PPO("MlpPolicy", venv, seed=seed, device=_torch_device(device), tensorboard_log=str(logdir),
-                policy_kwargs=policy_kwargs, verbose=0, **hyper)
-    start = time.perf_counter()
-    callbacks = CallbackList([_progress_callback(steps, progress), _episode_stats_callback(ENV_IDS[env_id])])
-    model.learn(total_timesteps=steps, callback=callbacks, tb_log_name="ppo")
-    wall = time.perf_counter() - start
+    total = _rollout_steps(steps, num_envs, int(hyper["n_steps"]))
 
-    model_path = out / "model.zip"
-    model.save(model_path)
-    venv.save(str(out / "vecnormalize.pkl"))
-    record = {
-        "env_id": env_id, "steps": int(model.num_timesteps), "num_envs": num_envs, "seed": seed,
-        "device": str(device), "env_kwargs": env_kwargs, "ppo": hyper, "wall_time_s": round(wall, 1),
-    }
-    (out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
-    venv.close()
+    with _torch_threads(threads) as used_threads:
+        venv = make_sb3_vec_env(env_id, num_envs, device=env_device, seed=seed, **env_kwargs)
+        venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0, gamma=hyper["gamma"])
+        model = PPO("MlpPolicy", venv, seed=seed, device=policy_device, tensorboard_log=str(logdir),
+                    policy_kwargs=policy_kwargs, verbose=0, **hyper)
+        start = time.perf_counter()
+        callbacks = CallbackList([_progress_callback(total, progress), _episode_stats_callback(ENV_IDS[env_id])])
+        model.learn(total_timesteps=total, callback=callbacks, tb_log_name="ppo")
+        wall = time.perf_counter() - start
+
+        model_path = out / "model.zip"
+        model.save(model_path)
+        venv.save(str(out / "vecnormalize.pkl"))
+        record = {
+            "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
+            "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
+            "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
+            "env_kwargs": env_kwargs, "ppo": hyper, "wall_time_s": round(wall, 1),
+        }
+        (out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
+        venv.close()
     plot_learning_curve(out / "monitor.csv", out / "learning_curve.png", title=f"PPO on {env_id}")
     return model_path
 
@@ -311,6 +363,7 @@ def evaluate(
     track_csv: str | os.PathLike | None = None,
     track_scale: float | None = None,
     random_policy: bool = True,
+    torch_threads: int | None = None,
 ) -> list[EvalResult]:
     """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
 
@@ -331,6 +384,8 @@ def evaluate(
         track_csv: a circuit CSV (``x_m, y_m, w_tr_right_m, w_tr_left_m``), track env only.
         track_scale: scale factor of the circuit (> 0).
         random_policy: also evaluate a uniform random policy on the same courses.
+        torch_threads: torch's thread count while evaluating (:func:`torch_threads_for`: default
+            1 with the policy on the CPU, torch's own on CUDA); the caller's count is restored after.
 
     Returns:
         ``[trained, random]`` (or ``[trained]``) :class:`EvalResult`.
@@ -340,7 +395,7 @@ def evaluate(
         ValueError: an unknown env, bad ``episodes``/``seed``/``track_scale``, a seed that
             overlaps the training seeds, a CSV with the gates env, or an env that differs
             from the model's spaces.
-        TypeError: an ``episodes``/``track_scale`` of the wrong type.
+        TypeError: an ``episodes``/``track_scale``/``torch_threads`` of the wrong type.
     """
     model_path = Path(model_path)
     if not model_path.is_file():
@@ -366,11 +421,17 @@ def evaluate(
         env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
     elif track_scale is not None:
         raise ValueError("track_scale applies to track_csv only")
+    policy_device = _torch_device(device)
+    with _torch_threads(torch_threads_for(policy_device, torch_threads)):
+        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy)
 
+
+def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
+              env_kwargs: dict[str, Any], random_policy: bool) -> list[EvalResult]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
-    model = PPO.load(model_path, device=_torch_device(device))
+    model = PPO.load(model_path, device=policy_device)
     stats = model_path.with_name("vecnormalize.pkl")
     keys = ENV_IDS[env_id]
 

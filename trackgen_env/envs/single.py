@@ -1,0 +1,153 @@
+"""One env as a ``gymnasium.Env`` (``gymnasium.make("TrackGen-Track-v0")``), over a one-env vector env.
+
+:class:`TrackEnv` and :class:`GatesEnv` are the ``entry_point`` of ``TrackGen-Track-v0`` and
+``TrackGen-Gates-v0`` (the native vector envs are their ``vector_entry_point``). Each holds a
+:class:`~trackgen_env.envs.track.TrackVectorEnv` / :class:`~trackgen_env.envs.gates.GatesVectorEnv`
+of ``num_envs=1`` in ``AutoresetMode.DISABLED`` (``self.vector_env``) and speaks the single-env
+API of Gymnasium: the spaces are the vector env's single spaces, ``step()`` returns an
+unbatched observation ``[D]`` float32, a float reward, bool ``terminated`` / ``truncated`` and
+an info dict of Python scalars, and the user calls ``reset()`` after an episode ends (no
+autoreset). For many envs use the vector env itself: one graph replay steps them all, where
+``gymnasium.make_vec(..., vectorization_mode="sync")`` steps ``num_envs`` of these one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from .base import CourseVectorEnv
+from .gates import GatesVectorEnv
+from .track import TrackVectorEnv
+
+__all__ = ["SingleCourseEnv", "TrackEnv", "GatesEnv"]
+
+# arguments of the vector env that the single env fixes itself
+_FIXED = ("num_envs", "autoreset_mode", "output")
+
+
+class SingleCourseEnv(gymnasium.Env):
+    """A ``gymnasium.Env`` over a one-env course vector env (see the module docstring); the base of
+    :class:`TrackEnv` and :class:`GatesEnv`, which set ``vector_class`` and ``metadata``.
+
+    Args:
+        device: the vector env's Warp device (None: ``cuda:0`` when present, else ``cpu``).
+        render_mode: None or ``"rgb_array"`` (``render()`` returns one ``[H, W, 3]`` uint8 frame).
+        **kwargs: the vector env's other constructor arguments (``seed``, ``max_episode_steps``,
+            ``laps``, ``render_size``, ``car``, ``track``, ``gates``, ...); ``num_envs``,
+            ``autoreset_mode`` and ``output`` are fixed (1, ``DISABLED``, ``"numpy"``).
+
+    Attributes:
+        vector_env: the one-env vector env (its ``car``, ``course``, ``quadrotor``, ...).
+
+    Raises:
+        TypeError: ``num_envs``, ``autoreset_mode`` or ``output`` passed.
+        ValueError, TypeError: as the vector env's constructor.
+    """
+
+    vector_class: type[CourseVectorEnv] = CourseVectorEnv
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(self, device: str | None = None, *, render_mode: str | None = None, **kwargs):
+        fixed = sorted(set(kwargs) & set(_FIXED))
+        if fixed:
+            raise TypeError(f"{type(self).__name__} is one env with its own reset (num_envs=1, autoreset_mode=DISABLED, "
+                            f'output="numpy"): do not pass {fixed}; for many envs use gymnasium.make_vec')
+        self.vector_env = self.vector_class(1, device, render_mode=render_mode, autoreset_mode=AutoresetMode.DISABLED,
+                                            output="numpy", **kwargs)
+        self.render_mode = render_mode
+        self.observation_space = self.vector_env.single_observation_space
+        self.action_space = self.vector_env.single_action_space
+        self._last: tuple | None = None  # the ended step's outputs, returned again by a step after it
+        self._warned_done = False
+        self._closed = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode on a new course (the first reset keeps the construction's course).
+
+        Args:
+            seed: None (the next course of the env's stream) or an int >= 0 (the courses restart from
+                ``hash(seed, 0)``: the same as constructing with ``seed=seed``).
+            options: None or ``{}`` (the env takes no options).
+
+        Returns:
+            ``(obs [D] float32, info)``, ``info`` a dict of Python scalars (``"laps"``, ...).
+
+        Raises:
+            ValueError: a negative or non-int seed, or options.
+        """
+        if options:
+            raise ValueError(f"{type(self).__name__}.reset takes no options, got {sorted(options)}")
+        obs, info = self.vector_env.reset(seed=seed)  # checks the seed first
+        super().reset(seed=seed)  # np_random, as Gymnasium's envs (the courses are seeded on the device)
+        self._last = None
+        self._warned_done = False
+        return obs[0], _unbatch(info)
+
+    def step(self, action):
+        """Advance the env by ``dt``.
+
+        Args:
+            action: ``action_space.shape`` real floats (clipped to [-1, 1]).
+
+        Returns:
+            ``(obs [D] float32, reward float, terminated bool, truncated bool, info dict)``. After the
+            episode ended, a step does not move the env (as Gymnasium's CartPole): it warns once and
+            returns the last observation and flags with reward 0; call ``reset()``.
+
+        Raises:
+            ValueError: another shape, or NaN; TypeError: not a real floating dtype.
+            RuntimeError: ``reset()`` was not called first.
+        """
+        shape = self.action_space.shape
+        a = np.asarray(action)
+        if a.shape != shape:
+            raise ValueError(f"action must have shape {shape} {self.vector_env.action_labels}, got {a.shape}")
+        if self._last is not None:
+            if not self._warned_done:
+                gymnasium.logger.warn("step() called after the episode ended (terminated or truncated); "
+                                      "call reset() first: the env stays where it ended, with reward 0")
+                self._warned_done = True
+            obs, _, terminated, truncated, info = self._last
+            return obs.copy(), 0.0, terminated, truncated, dict(info)
+        obs, reward, terminated, truncated, info = self.vector_env.step(a[None])
+        out = (obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), _unbatch(info))
+        if out[2] or out[3]:
+            self._last = out
+            return out[0].copy(), *out[1:4], dict(out[4])
+        return out
+
+    def render(self):
+        """One RGB frame ``[render_size, render_size, 3]`` uint8, or None without ``render_mode``."""
+        frames = self.vector_env.render()
+        return None if frames is None else frames[0]
+
+    def close(self):
+        """Close the vector env (releases its buffers); calling it again does nothing."""
+        if not self._closed:
+            self._closed = True
+            self.vector_env.close()
+
+
+def _unbatch(info: dict[str, Any]) -> dict[str, Any]:
+    """Env 0's entries of a vector info dict, as Python scalars, without the ``"_name"`` masks."""
+    return {k: v[0].item() for k, v in info.items() if not k.startswith("_")}
+
+
+class TrackEnv(SingleCourseEnv):
+    """``TrackGen-Track-v0`` as one ``gymnasium.Env``: a car on generated tracks (:class:`TrackVectorEnv`,
+    whose docstring holds the spaces, reward and episode end; here unbatched)."""
+
+    vector_class = TrackVectorEnv
+    metadata = {"render_modes": TrackVectorEnv.metadata["render_modes"], "render_fps": TrackVectorEnv.metadata["render_fps"]}
+
+
+class GatesEnv(SingleCourseEnv):
+    """``TrackGen-Gates-v0`` as one ``gymnasium.Env``: a quadrotor through generated gates
+    (:class:`GatesVectorEnv`, whose docstring holds the spaces, reward and episode end; here unbatched)."""
+
+    vector_class = GatesVectorEnv
+    metadata = {"render_modes": GatesVectorEnv.metadata["render_modes"], "render_fps": GatesVectorEnv.metadata["render_fps"]}
