@@ -101,7 +101,7 @@ class CarParams:
 
 
 #: Car presets. ``"rc10"``: a 1:10 RC car (F1TENTH-sized: 0.33 m wheelbase) for the
-#: default ~10 m generated tracks; ``"full"``: a full-size race car (2.7 m wheelbase, 2 m
+#: default generated tracks (~19 m loops in a 10 m square); ``"full"``: a full-size race car (2.7 m wheelbase, 2 m
 #: wide, ~1.5 g of grip) for real circuits, which are km long with 3-14 m half widths.
 CAR_PRESETS: dict[str, CarParams] = {
     "rc10": CarParams(

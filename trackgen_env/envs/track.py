@@ -171,8 +171,8 @@ class TrackVectorEnv(CourseVectorEnv):
     a smooth generated centreline, :class:`~trackgen_env.TrackGenConfig`) and a car, a
     kinematic single-track (bicycle) model (Kong et al., IEEE IV 2015; Rajamani, *Vehicle
     Dynamics and Control*, 2012; see :mod:`trackgen_env.envs.car`) with friction-limited
-    steering. The default car is a 1:10 RC car (0.33 m wheelbase, up to 6 m/s) on ~10 m
-    tracks 0.8 m wide. The goal is to cover as much track as possible without touching
+    steering. The default car is a 1:10 RC car (0.33 m wheelbase, up to 6 m/s) on ~19 m
+    loops (18-20 m) in a 10 m square, 0.8 m wide. The goal is to cover as much track as possible without touching
     the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
     recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
     collision against the band edges, localization on the centreline) -> reward and
@@ -272,7 +272,8 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``car``: ``"rc10"`` (default), ``"full"`` (a full-size race car, for real circuits)
       or a :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
     * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
-      are replaced by the env's); default ``TrackGenConfig()`` (10 m course, 0.8 m wide).
+      are replaced by the env's); default ``TrackGenConfig()`` (a ~19 m loop in a 10 m
+      square, 0.8 m wide).
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
