@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from .polyline import BIG, X_AXIS
 from .polyline import left_normal_xy as _left_normal
 
 wp.set_module_options({"enable_backward": False})
@@ -120,8 +121,8 @@ def _track_view(
     view: wp.array2d(dtype=wp.vec4),
 ):
     e = wp.tid()
-    lo = wp.vec2(1.0e30, 1.0e30)
-    hi = wp.vec2(-1.0e30, -1.0e30)
+    lo = wp.vec2(BIG, BIG)
+    hi = wp.vec2(-BIG, -BIG)
     for j in range(num_points[e]):
         c = centerline[e, j]
         r = half_width[e, j]
@@ -250,8 +251,8 @@ def _gates_view(
     view: wp.array2d(dtype=wp.vec4),
 ):
     e = wp.tid()
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
+    lo = wp.vec3(BIG)
+    hi = wp.vec3(-BIG)
     for g in range(num_gates[e]):
         c = gate_position[e, g]
         r = gate_half_width[e, g]
@@ -347,7 +348,7 @@ def _gates_drone(
     c = _to_pixel(v, p[0], p[1], h)
     r = wp.max(radius * v[2], 2.5)
     _capsule(frames, e, c, c, r, 0, top_rows, _DRONE)
-    forward = wp.quat_rotate(orientation[e], wp.vec3(1.0, 0.0, 0.0))
+    forward = wp.quat_rotate(orientation[e], X_AXIS)
     heading = wp.normalize(wp.vec2(forward[0], -forward[1]) + wp.vec2(1.0e-9, 0.0))
     _capsule(frames, e, c, c + 2.5 * r * heading, 0.9, 0, top_rows, _DRONE)
     s = view[e, 1]

@@ -33,10 +33,18 @@ DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_
 The masked regeneration holds the course's ``any(mask)`` conditional, so a step where no
 env ends skips it on device. The host side (the action in, NumPy or torch outputs out) is
 :mod:`trackgen_env.envs.io`.
+
+Around the step: a construction first refuses what cannot fit in the device's memory (an
+estimate from two small probe constructions, :mod:`trackgen_env.course.memory`); after it
+every attribute is read-only but the live ones (a recorded graph would ignore a new
+value); ``close()`` releases every buffer and graph, and the env refuses use after it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import inspect
 import warnings
 from typing import Any
 
@@ -49,9 +57,13 @@ from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
 from ..checks import check_int, resolve_device
+from ..course import memory
 from .io import EnvIO, check_output
 
-__all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "obs_layout"]
+__all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
+
+#: The largest value of the device's int32 counters (episode steps, laps).
+INT32_MAX = 2**31 - 1
 
 
 def obs_layout(*fields: tuple[str, int]) -> tuple[tuple[str, int, int], ...]:
@@ -82,66 +94,272 @@ def autoreset_mode(value) -> AutoresetMode:
 
 
 def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
-    """None, an int >= 0, or ``num_envs`` ints (one seed per env, used as given, as
-    Gymnasium's ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
+    """None, an int >= 0 (of any size: every bit goes into the per-env hash), or
+    ``num_envs`` ints in ``[0, 2**32)`` (one seed per env, used as given, as Gymnasium's
+    ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
 
     Raises:
-        ValueError: anything else (a negative seed, a list of another length).
+        ValueError: anything else (a negative seed, a list of another length, a per-env
+            seed outside ``[0, 2**32)``).
     """
     if seed is None:
         return None
+    expected = f"seed must be None, an int >= 0, or {num_envs} ints in [0, 2**32) (one per env)"
     if isinstance(seed, (list, tuple, np.ndarray)):
         values = np.asarray(seed)
         if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer) or values.min() < 0 or values.max() >= 1 << 32:
-            raise ValueError(f"seed must be None, an int >= 0 or {num_envs} ints in [0, 2**32), got {seed!r}")
+            raise ValueError(f"{expected}, got {seed!r}")
         return values.astype(np.int64)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be None, an int >= 0 or {num_envs} ints in [0, 2**32), got {seed!r}")
+        raise ValueError(f"{expected}, got {seed!r}")
     return int(seed)
+
+
+def check_limit(name: str, value) -> int | None:
+    """An episode limit: None (no limit) or an int in ``[1, 2**31 - 1]`` (the device counts in int32).
+
+    Raises:
+        TypeError: neither None nor an int.
+        ValueError: an int outside ``[1, 2**31 - 1]``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be None (no limit) or an int, got {type(value).__name__} {value!r}")
+    if not 1 <= value <= INT32_MAX:
+        raise ValueError(f"{name} must be None (no limit) or an int in [1, 2**31 - 1] (the device counts it in "
+                         f"int32), got {value}")
+    return int(value)
+
+
+def _is_setting(value) -> bool:
+    """Whether ``value`` is a plain setting (a number, a name, a config, a space), not a buffer holder."""
+    if value is None or isinstance(value, (bool, int, float, str, enum.Enum, np.generic, np.random.Generator,
+                                           wp.Device, spaces.Space)):
+        return True
+    if isinstance(value, (tuple, list, frozenset)):
+        return all(_is_setting(v) for v in value)
+    if isinstance(value, dict):
+        return all(_is_setting(v) for v in value.values())
+    # CarParams, TrackGenConfig, ...: a frozen dataclass is a config
+    return dataclasses.is_dataclass(value) and value.__dataclass_params__.frozen
+
+
+# (class, probe arguments) -> the measured parts of its two probes: constructions repeat,
+# and a probe construction costs about a third of a small env's
+_PROBES: dict = {}
 
 
 class CourseVectorEnv(VectorEnv):
     """Base class of the course envs (see the module docstring); not registered itself.
 
+    Attributes after construction: every public attribute set while constructing (the
+    constructor's arguments as checked, the spaces, ``course``, the body state, the graphs)
+    and every public class setting is **read-only**: the recorded step graph and the
+    buffers were built from it, so setting it raises ``AttributeError`` (naming the
+    constructor argument to change) instead of being silently ignored. The exceptions
+    are :attr:`live_fields` (``render_mode``, ``render_size``), which the next call uses.
+    Configs and body parameters (``car``, ``quadrotor``, ``track_config``) are frozen
+    dataclasses.
+
     Subclass attributes:
         action_labels: the action's components for error messages, e.g. ``"(steering, throttle)"``.
         info_fields: ``(name, dtype)`` of the per-env info arrays ``step()`` returns (``self._info[name]``).
-        frozen_fields: attributes whose values the step kernels take as plain numbers: they
-            are recorded into the step graph, so setting one after construction raises
-            AttributeError instead of being silently ignored.
+        argument_attributes: constructor argument -> the attribute that keeps it when the
+            names differ (``{"track": "track_config"}``), or None where no attribute keeps
+            it (``seed``: the course's seeds; ``capture``: ``graph is None``).
     """
 
-    frozen_fields: tuple[str, ...] = ("num_envs", "max_episode_steps", "laps", "autoreset_mode", "output")
-
-    def __setattr__(self, name, value):
-        if name in self.frozen_fields and self.__dict__.get("_constructed", False):
-            raise AttributeError(
-                f"{name} is fixed at construction (the step graph recorded it): build a new env with {name}={value!r}"
-            )
-        super().__setattr__(name, value)
+    #: Attributes the next step / render uses, settable after construction (validated).
+    live_fields: tuple[str, ...] = ("render_mode", "render_size")
+    argument_attributes: dict[str, str | None] = {"seed": None, "capture": None}
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = ""
     info_fields: tuple[tuple[str, Any], ...] = ()
 
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        # the constructor's arguments, for the memory estimate's small probe constructions
+        self.__dict__["_arguments"] = (args, kwargs)
+        return self
+
+    # -- read-only attributes ---------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if name in self.__dict__.get("_frozen", ()):
+            raise AttributeError(self._frozen_message(name))
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if name in self.__dict__.get("_frozen", ()):
+            raise AttributeError(self._frozen_message(name))
+        super().__delattr__(name)
+
+    def __getattr__(self, name):
+        # only called when the normal lookup fails: a buffer that close() released
+        if name in self.__dict__.get("_released", ()):
+            raise AttributeError(f"{type(self).__name__}.{name} was released by close(): the env is closed")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def constructor_arguments(cls) -> tuple[str, ...]:
+        """The names of the constructor's arguments."""
+        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+
+    @classmethod
+    def argument_of(cls, attribute: str) -> str | None:
+        """The constructor argument(s) an attribute keeps (``"track_config"`` -> ``"track"``), or None."""
+        mapping = {**CourseVectorEnv.argument_attributes, **cls.argument_attributes}
+        args = [a for a in cls.constructor_arguments() if mapping.get(a, a) == attribute]
+        return " / ".join(f"{a}=" for a in args) or None
+
+    def _frozen_message(self, name: str) -> str:
+        cls = type(self).__name__
+        arg = self.argument_of(name)
+        how = f"build a new env with {arg}..." if arg else "it is derived from the constructor's arguments: build a new env"
+        return f"{cls}.{name} is read-only: it is fixed at construction (the step graph and the buffers were built from it); {how}"
+
+    def _freeze(self) -> None:
+        """Make every public attribute and every public class setting read-only, but the live ones."""
+        names = {n for n in self.__dict__ if not n.startswith("_")}
+        for klass in type(self).__mro__:
+            if klass is VectorEnv:
+                break
+            names.update(n for n, v in vars(klass).items()
+                         if not n.startswith("_") and not callable(v) and not isinstance(v, (property, classmethod,
+                                                                                              staticmethod)))
+        self.__dict__["_frozen"] = frozenset(names - set(self.live_fields))
+
+    # -- live settings ----------------------------------------------------------------------
+    @property
+    def render_mode(self) -> str | None:
+        """None or ``"rgb_array"``; settable (the next ``render()`` uses it)."""
+        return self.__dict__.get("_render_mode")
+
+    @render_mode.setter
+    def render_mode(self, value) -> None:
+        if value not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {value!r}")
+        self.__dict__["_render_mode"] = value
+
+    @property
+    def render_size(self) -> int:
+        """[pixels] the frames' side, an int in [16, 4096]; settable (the next ``render()`` uses it)."""
+        return self.__dict__["_render_size"]
+
+    @render_size.setter
+    def render_size(self, value) -> None:
+        self.__dict__["_render_size"] = check_int("render_size", value, lo=16, hi=4096)
+
     # -- construction ----------------------------------------------------------------------
     def _setup(self, num_envs, device, *, max_episode_steps, laps, seed, render_mode, autoreset_mode_, output,
                render_size) -> int:
-        """Check and set the shared arguments; returns the int seed of the courses (drawn when None)."""
+        """Check and set the shared arguments, and refuse a construction that cannot fit in
+        memory (:meth:`memory_estimate`); returns the int seed of the courses (drawn when None).
+
+        Raises:
+            TypeError / ValueError: a bad argument (``capture`` not a bool among them).
+            MemoryError: the construction's estimate exceeds the memory available on the device.
+        """
         self.num_envs = check_int("num_envs", num_envs, lo=1)
         self.device = wp.get_device(resolve_device(device))
-        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, lo=1)
-        self.laps = check_int("laps", laps, lo=1)
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.render_mode = render_mode
+        self.max_episode_steps = check_limit("max_episode_steps", max_episode_steps)
+        self.laps = check_limit("laps", laps)
+        # what the kernels compare with: no limit is the int32 counters' maximum
+        self._step_limit = INT32_MAX if self.max_episode_steps is None else self.max_episode_steps
+        self._lap_limit = INT32_MAX if self.laps is None else self.laps
         self.autoreset_mode = autoreset_mode(autoreset_mode_)
         # per instance: the class's dict is shared by every env
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = render_mode
         self.output = check_output(output)
-        self.render_size = check_int("render_size", render_size, lo=16, hi=4096)
+        self.render_size = render_size
+        arguments = self._bound_arguments()
+        capture = arguments.get("capture", True)
+        if not isinstance(capture, (bool, np.bool_)):
+            raise TypeError(f"capture must be a bool, got {type(capture).__name__} {capture!r}")
         seed = check_seed(seed, self.num_envs)
+        if self.num_envs > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
+            shared = {"num_envs": self.num_envs, "device": str(self.device), "max_episode_steps": max_episode_steps,
+                      "laps": laps, "render_mode": render_mode, "autoreset_mode": self.autoreset_mode,
+                      "output": self.output, "render_size": render_size}
+            estimate = type(self).memory_estimate(**{**arguments, **shared})
+            memory.check_fits(estimate, f"{type(self).__name__}(num_envs={self.num_envs})")
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
+
+    def _bound_arguments(self) -> dict[str, Any]:
+        """The constructor's arguments by name, defaults filled in."""
+        args, kwargs = self.__dict__.get("_arguments", ((), {}))
+        bound = inspect.signature(type(self).__init__).bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        return {k: v for k, v in bound.arguments.items() if k != "self"}
+
+    @classmethod
+    def memory_estimate(cls, num_envs: int, **kwargs) -> memory.MemoryEstimate:
+        """The memory ``cls(num_envs, **kwargs)`` would allocate on its device, without allocating it.
+
+        Built from two small constructions (``num_envs`` 1 and 2, ``capture=False``) measured
+        per part and extrapolated linearly (:func:`trackgen_env.course.memory.memory_estimate`):
+        ``"generator"``, each course component by name, ``"course"`` (its masks), the body
+        state (``"state"`` / ``"drone"``), ``"env buffers"`` (observations, rewards, info,
+        masks), on the CPU with NumPy outputs ``"numpy outputs"`` (one step's host copies),
+        and with a ``render_mode`` ``"render frames"`` (allocated at the first ``render()``).
+
+        Raises:
+            TypeError / ValueError: the constructor's, for bad arguments.
+        """
+        # the probe class: this one, or (a subclass whose constructor takes no num_envs) the
+        # nearest base whose constructor does, with the arguments it takes
+        probe_cls = next(k for k in cls.__mro__ if "num_envs" in inspect.signature(k.__init__).parameters)
+        params = inspect.signature(probe_cls.__init__).parameters
+        kwargs = {**kwargs, "seed": 0, "capture": False}
+        device = wp.get_device(resolve_device(kwargs.get("device")))
+        kwargs["device"] = str(device)
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            kwargs = {k: v for k, v in kwargs.items() if k in params}
+        try:
+            key = (probe_cls, frozenset(kwargs.items()))
+            hash(key)
+        except TypeError:  # an unhashable argument (a centerline array): no caching
+            key = None
+        probes = _PROBES.get(key) if key is not None else None
+        if probes is None:
+            probes = memory.probe(lambda e: probe_cls(**{**kwargs, "num_envs": e}), lambda env: env.memory_usage())
+            if key is not None:
+                if len(_PROBES) >= 64:
+                    _PROBES.pop(next(iter(_PROBES)))
+                _PROBES[key] = probes
+        return memory.extrapolate(probes, num_envs, device)
+
+    def memory_usage(self) -> dict[str, int]:
+        """Bytes of ``wp.array`` memory on the env's device, per part (the parts of :meth:`memory_estimate`).
+
+        Raises:
+            RuntimeError: the env is closed.
+        """
+        self._check_open()
+        seen: set[int] = set()
+        parts = memory.course_parts(self.course, device=self.device, seen=seen)
+        buffers = 0
+        for name, value in self.__dict__.items():
+            if name == "course" or _is_setting(value):
+                continue
+            b = memory.array_bytes(value, device=self.device, seen=seen)
+            if isinstance(value, (wp.array, dict)) or name.startswith("_"):
+                buffers += b
+            elif b:
+                parts[name] = b
+        parts["env buffers"] = buffers
+        if self.device.is_cpu and self.output == "numpy":
+            io = self._io
+            outputs = [io.obs, io.reward, io.terminated, io.truncated, *io.info.values()]
+            if io.final_obs is not None:
+                outputs += [io.final_obs, *io.final_info.values()]
+            parts["numpy outputs"] = sum(int(a.capacity) for a in outputs)
+        if self.render_mode is not None:
+            size = self.render_size
+            parts["render frames"] = self.num_envs * (size * size * 3 + 2 * 16)  # [E, H, W, 3] uint8 + [E, 2] vec4
+        return parts
 
     def _spaces(self, obs_dim: int, action_dim: int) -> None:
         self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
@@ -190,7 +408,29 @@ class CourseVectorEnv(VectorEnv):
             self._record(self._reset_body, "masked reset")
             if capture and self.autoreset_mode is AutoresetMode.DISABLED else None
         )
-        self._constructed = True
+        self._freeze()
+
+    # -- closing -----------------------------------------------------------------------------
+    def close_extras(self, **kwargs) -> None:
+        """Release the env's device memory (Gymnasium's ``VectorEnv.close`` calls this once).
+
+        Waits for the device, then drops every reference the env holds to a buffer, a graph,
+        the course or the body state (what is left are the settings: ``num_envs``, the
+        spaces, ``car``, ...). After it ``step()``, ``reset()`` and ``render()`` raise
+        RuntimeError, and a released attribute AttributeError; ``close()`` again is a no-op.
+        """
+        if "_frozen" in self.__dict__:  # fully constructed: work may still run on the device
+            wp.synchronize_device(self.device)
+        released = [name for name, value in self.__dict__.items()
+                    if name not in ("_arguments", "_frozen") and not _is_setting(value)]
+        for name in released:
+            del self.__dict__[name]
+        self.__dict__["_arguments"] = ((), {})
+        self.__dict__["_released"] = frozenset(released)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its buffers): build a new env")
 
     def _record(self, body, what: str):
         try:
@@ -268,8 +508,9 @@ class CourseVectorEnv(VectorEnv):
                 ``reset_mask`` in another autoreset mode, of another shape, all False, or
                 with a seed.
             TypeError: a ``reset_mask`` that is not a bool NumPy array.
-            RuntimeError: a masked reset before the first full ``reset()``.
+            RuntimeError: a masked reset before the first full ``reset()``; the env is closed.
         """
+        self._check_open()
         seed = check_seed(seed, self.num_envs)
         mask = self._check_reset_options(options, seed)
         with self._io.stream_scope():
@@ -332,10 +573,11 @@ class CourseVectorEnv(VectorEnv):
             masks, and under SAME_STEP ``"final_obs"`` / ``"final_info"`` (see the class docstring).
 
         Raises:
-            RuntimeError: ``reset()`` was not called first.
+            RuntimeError: ``reset()`` was not called first, or the env is closed.
             TypeError: ``actions`` is not of a real floating dtype.
             ValueError: ``actions`` has another shape, or (NumPy) holds NaN.
         """
+        self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         with self._io.stream_scope():
@@ -355,7 +597,11 @@ class CourseVectorEnv(VectorEnv):
             ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``.
             For a video of one env, ``gymnasium.wrappers.vector.RecordVideo(env, ...,
             record_first_only=True)``.
+
+        Raises:
+            RuntimeError: the env is closed.
         """
+        self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn('render() needs render_mode="rgb_array"')
             return None
@@ -366,10 +612,12 @@ class CourseVectorEnv(VectorEnv):
 
         Raises:
             ValueError: ``num`` outside ``1 .. num_envs``.
+            RuntimeError: the env is closed.
         """
+        self._check_open()
         num = self.num_envs if num is None else check_int("num", num, lo=1, hi=self.num_envs)
         size = self.render_size
-        if self._frames is None or self._frames.shape[0] < num:
+        if self._frames is None or self._frames.shape[0] < num or self._frames.shape[1] != size:
             self._frames = wp.zeros((num, size, size, 3), dtype=wp.uint8, device=self.device)
             self._views = wp.zeros((num, 2), dtype=wp.vec4, device=self.device)
         frames = self._frames if self._frames.shape[0] == num else self._frames[:num]

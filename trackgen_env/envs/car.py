@@ -36,6 +36,7 @@ import warp as wp
 
 from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw
+from .base import INT32_MAX
 
 __all__ = ["CarParams", "CAR_PRESETS", "car_params", "CarState"]
 
@@ -101,7 +102,7 @@ class CarParams:
 
 
 #: Car presets. ``"rc10"``: a 1:10 RC car (F1TENTH-sized: 0.33 m wheelbase) for the
-#: default ~10 m generated tracks; ``"full"``: a full-size race car (2.7 m wheelbase, 2 m
+#: default generated tracks (~19 m loops in a 10 m square); ``"full"``: a full-size race car (2.7 m wheelbase, 2 m
 #: wide, ~1.5 g of grip) for real circuits, which are km long with 3-14 m half widths.
 CAR_PRESETS: dict[str, CarParams] = {
     "rc10": CarParams(
@@ -177,6 +178,9 @@ def slip_angle(m: CarModel, steer: float, v: float) -> float:
     return wp.clamp(beta, -wp.asin(sin_max), wp.asin(sin_max))
 
 
+_ELAPSED_MAX = wp.constant(INT32_MAX)
+
+
 @wp.kernel
 def _car_step(
     # inputs
@@ -240,7 +244,8 @@ def _car_step(
     speed[e] = v
     yaw_rate[e] = omega
     steer[e] = delta
-    elapsed[e] = elapsed[e] + 1
+    # saturates: an int32 that wrapped would never reach the truncation limit again
+    elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
 
 
 class CarState:
@@ -253,23 +258,33 @@ class CarState:
         speed: ``[E]`` float32 [m/s] speed v >= 0.
         yaw_rate: ``[E]`` float32 [rad/s] psi' over the last substep.
         steer: ``[E]`` float32 [rad] front wheel angle applied at the last step.
-        elapsed: ``[E]`` int32 env steps since the env's last reset.
+        elapsed: ``[E]`` int32 env steps since the env's last reset (saturates at 2**31 - 1).
         half_extents: ``[E]`` vec3 [m] body box half extents (constant).
+
+    The attributes are read-only after construction (AttributeError): the step kernel and a
+    recorded graph hold these arrays and ``params``; write the arrays in place instead.
     """
 
     def __init__(self, params: CarParams, num_envs: int, device):
         self.params = params
-        self.model = car_model(params)
+        self._model = car_model(params)
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         def zeros(dtype):
             return wp.zeros(num_envs, dtype=dtype, device=self.device)
 
         self.position = zeros(wp.vec3)
-        self.orientation = wp.array([wp.quat_identity()] * num_envs, dtype=wp.quat, device=self.device)
+        self.orientation = wp.full(num_envs, wp.quat_identity(), dtype=wp.quat, device=self.device)
         self.yaw, self.speed, self.yaw_rate, self.steer = zeros(float), zeros(float), zeros(float), zeros(float)
         self.elapsed = zeros(wp.int32)
-        self.half_extents = wp.array([wp.vec3(*params.half_extents)] * num_envs, dtype=wp.vec3, device=self.device)
+        self.half_extents = wp.full(num_envs, wp.vec3(*params.half_extents), dtype=wp.vec3, device=self.device)
+        self._constructed = True
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_constructed", False):
+            raise AttributeError(f"CarState.{name} is read-only after construction (the step kernel and a recorded "
+                                 "graph hold it): write its arrays in place, or build a new env")
+        super().__setattr__(name, value)
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
              *, reset_only: bool = False):
@@ -286,7 +301,7 @@ class CarState:
         wp.launch(
             _car_step,
             self.num_envs,
-            inputs=[self.model, action, reset_mask, start_position, start_orientation, int(reset_only)],
+            inputs=[self._model, action, reset_mask, start_position, start_orientation, int(reset_only)],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )

@@ -307,8 +307,8 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * ``num_envs``: number of envs (>= 1).
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
-    * ``max_episode_steps``: truncation (default 1500 steps = 30 s).
-    * ``laps``: laps to finish an episode (default 1).
+    * ``max_episode_steps``: truncation (default 1500 steps = 30 s); None: no limit.
+    * ``laps``: laps to finish an episode (default 1); None: no limit.
     * ``seed``: int seed of the courses (env i uses ``hash(seed, i)``), or ``num_envs`` ints
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
@@ -343,7 +343,7 @@ class GatesVectorEnv(CourseVectorEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool))
-    frozen_fields = CourseVectorEnv.frozen_fields + ("gate_bonus", "crash_penalty", "body_rate_penalty", "bounds_margin")
+    argument_attributes = {"gates": "gates_config"}
 
     def __init__(
         self,
@@ -411,7 +411,7 @@ class GatesVectorEnv(CourseVectorEnv):
                 self.drone.elapsed,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
-                self.max_episode_steps, self.laps, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
+                self._step_limit, self._lap_limit, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
                 self.bounds_margin, int(restart),
                 self._target, self._target_distance,
             ],

@@ -171,8 +171,8 @@ class TrackVectorEnv(CourseVectorEnv):
     a smooth generated centreline, :class:`~trackgen_env.TrackGenConfig`) and a car, a
     kinematic single-track (bicycle) model (Kong et al., IEEE IV 2015; Rajamani, *Vehicle
     Dynamics and Control*, 2012; see :mod:`trackgen_env.envs.car`) with friction-limited
-    steering. The default car is a 1:10 RC car (0.33 m wheelbase, up to 6 m/s) on ~10 m
-    tracks 0.8 m wide. The goal is to cover as much track as possible without touching
+    steering. The default car is a 1:10 RC car (0.33 m wheelbase, up to 6 m/s) on ~19 m
+    loops (18-20 m) in a 10 m square, 0.8 m wide. The goal is to cover as much track as possible without touching
     the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
     recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
     collision against the band edges, localization on the centreline) -> reward and
@@ -256,8 +256,11 @@ class TrackVectorEnv(CourseVectorEnv):
 
     * ``num_envs``: number of envs (>= 1).
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
-    * ``max_episode_steps``: truncation (default 1000 steps = 50 s).
-    * ``laps``: laps to finish an episode (default 1).
+    * ``max_episode_steps``: truncation (default 1000 steps = 50 s), an int in [1, 2**31 - 1]
+      (the device counts steps in int32); None: no limit (an episode is truncated only
+      when its int32 step counter is full, after 2**31 - 1 steps).
+    * ``laps``: laps to finish an episode (default 1), an int in [1, 2**31 - 1]; None: no
+      limit (the episode ends only by leaving the band, an invalid track or truncation).
     * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``), or ``num_envs`` ints
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
@@ -272,7 +275,8 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``car``: ``"rc10"`` (default), ``"full"`` (a full-size race car, for real circuits)
       or a :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
     * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
-      are replaced by the env's); default ``TrackGenConfig()`` (10 m course, 0.8 m wide).
+      are replaced by the env's); default ``TrackGenConfig()`` (a ~19 m loop in a 10 m
+      square, 0.8 m wide).
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
@@ -283,27 +287,35 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
-    * ``capture``: record the step as one graph (default True); False runs it eagerly.
+    * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
+
+    Bad arguments raise TypeError / ValueError before anything is allocated; a construction
+    whose memory estimate (:meth:`memory_estimate`) exceeds what the device has free raises
+    MemoryError. After construction every attribute is read-only (AttributeError naming the
+    constructor argument) except ``render_mode`` and ``render_size``; ``close()`` releases
+    the buffers, after which ``step``/``reset``/``render`` raise RuntimeError
+    (:class:`~trackgen_env.envs.base.CourseVectorEnv`, ``docs/envs.md``).
 
     ## Version History
 
     * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
-      the default behaviour.
+      the default behaviour; later ``None`` limits, read-only attributes, a releasing
+      ``close()`` and the memory check, none of which changes a valid run.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(steering, throttle)"
     info_fields = (("laps", wp.int32), ("off_track", wp.bool))
-    frozen_fields = CourseVectorEnv.frozen_fields + ("off_track_penalty", "num_lookahead")
+    argument_attributes = {"track": "track_config", "centerline": "track_config"}
 
     def __init__(
         self,
         num_envs: int = 1,
         device: str | None = None,
         *,
-        max_episode_steps: int = 1000,
-        laps: int = 1,
+        max_episode_steps: int | None = 1000,
+        laps: int | None = 1,
         seed: int | None = None,
         render_mode: str | None = None,
         render_size: int = 256,
@@ -379,7 +391,7 @@ class TrackVectorEnv(CourseVectorEnv):
                 r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
                 res.contacts.hit, ev.laps, ev.lap_fraction,
-                self.max_episode_steps, self.laps, self.off_track_penalty, self.num_lookahead, self._lookahead,
+                self._step_limit, self._lap_limit, self.off_track_penalty, self.num_lookahead, self._lookahead,
                 int(restart), self._s_prev,
             ],
             outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
