@@ -29,6 +29,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ import warp as wp
 from ..checks import check_float, check_int, resolve_device
 from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
+from ..generators.gate_layouts import load_gate_layout
 from ..pipeline.track_config import TrackGenConfig
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
@@ -311,6 +313,7 @@ def evaluate(
     track_csv: str | os.PathLike | None = None,
     track_scale: float | None = None,
     random_policy: bool = True,
+    gates_file: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
 ) -> list[EvalResult]:
     """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
 
@@ -331,6 +334,9 @@ def evaluate(
         track_csv: a circuit CSV (``x_m, y_m, w_tr_right_m, w_tr_left_m``), track env only.
         track_scale: scale factor of the circuit (> 0).
         random_policy: also evaluate a uniform random policy on the same courses.
+        gates_file: a gate layout file (or the files of one layout), gates env only: every
+            env flies that race layout (:func:`~trackgen_env.generators.gate_layouts.load_gate_layout`)
+            with its own gate sizes, and the env's default time limit for it.
 
     Returns:
         ``[trained, random]`` (or ``[trained]``) :class:`EvalResult`.
@@ -353,7 +359,7 @@ def evaluate(
     _check_env_id(env_id)
     check_int("episodes", episodes, lo=1)
     _check_seed("seed", seed)
-    if "seed" in meta and track_csv is None:
+    if "seed" in meta and track_csv is None and gates_file is None:
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
         if seed == meta["seed"] or shared:
@@ -366,6 +372,12 @@ def evaluate(
         env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
     elif track_scale is not None:
         raise ValueError("track_scale applies to track_csv only")
+    if gates_file is not None:
+        if env_id != "TrackGen-Gates-v0":
+            raise ValueError(f"--gates-file flies a race layout with the quadrotor: env must be TrackGen-Gates-v0, got {env_id}")
+        # the layout replaces the generated courses, and its length sets the time limit
+        env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
+        env_kwargs["layout"] = load_gate_layout(gates_file)
 
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
