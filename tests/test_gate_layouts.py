@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from trackgen_env import GateGenConfig, GateGenerator
-from trackgen_env.generators import gate_layouts
 from trackgen_env.generators.gate_layouts import (
     DEFAULT_GATE_SIZE,
     LSY_GATE_SIZE,

@@ -30,8 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="drive an env with a built-in controller and write pictures")
     demo.add_argument("--env", choices=DEMO_ENVS, default="track", help="which env to drive (default: track)")
-    demo.add_argument("--num-envs", type=int, default=None, help="parallel envs (default: 64; 1 with --track-csv or --gates-file)")
-    demo.add_argument("--steps", type=int, default=None, help="env steps (default: 600; one lap with --track-csv; the time limit with --gates-file)")
+    demo.add_argument("--num-envs", type=int, default=None,
+                      help="parallel envs (default: 64; 1 with --track-csv or --gates-file)")
+    demo.add_argument("--steps", type=int, default=None,
+                      help="env steps (default: 600; one lap with --track-csv; the env's time limit with --gates-file)")
     demo.add_argument("--device", default=None, help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated courses (default: 0)")
     demo.add_argument("--out", default="out/demo", help="folder for the pictures (default: out/demo)")

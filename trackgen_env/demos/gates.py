@@ -1,4 +1,4 @@
-"""``python -m trackgen_env demo --env gates [--gates-file FILE]``: the reference controller flying generated gate courses or a race layout."""
+"""``python -m trackgen_env demo --env gates [--gates-file FILE]``: the reference controller on generated gates or a layout."""
 
 from __future__ import annotations
 
