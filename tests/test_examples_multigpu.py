@@ -22,18 +22,24 @@ LINE = re.compile(
 
 
 @pytest.fixture(scope="module")
-def ranks():
-    """The last line of each rank of a tiny 2-process run, parsed."""
+def ranks(tmp_path_factory):
+    """The result line of each rank of a tiny 2-process run, parsed.
+
+    Each rank's stdout goes to its own file (torchrun's ``--redirects``): on one shared pipe
+    the two ranks' lines can run into each other."""
+    logs = tmp_path_factory.mktemp("torchrun")
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+        "--log-dir", str(logs), "--redirects", "1",
         str(REPO / "examples" / "ppo_multigpu.py"),
         "--device", "cpu", "--seed", "3", "--num-envs", str(NUM_ENVS), "--num-steps", "16",
         "--total-timesteps", "256", "--num-minibatches", "2", "--update-epochs", "2",
     ]  # fmt: skip
     proc = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = sorted((m.groupdict() for m in LINE.finditer(proc.stdout)), key=lambda d: int(d["rank"]))
-    assert [int(d["rank"]) for d in found] == [0, 1], proc.stdout[-3000:]
+    outputs = [path.read_text() for path in sorted(logs.rglob("stdout.log"))]
+    found = sorted((m.groupdict() for out in outputs for m in LINE.finditer(out)), key=lambda d: int(d["rank"]))
+    assert [int(d["rank"]) for d in found] == [0, 1], "\n".join(out[-2000:] for out in outputs)
     return found
 
 

@@ -28,7 +28,7 @@ PINS = {
     "track_rollout_pure_pursuit": "8cd163ebd30fc614ba757790886ca363bdc9f0a0c64a79c1eccd7c71cacc39f4",
     "track_rollout_random": "79d3a5fa0191783dbbd911849a1503db15d9145621a796bfd3e6f748198a9e19",
     "gates_rollout_pilot": "ec6465621800860246e8975bd69899e98be1b268c81baa042fc7084cd54d5f40",
-    "gates_rollout_random": "051470a866342d1556bd2e9a71cc5d7ced82c599c38e4e5b6d86e22c3669c6b6",
+    "gates_rollout_random": "39f229f5a4f187d220482ea420127b597921d72cbaf2493e62ee7fbe57ab79e2",
     "track_course_components": "ca2401ec580d8daeba468a84571ebd4e8c9e77a172a89a54635ebdae437dd32a",
     "gates_course_components": "2b3146d43dd0662746a5975583fa663aacd6ce8ca3a7792807445b3dc65d7c01",
 }

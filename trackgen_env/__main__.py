@@ -3,7 +3,7 @@
 ``demo`` drives an env with a built-in controller, prints transitions/s and episode
 statistics, and writes pictures: ``--env track`` (default) a pure-pursuit car on
 generated tracks (or a real circuit with ``--track-csv``), ``--env gates`` a quadrotor
-through generated gates.
+through generated gates (or a real race layout with ``--gates-file``).
 
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
@@ -42,13 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="drive an env with a built-in controller and write pictures")
     demo.add_argument("--env", choices=DEMO_ENVS, default="track", help="which env to drive (default: track)")
-    demo.add_argument("--num-envs", type=int, default=None, help="parallel envs (default: 64; 1 with --track-csv)")
-    demo.add_argument("--steps", type=int, default=None, help="env steps (default: 600; one lap with --track-csv)")
+    demo.add_argument("--num-envs", type=int, default=None,
+                      help="parallel envs (default: 64; 1 with --track-csv or --gates-file)")
+    demo.add_argument("--steps", type=int, default=None,
+                      help="env steps (default: 600; one lap with --track-csv; the env's time limit with --gates-file)")
     demo.add_argument("--device", default=None, help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated courses (default: 0)")
     demo.add_argument("--out", default="out/demo", help="folder for the pictures (default: out/demo)")
     demo.add_argument("--track-csv", default=None, metavar="FILE",
                       help="track env: drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m) instead")
+    demo.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
+                      help="gates env: fly this race layout (YAML/TOML gate poses; FlightGoggles: the gate locations "
+                           "and the challenge file) instead of generated courses")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
@@ -76,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training width")
     ev.add_argument("--track-scale", type=float, default=None, help="scale of the --track-csv circuit (default: "
                                                                      "mean width -> the training track width)")
+    ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
+                    help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
     ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     ev.add_argument("--torch-threads", type=int, default=None, metavar="N",
                     help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
@@ -95,10 +102,11 @@ def _train(args) -> int:
 
 
 def _eval(args) -> int:
-    episodes = args.episodes or (1 if args.track_csv else 100)
+    episodes = args.episodes or (1 if args.track_csv or args.gates_file else 100)
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
-                       track_csv=args.track_csv, track_scale=args.track_scale, torch_threads=args.torch_threads)
-    where = args.track_csv or f"held-out courses (seed {args.seed})"
+                       track_csv=args.track_csv, track_scale=args.track_scale, gates_file=args.gates_file,
+                       torch_threads=args.torch_threads)
+    where = args.track_csv or (" + ".join(args.gates_file) if args.gates_file else f"held-out courses (seed {args.seed})")
     n = results[0].episodes
     print(f"{n} episode{'' if n == 1 else 's'} per policy on {where}\n")
     print(format_eval_table(results))
@@ -121,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
         print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates", file=sys.stderr)
+        return 2
+    if args.command == "demo" and args.env == "track" and args.gates_file:
+        print("error: --gates-file flies a race layout with the gates env; add --env gates", file=sys.stderr)
         return 2
     # bad values (a device, a seed, a CSV file, an output folder) get one line, not a traceback
     try:

@@ -1,4 +1,4 @@
-"""``python -m trackgen_env demo --env gates``: the reference controller flying generated gate courses."""
+"""``python -m trackgen_env demo --env gates [--gates-file FILE]``: the reference controller on generated gates or a layout."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
 from . import RESET_STEPS_NOTE, count_reset_steps
+from ..generators.gate_layouts import load_gate_layout
 
 __all__ = ["run", "fly", "plot_courses"]
 
@@ -153,15 +154,25 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
 
 def run(args) -> int:
     """Run the gates demo for the parsed command-line ``args`` (see ``trackgen_env.__main__``)."""
-    num_envs = args.num_envs or 64
-    steps = args.steps or 600
+    files = getattr(args, "gates_file", None)
     t_build = time.perf_counter()
-    env = GatesVectorEnv(num_envs, args.device, seed=args.seed)
-    print(
-        f"TrackGen-Gates-v0 on {env.device}: {num_envs} generated gate courses "
-        f"({env.gates_config.num_gates} gates {env.gates_config.gate_width:g} m wide, 250 g quadrotor); "
-        f"built in {time.perf_counter() - t_build:.1f} s"
-    )
+    if files:
+        layout = load_gate_layout(files)
+        num_envs = args.num_envs or 1
+        env = GatesVectorEnv(num_envs, args.device, seed=args.seed, layout=layout)
+        steps = args.steps or env.max_episode_steps  # one episode: a lap or the time limit
+        name = " + ".join(os.path.basename(f) for f in files)
+        what = (f"the race layout {name} ({layout.num_gates} gates, {layout.length():.1f} m gate to gate, openings "
+                f"{layout.course_width:g} x {layout.course_height:g} m) in {num_envs} env{'s' * (num_envs > 1)}")
+        title = f"{name}\nreference controller"
+    else:
+        num_envs = args.num_envs or 64
+        steps = args.steps or 600
+        env = GatesVectorEnv(num_envs, args.device, seed=args.seed)
+        what = (f"{num_envs} generated gate courses ({env.gates_config.num_gates} gates "
+                f"{env.gates_config.gate_width:g} m wide)")
+        title = f"TrackGen-Gates-v0: generated gate courses (seed {args.seed}), first episode, reference controller"
+    print(f"TrackGen-Gates-v0 on {env.device}: {what}, 250 g quadrotor; built in {time.perf_counter() - t_build:.1f} s")
     pilot = CourseLinePilot(env)
     record = min(num_envs, GRID_ENVS)
     out = fly(env, pilot, steps, record=record, progress=not getattr(args, "no_progress", False))
@@ -175,12 +186,14 @@ def run(args) -> int:
     print(f"gates passed:   {out['gates']}")
     print(f"laps completed: {out['laps']}")
     print(f"collisions:     {out['collisions']} of {ended} finished episodes ({out['out_of_bounds']} out of bounds)")
+    if files:
+        # the trace holds the start and one position per step until the episode ended
+        times = [(len(t) - 1) * env.quadrotor.dt for t, end in zip(out["traces"], out["first_end"]) if end == "lap"]
+        lap = f"{np.mean(times):.2f} s from the start, 1 m behind gate 0" if times else "no lap completed"
+        print(f"lap time:       {lap}")
 
     labels = [f"env {e}: {end}" for e, end in enumerate(out["first_end"])]
-    path = plot_courses(
-        out["courses"], out["traces"], os.path.join(args.out, "gates.png"), labels=labels,
-        title=f"TrackGen-Gates-v0: generated gate courses (seed {args.seed}), first episode, reference controller",
-    )
+    path = plot_courses(out["courses"], out["traces"], os.path.join(args.out, "gates.png"), labels=labels, title=title)
     print(f"picture:        {path}")
     env.close()
     return 0

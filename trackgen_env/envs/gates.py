@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,8 @@ from gymnasium.vector import AutoresetMode
 from .. import render, tools
 from ..checks import check_float
 from ..course import Course
+from ..generators.gate_layouts import RaceLayout
+from ..generators.gates import GateGenerator
 from ..pipeline.gates_config import GateGenConfig
 from .base import CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
@@ -22,6 +25,11 @@ wp.set_module_options({"enable_backward": False})
 
 #: [m] width (and height, unless the config sets one) of the gate openings when ``gates`` is not given.
 DEFAULT_GATE_WIDTH = 0.6
+
+#: Default ``max_episode_steps`` (30 s at the default 50 Hz).
+DEFAULT_MAX_EPISODE_STEPS = 1500
+#: [m/s] a ``layout``'s default time limit allows its laps at this average speed along the gates.
+LAYOUT_MIN_SPEED = 1.0
 
 #: Observation index ranges ``(name, start, stop)``, in order: the one definition of the
 #: layout, which the kernel's offsets below and the class docstring's table follow.
@@ -89,6 +97,8 @@ def _observe(
     cp_half_width: wp.array2d(dtype=wp.float32),
     cp_half_height: wp.array2d(dtype=wp.float32),
     num_checkpoints: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    line_points: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     passed: wp.array(dtype=wp.int32),
     next_checkpoint: wp.array(dtype=wp.int32),
@@ -138,7 +148,8 @@ def _observe(
     for i in range(4):
         obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
 
-    # course bounds: the gates' bounding box grown by the margin (ground: z = 0)
+    # course bounds: the bounding box of the gates and the course line between them (a
+    # turn swings out past the gates) grown by the margin (ground: z = 0)
     lo = wp.vec3(1.0e30)
     hi = wp.vec3(-1.0e30)
     nxt = int(0)
@@ -157,6 +168,9 @@ def _observe(
         for g in range(n):
             lo = wp.min(lo, cp_position[e, g])
             hi = wp.max(hi, cp_position[e, g])
+        for k in range(line_points[e]):
+            lo = wp.min(lo, line[e, k])
+            hi = wp.max(hi, line[e, k])
         dist = wp.length(p - cp_position[e, nxt])
     else:
         for i in range(_NEXT_GATE, _CORNERS_END):
@@ -284,8 +298,9 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * Termination: the body box touches a gate frame (the course's ``collision``
       component), the drone reaches the ground (z <= 0), it leaves the course bounds
-      (the gates' bounding box grown by ``bounds_margin``, up to ``bounds_margin`` above the
-      highest gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
+      (the bounding box of the gates and of the course line through them, grown by
+      ``bounds_margin``, up to ``bounds_margin`` above the highest point), it completed
+      ``laps`` laps (gates passed in order), or the course is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 
     Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** course (the
@@ -307,7 +322,9 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * ``num_envs``: number of envs (>= 1).
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
-    * ``max_episode_steps``: truncation (default 1500 steps = 30 s); None: no limit.
+    * ``max_episode_steps``: truncation; ``"auto"`` (default): 1500 steps = 30 s, and with a
+      ``layout`` at least ``laps`` laps of its gate-to-gate length at ``LAYOUT_MIN_SPEED`` =
+      1 m/s; an int in ``[1, 2**31 - 1]``; None: no limit.
     * ``laps``: laps to finish an episode (default 1); None: no limit.
     * ``seed``: int seed of the courses (env i uses ``hash(seed, i)``), or ``num_envs`` ints
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
@@ -326,10 +343,13 @@ class GatesVectorEnv(CourseVectorEnv):
       at 50 Hz.
     * ``gates``: a :class:`~trackgen_env.GateGenConfig` (its ``num_envs`` and ``device`` are
       replaced by the env's); default ``GateGenConfig(gate_width=0.6)``.
+    * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
+      ``load_gate_layout("split_s.yaml")``): fly this given course in every env instead of
+      generated ones (``gates`` must then be None; ``GateGenerator.from_layout``).
     * ``gate_bonus``: reward per gate passed in order (default 1).
     * ``crash_penalty``: subtracted on a collision or leaving the bounds (default 5).
     * ``body_rate_penalty``: [1/(rad/s)] weight of ``|w|`` (default 0.002).
-    * ``bounds_margin``: [m] the course bounds around the gates (default 2).
+    * ``bounds_margin``: [m] the course bounds around the gates and the course line (default 2).
     * ``bar_thickness``: [m] section of the gate frames' bars (``tools.FrameCollision``; default 0.05).
     * ``capture``: record the step as one graph (default True); False runs it eagerly.
 
@@ -350,8 +370,8 @@ class GatesVectorEnv(CourseVectorEnv):
         num_envs: int = 1,
         device: str | None = None,
         *,
-        max_episode_steps: int = 1500,
-        laps: int = 1,
+        max_episode_steps: int | None | str = "auto",
+        laps: int | None = 1,
         seed: int | None = None,
         render_mode: str | None = None,
         render_size: int = 256,
@@ -359,6 +379,7 @@ class GatesVectorEnv(CourseVectorEnv):
         output: str = "numpy",
         quadrotor: QuadrotorParams | None = None,
         gates: GateGenConfig | None = None,
+        layout: RaceLayout | None = None,
         gate_bonus: float = 1.0,
         crash_penalty: float = 5.0,
         body_rate_penalty: float = 0.002,
@@ -366,16 +387,34 @@ class GatesVectorEnv(CourseVectorEnv):
         bar_thickness: float = 0.05,
         capture: bool = True,
     ):
-        seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
-                           render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size)
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
-        self.quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
+        quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
+        steps = max_episode_steps
+        if isinstance(max_episode_steps, str):
+            if max_episode_steps != "auto":
+                raise ValueError(f'max_episode_steps must be "auto", None (no limit) or an int, got {max_episode_steps!r}')
+            steps = DEFAULT_MAX_EPISODE_STEPS
+            if isinstance(layout, RaceLayout):
+                # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED
+                lap_count = laps if isinstance(laps, int) and laps >= 1 else 1
+                need = lap_count * layout.length() / (LAYOUT_MIN_SPEED * quadrotor.dt)
+                steps = max(steps, math.ceil(need))
+        seed = self._setup(num_envs, device, max_episode_steps=steps, laps=laps, seed=seed,
+                           render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
+                           render_size=render_size)
+        self.quadrotor = quadrotor
         if gates is not None and not isinstance(gates, GateGenConfig):
             raise TypeError(f"gates must be a GateGenConfig or None, got {type(gates).__name__}")
-        base = gates if gates is not None else GateGenConfig(gate_width=DEFAULT_GATE_WIDTH)
-        self.gates_config = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
+        if layout is None:
+            base = gates if gates is not None else GateGenConfig(gate_width=DEFAULT_GATE_WIDTH)
+            source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
+            seeds = {"seeds": seed}
+        else:
+            if gates is not None:
+                raise TypeError("pass either gates= (generated courses) or layout= (a given race layout), not both")
+            source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
+            seeds = {}
         self.gate_bonus = check_float("gate_bonus", gate_bonus, lo=0.0)
         self.crash_penalty = check_float("crash_penalty", crash_penalty, lo=0.0)
         self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
@@ -383,7 +422,9 @@ class GatesVectorEnv(CourseVectorEnv):
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)
 
-        self.course = Course.gates(self.gates_config, collision=tools.FrameCollision(self.bar_thickness), seeds=seed)
+        self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
+        self.gates_config = self.course.generator.config
+        self.layout = layout  # the race layout flown (None: generated courses)
 
         E, dev = self.num_envs, self.device
         self.drone = Quadrotor(E, dev, self.quadrotor)
@@ -409,7 +450,8 @@ class GatesVectorEnv(CourseVectorEnv):
             inputs=[
                 reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
                 self.drone.elapsed,
-                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints, self.course.result.valid,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
+                self.course.course_line.centerline, self.course.course_line.num_points, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
                 self._step_limit, self._lap_limit, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
                 self.bounds_margin, int(restart),

@@ -184,10 +184,12 @@ class Generator(Program):
 
         The one host read-back of ``result.valid`` of a generator's life (construction may
         synchronise; ``enqueue`` never does): a ``UserWarning`` naming the measured valid
-        rate when it is below ``LOW_VALID_RATE``, so that a config that rarely yields a
+        rate when it is below ``LOW_VALID_RATE`` (procedural sources only), so that a config that rarely yields a
         course is not discovered as envs that terminate at every step.
         """
         self.generate()
+        if getattr(self.config, "source", "procedural") != "procedural":
+            return  # a given course (centreline, race layout) is written after construction: nothing drawn yet
         valid = int(np.count_nonzero(self.result.valid.numpy()))
         if valid < LOW_VALID_RATE * self.num_envs:
             warnings.warn(

@@ -12,6 +12,11 @@ One regeneration (``enqueue``), all on the device, no host synchronisation::
          finalize    (per env: accept, or retry with fresh draws, or give up: valid = 0)
     -> masked commit into ``result`` (unmasked envs' rows stay bit-identical), generation += 1
 
+A given layout (``GateGenConfig(source="layout")``, e.g. a real race course loaded by
+:mod:`~trackgen_env.generators.gate_layouts`) replaces the layout, gate-frame and check
+stages by one stage that copies the generator inputs ``"gates.pose"`` / ``"gates.count"``
+and places the start; it draws nothing, so it has no retries.
+
 The layout is the usual polar construction of procedural race courses: gates at jittered
 angles around a centre, at jittered radii, so they stay in loop order and the loop is
 star-shaped around the centre. A gate's normal (local +x) is the bisector of the horizontal
@@ -28,8 +33,9 @@ from ..checks import values_in_range
 from ..pipeline import GateGenConfig
 from ..polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ..seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
-from ..types import GateLayout, GateResult
+from ..types import GateLayout, GateResult, InputInfo
 from .base import Generator, identity_quats
+from .gate_layouts import RaceLayout, write_gate_layout
 
 __all__ = ["GateGenConfig", "GateGenerator"]
 
@@ -190,6 +196,42 @@ def _checks(
 
 
 @wp.kernel
+def _layout_input(
+    pose: wp.array2d(dtype=wp.transform),
+    count: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    start_clearance: float,
+    # outputs
+    position: wp.array2d(dtype=wp.vec3),
+    orientation: wp.array2d(dtype=wp.quat),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    staged_count: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e, j = wp.tid()
+    if e == 0 and j == 0:
+        run[0] = 0
+    if pending[e] == 0:
+        return
+    g = position.shape[1]
+    n = count[e]
+    t = pose[e, j]
+    position[e, j] = wp.transform_get_translation(t)
+    orientation[e, j] = wp.normalize(wp.transform_get_rotation(t))
+    if j == 0:
+        # fewer than 3 gates is no course (nor is a count over the capacity): invalid
+        ok[e] = wp.where(n >= 3 and n <= g, 1, 0)
+        staged_count[e] = wp.clamp(n, 0, g)
+        # as for a generated course: start_clearance behind gate 0 along its horizontal
+        # normal, at its altitude, level, facing it
+        d = _horizontal_dir(wp.quat_rotate(orientation[e, 0], X_AXIS))
+        start_position[e] = position[e, 0] - start_clearance * d
+        start_orientation[e] = yaw_quat(d)
+
+
+@wp.kernel
 def _commit(
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
@@ -198,6 +240,7 @@ def _commit(
     s_orientation: wp.array2d(dtype=wp.quat),
     s_start_position: wp.array(dtype=wp.vec3),
     s_start_orientation: wp.array(dtype=wp.quat),
+    s_num_gates: wp.array(dtype=wp.int32),
     s_valid: wp.array(dtype=wp.int32),
     width: wp.array(dtype=float),
     height: wp.array(dtype=float),
@@ -220,7 +263,7 @@ def _commit(
     if j == 0:
         gate_width[e] = wp.max(width[e], 0.0)
         gate_height[e] = wp.max(height[e], 0.0)
-        num_gates[e] = gate_position.shape[1]
+        num_gates[e] = s_num_gates[e]
         start_position[e] = s_start_position[e]
         start_orientation[e] = s_start_orientation[e]
         valid[e] = s_valid[e]
@@ -267,7 +310,12 @@ class GateGenerator(Generator):
             ``"gate_frames.gate_width"``, ``"gate_frames.gate_height"`` (each ``[E]``
             float32; a set out of range raises ValueError).
         seeds: the :class:`~trackgen_env.seeding.SeedState`.
-        inputs / input_info: ``{}`` (this generator has no inputs).
+        inputs / input_info: ``{}`` for a procedural config; with ``source="layout"``
+            ``"gates.pose"`` (``[E, G]`` ``wp.transform``: gate centre [m], orientation with
+            local +x the normal) and ``"gates.count"`` (``[E]`` int32, gates in use, 3..G),
+            written in place by the user (:func:`~trackgen_env.generators.gate_layouts.write_gate_layout`).
+
+    :meth:`from_layout` builds one whose every env flies a given layout (a real race course).
 
     Raises:
         TypeError: ``source`` is not a GateGenConfig or a gates PipelineSpec, or a bad ``seeds``.
@@ -298,16 +346,61 @@ class GateGenerator(Generator):
         self._orientation = identity_quats((E, G), dev)
         self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
         self._start_orientation = identity_quats((E,), dev)
+        self._num_gates = wp.full(E, G, dtype=wp.int32, device=dev)  # a procedural course uses all G
+        self._given = cfg.source == "layout"
+        if self._given:
+            self.input_info = {
+                "gates.pose": InputInfo(wp.transform, (E, G), "gates in race order per env: centre [m], orientation "
+                                                              "(local +x = the normal, the direction of travel)"),
+                "gates.count": InputInfo(wp.int32, (E,), "gates in use per env (3 .. num_gates)"),
+            }
+            self.inputs = {
+                "gates.pose": wp.zeros((E, G), dtype=wp.transform, device=dev),
+                "gates.count": wp.zeros(E, dtype=wp.int32, device=dev),
+            }
         if prepare:
             self._first_generation()
 
+    # --- construction from a given layout -------------------------------------------------
+    @classmethod
+    def from_layout(cls, layout: RaceLayout, *, num_envs: int = 1, device=None, start_clearance: float | None = None,
+                    seeds=None, stream=None) -> "GateGenerator":
+        """A generator whose every env flies the gate layout ``layout`` (e.g. a real race course).
+
+        The openings are the layout's :attr:`~RaceLayout.course_width` and
+        :attr:`~RaceLayout.course_height` (one size per course, see :class:`RaceLayout`).
+
+        Args:
+            layout: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout`
+                (:func:`~trackgen_env.generators.gate_layouts.load_gate_layout`).
+            num_envs, device: as for :class:`GateGenConfig`.
+            start_clearance: [m] the start's distance behind gate 0 (default: the config's, 1 m).
+
+        Raises:
+            TypeError: ``layout`` is not a RaceLayout.
+        """
+        if not isinstance(layout, RaceLayout):
+            raise TypeError(f"layout must be a RaceLayout (gate_layouts.load_gate_layout), got {type(layout).__name__}")
+        extra = {} if start_clearance is None else {"start_clearance": start_clearance}
+        cfg = GateGenConfig(num_envs=num_envs, device=device, source="layout", num_gates=layout.num_gates,
+                            gate_width=layout.course_width, gate_height=layout.course_height, **extra)
+        gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
+        write_gate_layout(gen, layout)
+        gen.generate()
+        return gen
+
     # --- regeneration (the skeleton is Generator.enqueue) ---------------------------------
+    @property
+    def max_retries(self) -> int:
+        # a given layout draws nothing: a second round would rebuild the same course
+        return 0 if self._given else self.config.max_retries
+
     def _commit(self, mask: wp.array, use_mask: int) -> None:
         r, p = self.result, self.params
         wp.launch(
             _commit, (self.num_envs, self.config.num_gates),
             inputs=[mask, use_mask, self._position, self._orientation, self._start_position, self._start_orientation,
-                    self._valid, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+                    self._num_gates, self._valid, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
             outputs=[r.gate_position, r.gate_orientation, r.gate_width, r.gate_height, r.num_gates,
                      r.start_position, r.start_orientation, r.valid, r.generation],
             device=self.device,
@@ -316,6 +409,15 @@ class GateGenerator(Generator):
     def _attempt_round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""
         cfg, dev, E, G, p = self.config, self.device, self.num_envs, self.config.num_gates, self.params
+        if self._given:
+            wp.launch(
+                _layout_input, (E, G),
+                inputs=[self.inputs["gates.pose"], self.inputs["gates.count"], self._pending, cfg.start_clearance],
+                outputs=[self._position, self._orientation, self._start_position, self._start_orientation,
+                         self._num_gates, self._ok, self._run], device=dev,
+            )
+            self._finalize_round()
+            return
         wp.launch(
             _layout, (E, G),
             inputs=[self.seeds.seeds, self.seeds.counters, self._attempt, self._pending, p["layout.size"],

@@ -32,6 +32,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ import warp as wp
 from ..checks import check_float, check_int, resolve_device
 from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
+from ..generators.gate_layouts import load_gate_layout
 from ..pipeline.track_config import TrackGenConfig
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
@@ -364,6 +366,7 @@ def evaluate(
     track_scale: float | None = None,
     random_policy: bool = True,
     torch_threads: int | None = None,
+    gates_file: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
 ) -> list[EvalResult]:
     """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
 
@@ -386,6 +389,9 @@ def evaluate(
         random_policy: also evaluate a uniform random policy on the same courses.
         torch_threads: torch's thread count while evaluating (:func:`torch_threads_for`: default
             1 with the policy on the CPU, torch's own on CUDA); the caller's count is restored after.
+        gates_file: a gate layout file (or the files of one layout), gates env only: every
+            env flies that race layout (:func:`~trackgen_env.generators.gate_layouts.load_gate_layout`)
+            with its own gate sizes, and the env's default time limit for it.
 
     Returns:
         ``[trained, random]`` (or ``[trained]``) :class:`EvalResult`.
@@ -408,7 +414,7 @@ def evaluate(
     _check_env_id(env_id)
     check_int("episodes", episodes, lo=1)
     _check_seed("seed", seed)
-    if "seed" in meta and track_csv is None:
+    if "seed" in meta and track_csv is None and gates_file is None:
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
         if seed == meta["seed"] or shared:
@@ -421,6 +427,12 @@ def evaluate(
         env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
     elif track_scale is not None:
         raise ValueError("track_scale applies to track_csv only")
+    if gates_file is not None:
+        if env_id != "TrackGen-Gates-v0":
+            raise ValueError(f"--gates-file flies a race layout with the quadrotor: env must be TrackGen-Gates-v0, got {env_id}")
+        # the layout replaces the generated courses, and its length sets the time limit
+        env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
+        env_kwargs["layout"] = load_gate_layout(gates_file)
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
         return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy)

@@ -85,7 +85,17 @@ class GateGenConfig:
             horizontal distance from it to any gate (> 0).
         ground_clearance: [m] least height of a gate's bottom edge above the ground (>= 0).
         max_retries: extra attempts for an env whose draw is rejected, in [2, 64] (about 88 %
-            of first draws pass at the defaults: fewer retries leave envs invalid).
+            of first draws pass at the defaults: fewer retries leave envs invalid); a
+            ``"layout"`` source draws nothing and may take 0.
+        source: ``"procedural"`` (default) or ``"layout"``: every env flies the gates written
+            into the generator inputs ``"gates.pose"`` (``[E, num_gates]`` ``wp.transform``:
+            centre [m] and orientation, local +x the normal) and ``"gates.count"`` (``[E]``
+            int32, gates in use, in ``[3, num_gates]``), e.g. a real race layout
+            (:mod:`trackgen_env.generators.gate_layouts`). ``num_gates`` is then the input
+            capacity; the layout, size, altitude and check fields are not used (a given
+            layout is flown as it is, as a real circuit is driven with its crossings), but
+            ``gate_width`` / ``gate_height`` are the openings and ``start_clearance`` places
+            the start.
 
     Raises:
         TypeError / ValueError: on construction, for a field of the wrong type or range
@@ -108,6 +118,7 @@ class GateGenConfig:
     start_clearance: float = 1.0
     ground_clearance: float = 0.2
     max_retries: int = 8
+    source: str = "procedural"
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -132,14 +143,17 @@ class GateGenConfig:
         set_("max_climb", check_float("max_climb", self.max_climb, lo=0.0, lo_open=True))
         set_("start_clearance", check_float("start_clearance", self.start_clearance, lo=0.0, lo_open=True))
         set_("ground_clearance", check_float("ground_clearance", self.ground_clearance, lo=0.0))
-        set_("max_retries", check_int("max_retries", self.max_retries, lo=2, hi=64))
-        if self.max_turn <= 2.0 * math.pi / self.num_gates:
+        if self.source not in ("procedural", "layout"):
+            raise ValueError(f"source must be 'procedural' or 'layout', got {self.source!r}")
+        procedural = self.source == "procedural"
+        set_("max_retries", check_int("max_retries", self.max_retries, lo=2 if procedural else 0, hi=64))
+        if procedural and self.max_turn <= 2.0 * math.pi / self.num_gates:
             raise ValueError(
                 f"max_turn must be > 2 pi / num_gates = {2.0 * math.pi / self.num_gates:.6g} rad (a closed loop of "
                 f"{self.num_gates} gates turns by 2 pi in all), got {self.max_turn}"
             )
         lowest = self.ground_clearance + 0.5 * self.gate_height
-        if self.altitude_max < lowest:
+        if self.source == "procedural" and self.altitude_max < lowest:
             raise ValueError(
                 f"altitude_max must be >= ground_clearance + gate_height / 2 = {lowest} "
                 f"(the gate's bottom edge must clear the ground), got {self.altitude_max}"

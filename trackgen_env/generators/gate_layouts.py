@@ -1,0 +1,620 @@
+"""Real race layouts: gate layouts from files, checked, written into a gate generator's input.
+
+A layout is the gates of one closed course in race order: each gate's centre [m], its
+orientation (local +x is the normal, the direction of travel; local y the opening's
+width, local z its height) and its opening (width, height) [m]. The world frame is z up
+with the floor at z = 0, in metres, as in every file read here. The loader reads the
+conventions of the public drone-racing layouts (``../shared/real-courses/gates/``):
+
+* **Centres only** (``uzh-rpg/rpg_time_optimal`` ``tracks/track.yaml``, the UZH Split-S
+  of Foehn et al., Science Robotics 2021): ``gates: [[x, y, z], ...]``. No orientation:
+  each gate's normal is the bisector of the horizontal directions of its incoming and
+  outgoing legs (as the generator faces its gates); a leg with no horizontal extent (a
+  gate stacked above the next, the Split-S) leaves the other leg's direction. No size:
+  ``gate_size``.
+* **Generic gates** (this package's convention, for hand-written layouts):
+  ``gates:`` a list of mappings, each ``position: [x, y, z]`` and at most one of
+  ``yaw`` [rad], ``yaw_deg`` [deg] (the normal's heading from +x, counter-clockwise),
+  ``rpy`` [rad] (roll, pitch, yaw, extrinsic x-y-z, as ``scipy``'s ``from_euler("xyz")``),
+  ``quaternion_wxyz`` / ``quaternion_xyzw`` (the gate frame, in that order), or
+  ``corners: [[x, y, z] x 4]`` instead of ``position`` (as AlphaPilot, below); a gate with
+  none faces along the course as for centres only. Per gate ``size`` (square) or
+  ``width`` and ``height`` [m]; file-wide ``gate_size`` or ``gate_width`` and
+  ``gate_height``. YAML (``.yaml``, ``.yml``) or TOML (``.toml``: ``[[gates]]`` tables).
+* **lsy_drone_racing** (TOML, ``config/level*.toml``): ``[[env.track.gates]]`` with
+  ``pos`` and ``rpy`` [rad, extrinsic x-y-z]; +x is the direction a gate counts from.
+  The file gives no size field; its comments give a 0.4 m square opening, the default here.
+* **UZH sim2real_drone_racing** (``parameters/goals.yaml``): ``goal_positions`` ``{x, y,
+  z, gate}`` and ``goal_orientations`` ``{yaw, offset}`` [rad]. ``z`` is the gate model's
+  height; the fly-through point is ``SIM2REAL_GATE_HEIGHT`` (0.8 m, ``parameters/main.yaml``)
+  above it, which is the centre here. ``yaw`` is read as an axis (its sign is not
+  consistent with the direction of travel): the normal is ``+-(cos yaw, sin yaw, 0)``,
+  the sign that points along the course. Entries with ``gate: 0`` are waypoints, not gates.
+  ``offset`` (a sideways shift along yaw + 90 deg) is applied.
+* **FlightGoggles / AlphaPilot 2019** (two files, loaded together as ROS loads them into
+  one parameter namespace): ``nominal_gate_locations.yaml`` (``GateN: nominal_location:
+  [[x, y, z] x 4]``, the four corners in no consistent order) and ``challenge_final.yaml``
+  (``gate_names``: the race order). Corners -> centre (their mean), normal (the plane's,
+  the right singular vector of the smallest singular value of the centred corners,
+  signed along the course), width and height (the corners' extent along the opening's
+  lateral axis ``normalize(z x normal)`` and its vertical axis ``normal x lateral``).
+
+Every gate's frame is rebuilt upright from its normal: lateral ``normalize(z x normal)``,
+vertical ``normal x lateral`` (the opening a gate course's ``Progress`` counts a pass
+through). A normal may climb (a pitched gate), but a gate whose opening is rolled about
+its normal by more than ``MAX_ROLL`` or that lies flat (normal within 10 deg of vertical)
+is refused. A list that repeats itself (several laps written out, the last possibly cut
+short, as the Split-S file's 19 entries of 7 gates) is reduced to one lap. A start pose
+in the file is not read: a gate course starts ``start_clearance`` behind gate 0.
+
+A gate generator built with ``GateGenConfig(source="layout", num_gates=G)`` reads the
+inputs ``"gates.pose"`` (``[E, G]`` ``wp.transform``) and ``"gates.count"`` (``[E]`` int32);
+:func:`write_gate_layout` writes both, and the opening into the params
+``"gate_frames.gate_width"`` / ``"gate_frames.gate_height"``. A gate course has one opening
+size per env (``GateResult.gate_width`` is ``[E]``), so a layout whose gates differ in size
+is flown with its smallest width and height (:attr:`RaceLayout.course_width`), centred in
+every gate: a pass through it is a pass through the real gate.
+
+YAML needs PyYAML (``pip install trackgen_env[gates]``; TOML before Python 3.11: tomli); files are parsed with
+``yaml.safe_load`` and ``tomllib``, which build plain data and never run code.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+try:  # the standard library's TOML reader from Python 3.11; its backport before
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    try:
+        import tomli as tomllib
+    except ModuleNotFoundError:
+        tomllib = None
+
+__all__ = [
+    "RaceLayout",
+    "load_gate_layout",
+    "parse_gate_layout",
+    "write_gate_layout",
+    "DEFAULT_GATE_SIZE",
+    "LSY_GATE_SIZE",
+    "SIM2REAL_GATE_HEIGHT",
+    "MAX_ROLL",
+]
+
+#: [m] square opening of gates whose file gives no size: the 5 ft (1.52 m) standard gate of
+#: MultiGP, the common size of racing gates.
+DEFAULT_GATE_SIZE = 1.5
+#: [m] square opening of the lsy_drone_racing gates (its config files' comments).
+LSY_GATE_SIZE = 0.4
+#: [m] fly-through point above a sim2real_drone_racing goal's ``z`` (its ``gate_height`` parameter).
+SIM2REAL_GATE_HEIGHT = 0.8
+#: [rad] largest roll of an opening about its normal that is accepted (2 deg).
+MAX_ROLL = math.radians(2.0)
+
+_ORIENTATION_KEYS = ("yaw", "yaw_deg", "rpy", "quaternion_wxyz", "quaternion_xyzw", "corners")
+_FLAT = math.cos(math.radians(10.0))  # |normal z| above this: the gate lies flat
+_Z = np.array([0.0, 0.0, 1.0])
+
+
+@dataclass(frozen=True)
+class RaceLayout:
+    """The gates of one closed course, in race order (checked on construction).
+
+    Attributes:
+        position: ``[G, 3]`` float64 [m] gate centres (``G >= 3``).
+        orientation: ``[G, 4]`` float64 unit quaternions (x, y, z, w; Warp's order), body
+            (gate) to world: local +x the normal (direction of travel), local y horizontal.
+        width, height: ``[G]`` float64 [m] openings (> 0).
+        name: where the layout came from (a file path), for messages.
+
+    Raises:
+        ValueError: a wrong shape, a non-finite value, fewer than 3 gates, a size <= 0, a
+            zero quaternion, or two consecutive gates at the same centre.
+    """
+
+    position: np.ndarray
+    orientation: np.ndarray
+    width: np.ndarray
+    height: np.ndarray
+    name: str = "layout"
+
+    def __post_init__(self):
+        pos = np.array(self.position, dtype=np.float64)
+        quat = np.array(self.orientation, dtype=np.float64)
+        width = np.array(self.width, dtype=np.float64)
+        height = np.array(self.height, dtype=np.float64)
+        n = self.name
+        if pos.ndim != 2 or pos.shape[1] != 3:
+            raise ValueError(f"{n}: position must be [G, 3] (x, y, z) in m, got shape {pos.shape}")
+        G = len(pos)
+        if G < 3:
+            raise ValueError(f"{n}: a closed gate course needs >= 3 gates, got {G}")
+        for field, arr, shape in (("orientation", quat, (G, 4)), ("width", width, (G,)), ("height", height, (G,))):
+            if arr.shape != shape:
+                raise ValueError(f"{n}: {field} must have shape {shape} for {G} gates, got {arr.shape}")
+        for field, arr in (("position", pos), ("orientation", quat), ("width", width), ("height", height)):
+            bad = np.flatnonzero(~np.isfinite(arr.reshape(G, -1)).all(axis=1))
+            if bad.size:
+                raise ValueError(f"{n}: gate {bad[0]}'s {field} is not finite: {arr[bad[0]].tolist()}")
+        bad = np.flatnonzero((width <= 0) | (height <= 0))
+        if bad.size:
+            raise ValueError(f"{n}: gate {bad[0]}'s opening must be > 0 m, got {width[bad[0]]} x {height[bad[0]]}")
+        norm = np.linalg.norm(quat, axis=1)
+        if np.any(norm < 1e-9):
+            raise ValueError(f"{n}: gate {int(np.argmin(norm))}'s orientation is a zero quaternion")
+        step = np.linalg.norm(np.roll(pos, -1, axis=0) - pos, axis=1)
+        bad = np.flatnonzero(step < 1e-6)
+        if bad.size:
+            raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre {pos[bad[0]].tolist()}")
+        for field, arr in (("position", pos), ("orientation", quat / norm[:, None]), ("width", width), ("height", height)):
+            arr.setflags(write=False)
+            object.__setattr__(self, field, arr)
+
+    @property
+    def num_gates(self) -> int:
+        """``G``."""
+        return len(self.position)
+
+    @property
+    def normal(self) -> np.ndarray:
+        """``[G, 3]`` unit normals (each gate's local +x in the world)."""
+        return _rotate(self.orientation, np.array([1.0, 0.0, 0.0]))
+
+    @property
+    def course_width(self) -> float:
+        """[m] the opening width a gate course flies this layout with: the smallest gate's."""
+        return float(self.width.min())
+
+    @property
+    def course_height(self) -> float:
+        """[m] the opening height a gate course flies this layout with: the smallest gate's."""
+        return float(self.height.min())
+
+    def length(self) -> float:
+        """[m] length of the closed polyline through the gate centres."""
+        return float(np.linalg.norm(np.roll(self.position, -1, axis=0) - self.position, axis=1).sum())
+
+
+# --- files -----------------------------------------------------------------------------------
+def load_gate_layout(path, *, gate_size: float | Sequence[float] | None = None) -> RaceLayout:
+    """Load a gate layout from a file (or several, merged: the FlightGoggles pair).
+
+    Args:
+        path: a ``.yaml`` / ``.yml`` / ``.toml`` file, or a sequence of them whose top-level
+            mappings are merged (a key in two files is an error), in the conventions of the
+            module docstring.
+        gate_size: [m] the opening of gates the file gives no size for: a number (square) or
+            ``(width, height)``. Default: the convention's (lsy_drone_racing 0.4 m), else
+            :data:`DEFAULT_GATE_SIZE`.
+
+    Returns:
+        the :class:`RaceLayout` (``name`` is the path, or the paths joined by ``" + "``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ImportError: a YAML file without PyYAML installed (names the extra to install).
+        ValueError: a file that does not parse, or a missing, malformed (wrong shape,
+            non-numeric, non-finite) or contradictory field, fewer than 3 gates: the
+            message names the file and the field.
+    """
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise ValueError("load_gate_layout needs at least one file")
+    doc: dict = {}
+    names = []
+    for p in paths:
+        p = os.fspath(p)
+        names.append(p)
+        data = _read(p)
+        for key, value in data.items():
+            if key in doc:
+                raise ValueError(f"{p}: key {key!r} is also in an earlier file of {' + '.join(names[:-1])}")
+            doc[key] = value
+    return parse_gate_layout(doc, name=" + ".join(names), gate_size=gate_size)
+
+
+def _read(path: str) -> dict:
+    """The top-level mapping of one YAML or TOML file."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no gate layout file at {path!r}")
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".toml":
+        if tomllib is None:
+            raise ImportError(f"{path}: reading TOML on Python < 3.11 needs tomli: pip install 'trackgen_env[gates]'")
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
+    elif ext in (".yaml", ".yml"):
+        try:
+            import yaml  # optional dependency: only YAML layouts need it
+        except ImportError as exc:
+            raise ImportError(
+                f"{path}: reading YAML gate layouts needs PyYAML: pip install 'trackgen_env[gates]' (or pip install pyyaml)"
+            ) from exc
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = yaml.safe_load(f)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not valid YAML ({exc})") from exc
+    else:
+        raise ValueError(f"{path}: expected a .yaml, .yml or .toml gate layout, got {ext or 'no extension'!r}")
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def parse_gate_layout(doc: dict, *, name: str = "layout", gate_size: float | Sequence[float] | None = None) -> RaceLayout:
+    """A :class:`RaceLayout` from a parsed file (the mapping ``yaml.safe_load`` / ``tomllib`` returns).
+
+    Args and errors as for :func:`load_gate_layout` (``name`` is used in the messages).
+    """
+    if not isinstance(doc, dict):
+        raise ValueError(f"{name}: expected a mapping at the top level, got {type(doc).__name__}")
+    track = doc.get("env", {}).get("track") if isinstance(doc.get("env"), dict) else None
+    if isinstance(track, dict) and "gates" in track:
+        return _parse_gates(track["gates"], name, "env.track.gates", _size(gate_size, LSY_GATE_SIZE, name), lsy=True)
+    if "goal_positions" in doc:
+        return _parse_sim2real(doc, name, _size(gate_size, DEFAULT_GATE_SIZE, name))
+    if "gate_names" in doc or any(isinstance(v, dict) and "nominal_location" in v for v in doc.values()):
+        return _parse_flightgoggles(doc, name)
+    if "gates" in doc:
+        size = _file_size(doc, name) or _size(gate_size, DEFAULT_GATE_SIZE, name)
+        return _parse_gates(doc["gates"], name, "gates", size)
+    raise ValueError(
+        f"{name}: no gate layout found: expected a 'gates' list, [[env.track.gates]] (lsy_drone_racing), "
+        f"'goal_positions' (sim2real_drone_racing) or 'gate_names' with GateN 'nominal_location' corners "
+        f"(FlightGoggles), got the keys {sorted(map(str, doc))}"
+    )
+
+
+# --- conventions ------------------------------------------------------------------------------
+def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, lsy: bool = False) -> RaceLayout:
+    """``gates``: bare centres, or mappings of the generic / lsy_drone_racing convention."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{name}: {field} must be a list of gates, got {type(entries).__name__}")
+    if all(not isinstance(e, dict) for e in entries):
+        pos = np.array([_vec(e, 3, f"{field}[{i}]", name) for i, e in enumerate(entries)]).reshape(-1, 3)
+        pos = _one_lap(pos)
+        _enough(len(pos), name, field)
+        return _build(pos, [None] * len(pos), np.full(len(pos), size[0]), np.full(len(pos), size[1]), name)
+    pos, frames, widths, heights = [], [], [], []
+    for i, e in enumerate(entries):
+        where = f"{field}[{i}]"
+        if not isinstance(e, dict):
+            raise ValueError(f"{name}: {where} must be a mapping like the other gates, got {e!r}")
+        keys = [k for k in (("rpy",) if lsy else _ORIENTATION_KEYS) if k in e]
+        if len(keys) > 1:
+            raise ValueError(f"{name}: {where} gives more than one orientation: {keys}")
+        w, h = _gate_size(e, where, name, size)
+        if keys == ["corners"]:
+            if "position" in e:
+                raise ValueError(f"{name}: {where} gives both position and corners (the centre is the corners' mean)")
+            corners = np.array(_vec(e["corners"], 12, f"{where}.corners", name)).reshape(4, 3)
+            pos.append(corners.mean(axis=0))
+            frames.append(("corners", corners, "size" in e or "width" in e))
+        else:
+            key = "pos" if lsy else "position"
+            if key not in e:
+                raise ValueError(f"{name}: {where} has no {key!r} field (the gate centre [x, y, z] in m)")
+            pos.append(_vec(e[key], 3, f"{where}.{key}", name))
+            frames.append(_frame(e, keys[0], where, name) if keys else None)
+        widths.append(w)
+        heights.append(h)
+    _enough(len(pos), name, field)
+    return _build(np.array(pos), frames, np.array(widths), np.array(heights), name)
+
+
+def _parse_sim2real(doc: dict, name: str, size: tuple[float, float]) -> RaceLayout:
+    goals, yaws = doc["goal_positions"], doc.get("goal_orientations")
+    if not isinstance(goals, list):
+        raise ValueError(f"{name}: goal_positions must be a list of {{x, y, z, gate}}, got {type(goals).__name__}")
+    if not isinstance(yaws, list) or len(yaws) != len(goals):
+        got = "none" if yaws is None else (f"{len(yaws)} entries" if isinstance(yaws, list) else type(yaws).__name__)
+        raise ValueError(f"{name}: goal_orientations must list one {{yaw, offset}} per goal ({len(goals)}), got {got}")
+    pos, frames = [], []
+    for i, (g, o) in enumerate(zip(goals, yaws)):
+        for where, item, keys in ((f"goal_positions[{i}]", g, ("x", "y", "z")), (f"goal_orientations[{i}]", o, ("yaw",))):
+            if not isinstance(item, dict) or any(k not in item for k in keys):
+                raise ValueError(f"{name}: {where} must be a mapping with {', '.join(keys)}, got {item!r}")
+        if "gate" in g and _num(g["gate"], f"goal_positions[{i}].gate", name) == 0.0:
+            continue  # a waypoint, not a gate
+        x, y, z = (_num(g[k], f"goal_positions[{i}].{k}", name) for k in ("x", "y", "z"))
+        yaw = _num(o["yaw"], f"goal_orientations[{i}].yaw", name)
+        offset = _num(o.get("offset", 0.0), f"goal_orientations[{i}].offset", name)
+        axis = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+        side = np.array([-axis[1], axis[0], 0.0])
+        pos.append(np.array([x, y, z + SIM2REAL_GATE_HEIGHT]) + offset * side)
+        frames.append(("axis", axis))
+    _enough(len(pos), name, "goal_positions")
+    return _build(np.array(pos), frames, np.full(len(pos), size[0]), np.full(len(pos), size[1]), name)
+
+
+def _parse_flightgoggles(doc: dict, name: str) -> RaceLayout:
+    order = doc.get("gate_names")
+    if order is None:
+        raise ValueError(f"{name}: no 'gate_names' (the race order): load the gate locations together with the "
+                         f"challenge file that lists it, e.g. load_gate_layout([locations, challenge])")
+    if not isinstance(order, list) or not all(isinstance(g, str) for g in order):
+        raise ValueError(f"{name}: gate_names must be a list of gate names, got {order!r}")
+    pos, frames = [], []
+    for i, gate in enumerate(order):
+        entry = doc.get(gate)
+        if not isinstance(entry, dict) or "nominal_location" not in entry:
+            raise ValueError(f"{name}: gate_names[{i}] = {gate!r} has no '{gate}: nominal_location' corners "
+                             f"(load the nominal gate locations file too)")
+        corners = np.array(_vec(entry["nominal_location"], 12, f"{gate}.nominal_location", name)).reshape(4, 3)
+        pos.append(corners.mean(axis=0))
+        frames.append(("corners", corners, False))
+    _enough(len(pos), name, "gate_names")
+    nan = np.full(len(pos), np.nan)  # from the corners
+    return _build(np.array(pos), frames, nan, nan.copy(), name)
+
+
+# --- geometry ---------------------------------------------------------------------------------
+def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray, name: str) -> RaceLayout:
+    """Normals (given, signed along the course, or from it), upright frames, corner sizes."""
+    G = len(pos)
+    course = _course_normals(pos, name)
+    quats = np.empty((G, 4))
+    width, height = width.astype(np.float64).copy(), height.astype(np.float64).copy()
+    for k, frame in enumerate(frames):
+        if frame is None:
+            normal = course[k]
+        elif frame[0] == "frame":
+            normal = frame[1][:, 0]
+            lateral = frame[1][:, 1]
+            roll = math.asin(min(1.0, abs(float(lateral[2]))))
+            if roll > MAX_ROLL:
+                raise ValueError(f"{name}: gate {k}'s opening is rolled by {math.degrees(roll):.1f} deg about its normal; "
+                                 f"only openings with a horizontal width axis are modelled (<= {math.degrees(MAX_ROLL):g} deg)")
+        else:
+            if frame[0] == "axis":
+                normal = frame[1]
+            else:
+                corners = frame[1]
+                centred = corners - corners.mean(axis=0)
+                _, sv, vt = np.linalg.svd(centred)
+                if sv[1] < 1e-6 or sv[2] > 0.05 * sv[0]:
+                    raise ValueError(f"{name}: gate {k}'s 4 corners do not span a plane (singular values {sv.round(4).tolist()})")
+                normal = vt[2]
+            d = float(normal @ course[k])
+            if abs(d) < 1e-6:
+                d = float(normal @ (pos[(k + 1) % G] - pos[k - 1]))
+            normal = normal if d >= 0 else -normal
+        if abs(normal[2]) > _FLAT:
+            raise ValueError(f"{name}: gate {k} lies flat (normal {np.round(normal, 3).tolist()}); only upright gates "
+                             f"(normal more than 10 deg from vertical) are modelled")
+        R = _upright(normal)
+        quats[k] = _quat_from_matrix(R)
+        if frame is not None and frame[0] == "corners" and not frame[2]:
+            local = (frame[1] - frame[1].mean(axis=0)) @ R
+            width[k] = np.ptp(local[:, 1])
+            height[k] = np.ptp(local[:, 2])
+    return RaceLayout(position=pos, orientation=quats, width=width, height=height, name=name)
+
+
+def _course_normals(pos: np.ndarray, name: str) -> np.ndarray:
+    """``[G, 3]`` horizontal normals facing along the loop: the bisector of the horizontal
+    directions of each gate's incoming and outgoing legs; a leg with no horizontal extent
+    (stacked gates) gives way to the other; a U-turn takes the outgoing leg."""
+    G = len(pos)
+    out = np.empty((G, 3))
+    for k in range(G):
+        d_in, d_out = _horizontal(pos[k] - pos[k - 1]), _horizontal(pos[(k + 1) % G] - pos[k])
+        if d_in is None and d_out is None:
+            raise ValueError(f"{name}: gate {k} is stacked above both neighbours: its orientation cannot follow the course")
+        if d_in is None or d_out is None:
+            out[k] = d_out if d_in is None else d_in
+            continue
+        b = d_in + d_out
+        nb = np.linalg.norm(b)
+        out[k] = b / nb if nb > 1e-6 else d_out
+    return out
+
+
+def _horizontal(d: np.ndarray):
+    h = np.array([d[0], d[1], 0.0])
+    n = np.linalg.norm(h)
+    return h / n if n > 1e-6 else None
+
+
+def _upright(normal: np.ndarray) -> np.ndarray:
+    """Columns: the normal, the lateral axis ``normalize(z x normal)``, the vertical ``normal x lateral``."""
+    n = normal / np.linalg.norm(normal)
+    lateral = np.cross(_Z, n)
+    lateral /= np.linalg.norm(lateral)
+    return np.stack([n, lateral, np.cross(n, lateral)], axis=1)
+
+
+def _quat_from_matrix(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd, J. Guidance 1978)."""
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2.0 * math.sqrt(tr + 1.0)
+        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = [0.0, 0.0, 0.0, (R[k, j] - R[j, k]) / s]
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+    q = np.array(q)
+    return q / np.linalg.norm(q)
+
+
+def _matrix_from_quat(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of the quaternion (x, y, z, w)."""
+    x, y, z, w = q / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _rotate(quats: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.stack([_matrix_from_quat(q) @ v for q in quats])
+
+
+def _frame(entry: dict, key: str, where: str, name: str):
+    """The given orientation of a gate: ``("frame", R)`` or ``("axis", normal)``."""
+    field = f"{where}.{key}"
+    if key in ("yaw", "yaw_deg"):
+        yaw = _num(entry[key], field, name)
+        yaw = math.radians(yaw) if key == "yaw_deg" else yaw
+        c, s = math.cos(yaw), math.sin(yaw)
+        return ("frame", np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]))
+    if key == "rpy":
+        r, p, y = _vec(entry[key], 3, field, name)
+        rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
+        ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
+        rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
+        return ("frame", rz @ ry @ rx)  # extrinsic x, then y, then z
+    q = np.array(_vec(entry[key], 4, field, name))
+    if np.linalg.norm(q) < 1e-9:
+        raise ValueError(f"{name}: {field} is a zero quaternion")
+    xyzw = q if key == "quaternion_xyzw" else np.roll(q, -1)
+    return ("frame", _matrix_from_quat(xyzw))
+
+
+def _one_lap(pos: np.ndarray) -> np.ndarray:
+    """The first lap of a list that repeats itself with period p (the last lap may stop short)."""
+    n = len(pos)
+    for p in range(1, n):
+        idx = np.arange(n) % p
+        if np.allclose(pos, pos[idx], rtol=0.0, atol=1e-9):
+            return pos[:p]
+    return pos
+
+
+# --- fields -------------------------------------------------------------------------------------
+def _num(value, field: str, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}: {field} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: {field} must be finite, got {value!r}")
+    return float(value)
+
+
+def _vec(value, count: int, field: str, name: str) -> list[float]:
+    """``count`` finite numbers from a (possibly nested) list, flattened."""
+    flat = []
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            for u in v:
+                walk(u)
+        else:
+            flat.append(v)
+
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name}: {field} must be a list of {count} numbers, got {value!r}")
+    walk(value)
+    if len(flat) != count:
+        raise ValueError(f"{name}: {field} must hold {count} numbers, got {len(flat)}: {value!r}")
+    return [_num(v, field, name) for v in flat]
+
+
+def _enough(count: int, name: str, field: str) -> None:
+    if count < 3:
+        raise ValueError(f"{name}: {field}: a closed gate course needs >= 3 gates, got {count}")
+
+
+def _size(gate_size, default: float, name: str) -> tuple[float, float]:
+    if gate_size is None:
+        return (default, default)
+    size = (gate_size, gate_size) if isinstance(gate_size, (int, float)) and not isinstance(gate_size, bool) else tuple(gate_size)
+    if len(size) != 2:
+        raise ValueError(f"gate_size must be a number or (width, height) in m, got {gate_size!r}")
+    w, h = (_num(s, "gate_size", "gate_size") for s in size)
+    if w <= 0 or h <= 0:
+        raise ValueError(f"gate_size must be > 0 m, got {gate_size!r}")
+    return (w, h)
+
+
+def _file_size(doc: dict, name: str):
+    """A file-wide ``gate_size`` or ``gate_width`` + ``gate_height`` (None when absent)."""
+    if "gate_size" in doc:
+        s = _positive(doc["gate_size"], "gate_size", name)
+        return (s, s)
+    if "gate_width" in doc or "gate_height" in doc:
+        if not ("gate_width" in doc and "gate_height" in doc):
+            raise ValueError(f"{name}: give both gate_width and gate_height (or gate_size for a square opening)")
+        return (_positive(doc["gate_width"], "gate_width", name), _positive(doc["gate_height"], "gate_height", name))
+    return None
+
+
+def _gate_size(entry: dict, where: str, name: str, default: tuple[float, float]) -> tuple[float, float]:
+    if "size" in entry:
+        s = _positive(entry["size"], f"{where}.size", name)
+        return (s, s)
+    if "width" in entry or "height" in entry:
+        if not ("width" in entry and "height" in entry):
+            raise ValueError(f"{name}: {where}: give both width and height (or size for a square opening)")
+        return (_positive(entry["width"], f"{where}.width", name), _positive(entry["height"], f"{where}.height", name))
+    return default
+
+
+def _positive(value, field: str, name: str) -> float:
+    v = _num(value, field, name)
+    if v <= 0:
+        raise ValueError(f"{name}: {field} must be > 0 m, got {value!r}")
+    return v
+
+
+# --- the generator input ----------------------------------------------------------------------
+def write_gate_layout(generator, layout: RaceLayout, mask: np.ndarray | None = None) -> None:
+    """Write one layout into the generator inputs of every env (or the ``mask``ed envs).
+
+    Writes ``generator.inputs["gates.pose"]`` and ``["gates.count"]`` in place (stable
+    arrays that every regeneration and recorded graph reads) and sets the params
+    ``"gate_frames.gate_width"`` / ``"gate_frames.gate_height"`` of those envs to the
+    layout's :attr:`~RaceLayout.course_width` / :attr:`~RaceLayout.course_height`;
+    regenerate afterwards.
+
+    Args:
+        generator: a gate generator built with ``GateGenConfig(source="layout")``.
+        layout: a :class:`RaceLayout`.
+        mask: ``[E]`` bools selecting the envs to write (default: all).
+
+    Raises:
+        KeyError: the generator has no ``"gates.pose"`` input.
+        TypeError: ``layout`` is not a RaceLayout.
+        ValueError: more gates than the input capacity ``num_gates``, or a bad mask shape.
+    """
+    if "gates.pose" not in generator.inputs:
+        raise KeyError('this generator has no "gates.pose" input: build it with GateGenConfig(source="layout")')
+    if not isinstance(layout, RaceLayout):
+        raise TypeError(f"layout must be a RaceLayout, got {type(layout).__name__}")
+    pose, count = generator.inputs["gates.pose"], generator.inputs["gates.count"]
+    num_envs, capacity = pose.shape
+    if layout.num_gates > capacity:
+        raise ValueError(f"{layout.name}: {layout.num_gates} gates, over the input capacity num_gates={capacity}")
+    sel = np.ones(num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if sel.shape != (num_envs,):
+        raise ValueError(f"mask must be [{num_envs}] bools, got shape {sel.shape}")
+    rows = pose.numpy().reshape(num_envs, capacity, 7).copy()
+    rows[sel] = 0.0
+    rows[sel, :, 6] = 1.0  # unused slots: identity transforms
+    rows[sel, : layout.num_gates, :3] = layout.position
+    rows[sel, : layout.num_gates, 3:] = layout.orientation
+    counts = count.numpy().copy()
+    counts[sel] = layout.num_gates
+    width = generator.params["gate_frames.gate_width"].numpy().astype(np.float64)
+    height = generator.params["gate_frames.gate_height"].numpy().astype(np.float64)
+    width[sel], height[sel] = layout.course_width, layout.course_height
+    generator.params["gate_frames.gate_width"] = width
+    generator.params["gate_frames.gate_height"] = height
+    pose.assign(wp.array(rows.astype(np.float32), dtype=wp.transform, device="cpu"))
+    count.assign(counts.astype(np.int32))
