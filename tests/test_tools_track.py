@@ -350,6 +350,48 @@ def test_progress_ignores_crossings_outside_the_opening(device):
     np.testing.assert_array_equal(pr.result.next_checkpoint.numpy()[:2], [1, 1])
 
 
+def test_progress_counts_every_checkpoint_a_fast_step_crosses(device):
+    """Steps of 0.6 rad cross 2 or 3 checkpoints (0.20 and 0.25 rad apart) each: all count, in order."""
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    n = cp.result.num_checkpoints.numpy()
+    step = 0.6
+    assert np.all(step > 2 * (2 * math.pi / n[:2]))  # at least 2 checkpoints per step
+    passed, laps_done, most = np.zeros(3, int), np.zeros(3, int), np.zeros(3, int)
+    for a in [*np.arange(0.0, 2 * math.pi, step), 2 * math.pi + 0.05]:  # just past the start line
+        drv.step(lap_positions([a])[0])
+        ev = rows(pr.result)
+        passed += ev["passed"]
+        laps_done += ev["lap_completed"]
+        most = np.maximum(most, ev["passed"])
+    ev = rows(pr.result)
+    np.testing.assert_array_equal(passed[:2], n[:2])  # every checkpoint once, checkpoint 0 last
+    np.testing.assert_array_equal(ev["checkpoints_passed"][:2], n[:2])
+    np.testing.assert_array_equal(laps_done, [1, 1, 0])
+    np.testing.assert_array_equal(ev["laps"], [1, 1, 0])
+    np.testing.assert_array_equal(ev["next_checkpoint"][:2], [1, 1])
+    assert np.all(most[:2] >= 2)  # ``passed`` is the count of this step's passes, not a flag
+    assert passed[2] == 0  # the invalid env passes nothing
+
+
+def test_progress_fast_step_backwards_steps_back_over_every_checkpoint_crossed(device):
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    n = int(cp.result.num_checkpoints.numpy()[0])
+    gap = 2 * math.pi / n  # angle between checkpoints (approximately)
+    drv.step(lap_positions([0.5 * gap])[0])
+    drv.step(lap_positions([4.5 * gap])[0])  # forward over checkpoints 1..4
+    ev = rows(pr.result)
+    assert (ev["passed"][0], ev["next_checkpoint"][0], ev["checkpoints_passed"][0]) == (4, 5, 4)
+    drv.step(lap_positions([1.5 * gap])[0])  # backwards over 4, 3 and 2
+    ev = rows(pr.result)
+    assert (ev["wrong_way"][0], ev["next_checkpoint"][0], ev["passed"][0]) == (1, 2, 0)
+    drv.step(lap_positions([5.5 * gap])[0])  # forward again: 2..4 restore the order, 5 is new ground
+    ev = rows(pr.result)
+    assert (ev["wrong_way"][0], ev["next_checkpoint"][0], ev["passed"][0], ev["checkpoints_passed"][0]) == (0, 6, 1, 5)
+    assert ev["lap_fraction"][0] == pytest.approx(5 / n)
+
+
 class GateSet(Component):
     """A gate-like ``checkpoints`` component: 4 square openings on the x axis, finite half height."""
 
