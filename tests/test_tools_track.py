@@ -79,6 +79,31 @@ class CircleGenerator:
         a["num_points"][e], a["loop_length"][e], a["valid"][e] = n, chord * n, 1
         a["start_position"][e] = pts[0]
 
+    def set_polyline(self, e, points):
+        """A closed line through ``points`` ``[N, 2]`` or ``[N, 3]`` [m] (N <= CAPACITY), as a
+        resampled centreline has it: tangents from the chord of each point's neighbours (0
+        where the chord vanishes, as at the tip of an out-and-back line), the horizontal left
+        normal, arc lengths of the chords."""
+        a = self.np
+        pts = np.zeros((len(points), 3), np.float32)
+        pts[:, : np.shape(points)[1]] = points
+        n = len(pts)
+        chord = np.roll(pts, -1, 0) - np.roll(pts, 1, 0)
+        length = np.linalg.norm(chord, axis=1, keepdims=True)
+        tan = np.where(length > 0, chord / np.maximum(length, 1e-30), 0.0)
+        flat = np.linalg.norm(tan[:, :2], axis=1, keepdims=True)
+        left = np.where(flat > 0, np.stack([-tan[:, 1], tan[:, 0], np.zeros(n)], -1) / np.maximum(flat, 1e-30), 0.0)
+        seg = np.linalg.norm(np.roll(pts, -1, 0) - pts, axis=1)
+        pad = lambda v: np.concatenate([v, np.repeat(v[-1:], CAPACITY - n, 0)])  # noqa: E731
+        a["centerline"][e] = pad(pts)
+        a["tangent"][e] = pad(tan)
+        a["normal"][e] = pad(left)
+        a["arc_length"][e] = pad(np.concatenate([[0.0], np.cumsum(seg)[:-1]]))
+        a["curvature"][e] = 0.0
+        a["half_width"][e] = HALF_WIDTH
+        a["num_points"][e], a["loop_length"][e], a["valid"][e] = n, seg.sum(), 1
+        a["start_position"][e] = pts[0]
+
     def commit(self):
         """Write the NumPy rows into the stable result arrays (in place)."""
         for k, v in self.np.items():
@@ -494,6 +519,81 @@ def assert_clearance(col, dist, e, expect):
         assert dist[e] == pytest.approx(-2.0 * col.cell.numpy()[e])  # clamped beyond 2 cells outside
     else:
         assert dist[e] == pytest.approx(expect, abs=clearance_tolerance(col, e))
+
+
+def out_and_back(length=10.0, spacing=1.0):
+    """[N, 2] an out-and-back line: out along +x from the origin to ``length`` and back."""
+    x = np.arange(0.0, length + spacing / 2, spacing)
+    return np.stack([np.concatenate([x, x[-2:0:-1]]), np.zeros(2 * len(x) - 2)], -1)
+
+
+@pytest.mark.parametrize("offset", [-0.4, 0.0, 0.3, 0.7])
+def test_the_lateral_offset_on_a_sloped_line_excludes_the_height(device, offset):
+    """A circle climbing and falling 1 m (slopes up to 11 degrees), a body 0.3 m above a point
+    beside it: the offset is the distance across the line, not its horizontal distance to the
+    closest point in 3-D (which lies up or down the slope) nor the body's height."""
+    col, loc = BandCollision(), Localizer()
+    gen, ctx = make(device, col, loc)
+    th = 2.0 * np.pi * np.arange(64) / 64
+    gen.set_polyline(0, np.stack([5.0 * np.cos(th), 5.0 * np.sin(th), np.sin(th)], -1))
+    gen.commit()
+    for c in (col, loc):
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    pos = wp.zeros(3, dtype=wp.vec3, device=device)
+    col.bind(position=pos)
+    loc.bind(position=pos)
+    for k in (5, 20, 40, 55):  # up and down the slope
+        line, normal = gen.np["centerline"][0], gen.np["normal"][0]
+        mid = 0.5 * (line[k] + line[k + 1])
+        side = 0.5 * (normal[k] + normal[k + 1])
+        side /= np.linalg.norm(side)
+        pos.assign(np.float32([mid + offset * side + [0.0, 0.0, 0.3], circle_point(CIRCLES[1], 0.0), [0.0] * 3]))
+        col.step(ctx)
+        loc.step(ctx)
+        assert loc.result.lateral_offset.numpy()[0] == pytest.approx(offset, abs=2e-3), k
+        assert col.result.distance.numpy()[0] == pytest.approx(HALF_WIDTH - abs(offset), abs=2e-3), k
+        assert col.result.hit.numpy()[0] == int(abs(offset) > HALF_WIDTH)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_body_far_off_the_band_is_a_hit_whatever_the_line(device, backend):
+    """An out-and-back line (its normal vanishes at the tips): a body far beyond a tip is off
+    the band, from a cold start and from a warm start beside it; the Localizer's offset is
+    the body's distance to the line (issue 9: x = -442 m read as on the band, offset 0)."""
+    col, loc = BandCollision(backend), Localizer()
+    gen, ctx = make(device, col, loc)
+    line = out_and_back()
+    gen.set_polyline(0, line)
+    gen.commit()
+    for c in (col, loc):
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    pos = wp.zeros(3, dtype=wp.vec3, device=device)
+    col.bind(position=pos)
+    loc.bind(position=pos)
+    other = circle_point(CIRCLES[1], 0.0)  # env 1 stays on its band
+
+    def step(body):
+        pos.assign(np.float32([body, other, [0.0, 0.0, 0.0]]))
+        col.step(ctx)
+        loc.step(ctx)
+
+    for body in ([-442.0, 0.0, 0.0], [-3.0, 0.2, 0.0], [10.0 + 442.0, 0.0, 0.0]):
+        for warm in (False, True):
+            if warm:  # beside the tip, on the band: the warm start of the next search
+                step([0.5, 0.1, 0.0] if body[0] < 0 else [9.5, 0.1, 0.0])
+                assert col.result.hit.numpy()[0] == 0
+            step(body)
+            gap = np.linalg.norm(line - np.float32(body[:2]), axis=1)
+            tip = int(np.argmin(gap))  # the point closest to the body: a tip
+            assert col.result.hit.numpy()[0] == 1, (body, warm)
+            if backend == "segments":
+                assert col.result.distance.numpy()[0] == pytest.approx(HALF_WIDTH - gap[tip], abs=1e-4)
+            # the frame names that point: s its arc length, the offset the body's distance to it
+            assert abs(loc.result.lateral_offset.numpy()[0]) == pytest.approx(gap[tip], abs=1e-4)
+            assert loc.result.s.numpy()[0] == pytest.approx(gen.np["arc_length"][0, tip], abs=1e-4)
+    assert col.result.hit.numpy()[1] == 0  # the other env, on its band, is untouched
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -83,7 +83,8 @@ class BandCollision(Component):
     and ``half_extents`` ``[E] vec3`` [m] (optional). With both ``orientation`` and
     ``half_extents`` bound, the tested points are the box's 4 bottom corners (the x-y
     footprint), else the point ``position``. A point's clearance is the band's half width
-    minus its distance from the centreline (its ``|lateral offset|``); ``distance`` is the
+    minus its distance from the centreline across it, height excluded (the ``|lateral
+    offset|`` a ``Localizer`` reports for it); ``distance`` is the
     minimum over the tested points and ``hit = distance < 0``. An invalid env (``valid ==
     0`` or fewer than 3 points) reads ``hit = 1``, ``distance = 0``.
 
@@ -97,8 +98,13 @@ class BandCollision(Component):
       is unset (after a reset or a generation), when the descent reaches ``+- window``
       (the closest segment may lie beyond), or when the box centre is off the band there
       (a teleport); corners search within ``+- window`` of the centre's segment, their
-      descent starting at the segment their offset along it points to. Clearance along
-      the interpolated left normal, exact for the polyline.
+      descent starting at the segment their offset along it points to. The clearance is
+      the half width interpolated at the closest point minus the distance to it across
+      the line (:func:`~trackgen_env.polyline.project`), exact for the polyline. Whatever segment the descent stops on, a point it finds
+      within the half width of that segment is on the band, and one beyond it is searched
+      again globally: a body far from the band is a hit from any warm start, whatever the
+      shape of the line (the distance, unlike the component along the normal, does not
+      vanish past the end of a segment at a sharp turn or an out-and-back tip).
     * ``"sdf"``: ``on_generate`` bakes, per masked env, a ``resolution x resolution`` grid
       of clearance values over the x-y bounding box of the band (plus a 4-cell margin;
       cell size ``h`` = box extent / (resolution - 9)): every segment writes

@@ -114,7 +114,10 @@ class Localizer(Component):
     beyond), or when the position is off the band there (a teleport). On segment ``j``
     with projection parameter ``t`` in [0, 1]:
     ``s = arc_length[j] + t * (segment arc length)`` wrapped to ``[0, loop_length)``;
-    ``lateral_offset`` = offset along the interpolated left normal (left > 0);
+    ``lateral_offset`` = distance to the closest point across the line, height excluded
+    (:func:`~trackgen_env.polyline.project`), signed by the side of the interpolated left
+    normal (left > 0), so ``|lateral_offset| > half width`` is
+    exactly where ``BandCollision("segments")`` reports a point body off the band;
     ``curvature`` = linear interpolation of the points' curvature; ``heading_error`` =
     yaw of the body's +x axis minus yaw of the interpolated tangent, wrapped to
     ``[-pi, pi)`` (0 when ``orientation`` is unbound). An invalid env (``valid == 0`` or
