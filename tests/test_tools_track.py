@@ -490,6 +490,22 @@ def test_progress_reset_to_starts_on_the_sampled_checkpoint(device):
     assert laps == 1
 
 
+def test_progress_reset_to_refuses_a_bad_start_and_changes_nothing(device):
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    for a in np.arange(0.0, 1.0, 0.05):
+        drv.step(lap_positions([a])[0])
+    before = rows(pr.result)
+    E = drv.ctx.num_envs
+    for start, error in ((np.zeros(E, np.int32), TypeError), (wp.zeros(E, dtype=wp.float32, device=device), ValueError),
+                         (wp.zeros(E + 1, dtype=wp.int32, device=device), ValueError)):
+        with pytest.raises(error, match=rf"start must be a \[{E}\] int32 wp.array on {device}"):
+            pr.reset_to(drv.ctx, None, start)
+    after = rows(pr.result)
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+
+
 # -- BandCollision ----------------------------------------------------------------------
 BACKENDS = ["segments", "sdf"]
 
@@ -963,7 +979,9 @@ def test_checkpoint_sampler_index_is_optional_and_outputs_are_checked(device):
     positions = cp.result.position.numpy()
     for e in (0, 1):
         assert any(np.array_equal(pos.numpy()[e], positions[e, k]) for k in range(cp.result.num_checkpoints.numpy()[e]))
-    with pytest.raises(TypeError, match="out_orientation"):
+    with pytest.raises(ValueError, match="out_orientation"):  # a dtype is a value (checks.check_env_array)
         cp.utility.sample(None, pos, pos)
+    with pytest.raises(TypeError, match="out_position"):
+        cp.utility.sample(None, pos.numpy(), quat)
     with pytest.raises(ValueError, match="shape"):
         cp.utility.sample(None, wp.zeros(2, dtype=wp.vec3, device=device), quat)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
+from ..checks import check_int
 from ..polyline import BIG, line_count, locate, next_point
 from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
-from .warm_start import check_window, unset_warm
+from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
 
@@ -143,14 +143,10 @@ class BandCollision(Component):
             raise TypeError(f'backend must be a str ("segments" or "sdf"), got {type(backend).__name__} {backend!r}')
         if backend not in BACKENDS:
             raise ValueError(f'backend must be "segments" or "sdf", got {backend!r}')
-        self.window = check_window(window, "window", 8)
-        if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
-            raise TypeError(f"resolution must be an int >= 16, got {type(resolution).__name__} {resolution!r}")
-        if resolution < 16:
-            raise ValueError(f"resolution must be an int >= 16, got {resolution}")
+        self.window = check_int("window", window, lo=1)
+        self.resolution = check_int("resolution", resolution, lo=16)
         super().__init__(name, after=after)
         self.backend = backend
-        self.resolution = int(resolution)
         self._contacts: Contacts | None = None
 
     def attach(self, ctx: ComponentContext) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..checks import check_env_array
 from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
 from ..types import ProgressEvents
 from .component import Component, ComponentContext
@@ -298,13 +299,10 @@ class Progress(Component):
         env's checkpoint count) with zero counters; a lap then ends back at that checkpoint.
 
         Raises:
-            TypeError / ValueError: ``start`` is not an ``[E] int32`` wp.array.
+            TypeError: ``start`` is not a ``wp.array``.
+            ValueError: ``start`` is not ``[E] int32`` on the course's device.
         """
-        if not isinstance(start, wp.array) or start.dtype != wp.int32:
-            raise TypeError(f"start must be an [E] int32 wp.array, got {start!r}")
-        if tuple(start.shape) != (ctx.num_envs,):
-            raise ValueError(f"start must have shape ({ctx.num_envs},), got {tuple(start.shape)}")
-        self._reset(ctx, mask, start)
+        self._reset(ctx, mask, check_env_array("start", start, ctx.num_envs, ctx.device))
 
     def step(self, ctx: ComponentContext) -> None:
         cps, ev = self._checkpoints(ctx), self._events
