@@ -212,21 +212,25 @@ def project(
     would pass a body far off the band."""
     j1 = next_point(j, n)
     a = line[e, j]
-    b = line[e, j1]
-    t = segment_param(p, a, b)
-    ab = b - a
-    d = p - (a + ab * t)
-    up = Z_AXIS
+    ab = line[e, j1] - a
     l2 = wp.dot(ab, ab)
+    t = float(0.0)  # segment_param, sharing ab and l2
     if l2 > 0.0:
-        up = Z_AXIS - ab * (ab[2] / l2)
-    lu = wp.length(up)
-    across = d
-    if lu > 1.0e-6:  # (a vertical segment has no up axis: the whole distance counts)
-        up = up / lu
-        across = d - up * wp.dot(d, up)
-    distance = wp.length(across)
-    lateral = wp.where(wp.dot(d, lerp_unit(normal[e, j], normal[e, j1], t)) < 0.0, -distance, distance)
+        t = wp.clamp(wp.dot(p - a, ab) / l2, 0.0, 1.0)
+    d = p - (a + ab * t)
+    distance = float(0.0)
+    if ab[2] == 0.0:
+        distance = wp.length(wp.vec2(d[0], d[1]))  # a flat segment: its up axis is +z
+    else:
+        up = Z_AXIS - ab * (ab[2] / l2)  # +z less its component along the segment
+        u2 = wp.dot(up, up)
+        if u2 > 1.0e-12:
+            distance = wp.length(d - up * (wp.dot(d, up) / u2))
+        else:
+            distance = wp.length(d)  # a vertical segment has no up axis: the whole distance counts
+    # the side of the interpolated normal (normalising the blend would not change its sign)
+    side = wp.dot(d, normal[e, j] * (1.0 - t) + normal[e, j1] * t)
+    lateral = wp.where(side < 0.0, -distance, distance)
     hw = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
     return t, lateral, hw
 
