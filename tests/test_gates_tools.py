@@ -127,6 +127,37 @@ def test_flying_the_course_line_passes_every_gate_and_completes_a_lap():
     assert progress.result.laps.numpy().tolist() == [1, 1]
 
 
+def test_a_fast_body_counts_every_gate_it_flies_through_in_one_step():
+    """Gates 1..6 of env 0 put in a row 0.3 m apart along +x and gate 0 after them: one step
+    through gates 1 and 2 counts both; the next, through 3..6 and 0, counts those and the lap."""
+    cps, progress = tools.GateCheckpoints(), tools.Progress()
+    gen, ctx = make(2, "cpu", cps, progress, seeds=3)
+    res = gen.result
+    num_gates = int(res.num_gates.numpy()[0])
+    assert num_gates == 7
+    position, orientation = res.gate_position.numpy(), res.gate_orientation.numpy()
+    x = 0.3 * np.arange(num_gates, dtype=np.float32)
+    x[0] = 0.3 * num_gates  # gate 0 (start/finish) last in the row
+    position[0, :num_gates] = np.stack([x, np.zeros_like(x), np.ones_like(x)], axis=-1)
+    orientation[0, :num_gates] = [0.0, 0.0, 0.0, 1.0]  # normal +x
+    res.gate_position.assign(position)
+    res.gate_orientation.assign(orientation)
+    for c in (cps, progress):  # a gate row written in place: refresh the components
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    start = res.start_position.numpy()[1]
+    pos = vec3s([[0.15, 0.0, 1.0], start])
+    progress.bind(position=pos)
+    progress.step(ctx)  # the first step records the previous position
+    ev = progress.result
+    for x_to, passed, nxt, laps in ((0.65, 2, 3, 0), (0.3 * num_gates + 0.1, 5, 1, 1)):
+        pos.assign(np.float32([[x_to, 0.0, 1.0], start]))
+        progress.step(ctx)
+        assert (ev.passed.numpy()[0], ev.next_checkpoint.numpy()[0], ev.laps.numpy()[0]) == (passed, nxt, laps)
+        assert ev.lap_completed.numpy()[0] == laps
+    assert ev.checkpoints_passed.numpy().tolist() == [num_gates, 0]  # env 1 did not move
+
+
 # -- CenterlineFromGates --------------------------------------------------------------------
 def test_course_line_passes_through_every_gate_along_its_normal(device):
     line = tools.CenterlineFromGates(8)
@@ -173,7 +204,7 @@ def test_localizer_reads_the_course_line():
 
 @pytest.mark.parametrize("value, error", [(1, ValueError), (0, ValueError), (2.0, TypeError), (True, TypeError), ("8", TypeError)])
 def test_samples_per_gate_is_checked(value, error):
-    with pytest.raises(error, match="samples_per_gate must be an int >= 2"):
+    with pytest.raises(error, match=r"samples_per_gate must be (an int|>= 2), got"):  # checks.check_int
         tools.CenterlineFromGates(value)
 
 

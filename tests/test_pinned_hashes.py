@@ -25,12 +25,12 @@ PINNED_WARP = "1.19.0"
 PINS = {
     "track_batch": "6c31925520012590f81c372505a32fb90ed7d097f5f463fe3f5aa863f7f99c69",
     "gates_batch": "c56b1d91839dbcecf12af2f2b9a492f28ffebf61f69e8d039fe8f7d4e73e1803",
-    "track_rollout_pure_pursuit": "8cd163ebd30fc614ba757790886ca363bdc9f0a0c64a79c1eccd7c71cacc39f4",
-    "track_rollout_random": "79d3a5fa0191783dbbd911849a1503db15d9145621a796bfd3e6f748198a9e19",
+    "track_rollout_pure_pursuit": "516366f53fe3242130fba72ae96ef643fe9db49797dc72da87a4ebd920ceb9f3",
+    "track_rollout_random": "84f78d883833d30a0c122f3b67045d083ba304f276f0c99c5ed93f99697c0a08",
     "gates_rollout_pilot": "ec6465621800860246e8975bd69899e98be1b268c81baa042fc7084cd54d5f40",
     "gates_rollout_random": "39f229f5a4f187d220482ea420127b597921d72cbaf2493e62ee7fbe57ab79e2",
-    "track_course_components": "ca2401ec580d8daeba468a84571ebd4e8c9e77a172a89a54635ebdae437dd32a",
-    "gates_course_components": "2b3146d43dd0662746a5975583fa663aacd6ce8ca3a7792807445b3dc65d7c01",
+    "track_course_components": "e5bd7e3b324c491497245b997d4a867d403cee31ea8acdb08e169e3b0b6a0cd5",
+    "gates_course_components": "b5df25aaa9ff0cda5b2a26010895d96826d4fa0a6150bf70934eee737438ff79",
 }
 
 

@@ -79,6 +79,31 @@ class CircleGenerator:
         a["num_points"][e], a["loop_length"][e], a["valid"][e] = n, chord * n, 1
         a["start_position"][e] = pts[0]
 
+    def set_polyline(self, e, points):
+        """A closed line through ``points`` ``[N, 2]`` or ``[N, 3]`` [m] (N <= CAPACITY), as a
+        resampled centreline has it: tangents from the chord of each point's neighbours (0
+        where the chord vanishes, as at the tip of an out-and-back line), the horizontal left
+        normal, arc lengths of the chords."""
+        a = self.np
+        pts = np.zeros((len(points), 3), np.float32)
+        pts[:, : np.shape(points)[1]] = points
+        n = len(pts)
+        chord = np.roll(pts, -1, 0) - np.roll(pts, 1, 0)
+        length = np.linalg.norm(chord, axis=1, keepdims=True)
+        tan = np.where(length > 0, chord / np.maximum(length, 1e-30), 0.0)
+        flat = np.linalg.norm(tan[:, :2], axis=1, keepdims=True)
+        left = np.where(flat > 0, np.stack([-tan[:, 1], tan[:, 0], np.zeros(n)], -1) / np.maximum(flat, 1e-30), 0.0)
+        seg = np.linalg.norm(np.roll(pts, -1, 0) - pts, axis=1)
+        pad = lambda v: np.concatenate([v, np.repeat(v[-1:], CAPACITY - n, 0)])  # noqa: E731
+        a["centerline"][e] = pad(pts)
+        a["tangent"][e] = pad(tan)
+        a["normal"][e] = pad(left)
+        a["arc_length"][e] = pad(np.concatenate([[0.0], np.cumsum(seg)[:-1]]))
+        a["curvature"][e] = 0.0
+        a["half_width"][e] = HALF_WIDTH
+        a["num_points"][e], a["loop_length"][e], a["valid"][e] = n, seg.sum(), 1
+        a["start_position"][e] = pts[0]
+
     def commit(self):
         """Write the NumPy rows into the stable result arrays (in place)."""
         for k, v in self.np.items():
@@ -350,6 +375,48 @@ def test_progress_ignores_crossings_outside_the_opening(device):
     np.testing.assert_array_equal(pr.result.next_checkpoint.numpy()[:2], [1, 1])
 
 
+def test_progress_counts_every_checkpoint_a_fast_step_crosses(device):
+    """Steps of 0.6 rad cross 2 or 3 checkpoints (0.20 and 0.25 rad apart) each: all count, in order."""
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    n = cp.result.num_checkpoints.numpy()
+    step = 0.6
+    assert np.all(step > 2 * (2 * math.pi / n[:2]))  # at least 2 checkpoints per step
+    passed, laps_done, most = np.zeros(3, int), np.zeros(3, int), np.zeros(3, int)
+    for a in [*np.arange(0.0, 2 * math.pi, step), 2 * math.pi + 0.05]:  # just past the start line
+        drv.step(lap_positions([a])[0])
+        ev = rows(pr.result)
+        passed += ev["passed"]
+        laps_done += ev["lap_completed"]
+        most = np.maximum(most, ev["passed"])
+    ev = rows(pr.result)
+    np.testing.assert_array_equal(passed[:2], n[:2])  # every checkpoint once, checkpoint 0 last
+    np.testing.assert_array_equal(ev["checkpoints_passed"][:2], n[:2])
+    np.testing.assert_array_equal(laps_done, [1, 1, 0])
+    np.testing.assert_array_equal(ev["laps"], [1, 1, 0])
+    np.testing.assert_array_equal(ev["next_checkpoint"][:2], [1, 1])
+    assert np.all(most[:2] >= 2)  # ``passed`` is the count of this step's passes, not a flag
+    assert passed[2] == 0  # the invalid env passes nothing
+
+
+def test_progress_fast_step_backwards_steps_back_over_every_checkpoint_crossed(device):
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    n = int(cp.result.num_checkpoints.numpy()[0])
+    gap = 2 * math.pi / n  # angle between checkpoints (approximately)
+    drv.step(lap_positions([0.5 * gap])[0])
+    drv.step(lap_positions([4.5 * gap])[0])  # forward over checkpoints 1..4
+    ev = rows(pr.result)
+    assert (ev["passed"][0], ev["next_checkpoint"][0], ev["checkpoints_passed"][0]) == (4, 5, 4)
+    drv.step(lap_positions([1.5 * gap])[0])  # backwards over 4, 3 and 2
+    ev = rows(pr.result)
+    assert (ev["wrong_way"][0], ev["next_checkpoint"][0], ev["passed"][0]) == (1, 2, 0)
+    drv.step(lap_positions([5.5 * gap])[0])  # forward again: 2..4 restore the order, 5 is new ground
+    ev = rows(pr.result)
+    assert (ev["wrong_way"][0], ev["next_checkpoint"][0], ev["passed"][0], ev["checkpoints_passed"][0]) == (0, 6, 1, 5)
+    assert ev["lap_fraction"][0] == pytest.approx(5 / n)
+
+
 class GateSet(Component):
     """A gate-like ``checkpoints`` component: 4 square openings on the x axis, finite half height."""
 
@@ -423,6 +490,22 @@ def test_progress_reset_to_starts_on_the_sampled_checkpoint(device):
     assert laps == 1
 
 
+def test_progress_reset_to_refuses_a_bad_start_and_changes_nothing(device):
+    cp, pr = Checkpoints(1.0), Progress()
+    drv = Driver(device, cp, pr)
+    for a in np.arange(0.0, 1.0, 0.05):
+        drv.step(lap_positions([a])[0])
+    before = rows(pr.result)
+    E = drv.ctx.num_envs
+    for start, error in ((np.zeros(E, np.int32), TypeError), (wp.zeros(E, dtype=wp.float32, device=device), ValueError),
+                         (wp.zeros(E + 1, dtype=wp.int32, device=device), ValueError)):
+        with pytest.raises(error, match=rf"start must be a \[{E}\] int32 wp.array on {device}"):
+            pr.reset_to(drv.ctx, None, start)
+    after = rows(pr.result)
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+
+
 # -- BandCollision ----------------------------------------------------------------------
 BACKENDS = ["segments", "sdf"]
 
@@ -452,6 +535,81 @@ def assert_clearance(col, dist, e, expect):
         assert dist[e] == pytest.approx(-2.0 * col.cell.numpy()[e])  # clamped beyond 2 cells outside
     else:
         assert dist[e] == pytest.approx(expect, abs=clearance_tolerance(col, e))
+
+
+def out_and_back(length=10.0, spacing=1.0):
+    """[N, 2] an out-and-back line: out along +x from the origin to ``length`` and back."""
+    x = np.arange(0.0, length + spacing / 2, spacing)
+    return np.stack([np.concatenate([x, x[-2:0:-1]]), np.zeros(2 * len(x) - 2)], -1)
+
+
+@pytest.mark.parametrize("offset", [-0.4, 0.0, 0.3, 0.7])
+def test_the_lateral_offset_on_a_sloped_line_excludes_the_height(device, offset):
+    """A circle climbing and falling 1 m (slopes up to 11 degrees), a body 0.3 m above a point
+    beside it: the offset is the distance across the line, not its horizontal distance to the
+    closest point in 3-D (which lies up or down the slope) nor the body's height."""
+    col, loc = BandCollision(), Localizer()
+    gen, ctx = make(device, col, loc)
+    th = 2.0 * np.pi * np.arange(64) / 64
+    gen.set_polyline(0, np.stack([5.0 * np.cos(th), 5.0 * np.sin(th), np.sin(th)], -1))
+    gen.commit()
+    for c in (col, loc):
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    pos = wp.zeros(3, dtype=wp.vec3, device=device)
+    col.bind(position=pos)
+    loc.bind(position=pos)
+    for k in (5, 20, 40, 55):  # up and down the slope
+        line, normal = gen.np["centerline"][0], gen.np["normal"][0]
+        mid = 0.5 * (line[k] + line[k + 1])
+        side = 0.5 * (normal[k] + normal[k + 1])
+        side /= np.linalg.norm(side)
+        pos.assign(np.float32([mid + offset * side + [0.0, 0.0, 0.3], circle_point(CIRCLES[1], 0.0), [0.0] * 3]))
+        col.step(ctx)
+        loc.step(ctx)
+        assert loc.result.lateral_offset.numpy()[0] == pytest.approx(offset, abs=2e-3), k
+        assert col.result.distance.numpy()[0] == pytest.approx(HALF_WIDTH - abs(offset), abs=2e-3), k
+        assert col.result.hit.numpy()[0] == int(abs(offset) > HALF_WIDTH)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_body_far_off_the_band_is_a_hit_whatever_the_line(device, backend):
+    """An out-and-back line (its normal vanishes at the tips): a body far beyond a tip is off
+    the band, from a cold start and from a warm start beside it; the Localizer's offset is
+    the body's distance to the line (issue 9: x = -442 m read as on the band, offset 0)."""
+    col, loc = BandCollision(backend), Localizer()
+    gen, ctx = make(device, col, loc)
+    line = out_and_back()
+    gen.set_polyline(0, line)
+    gen.commit()
+    for c in (col, loc):
+        c.on_generate(ctx, None)
+        c.reset(ctx, None)
+    pos = wp.zeros(3, dtype=wp.vec3, device=device)
+    col.bind(position=pos)
+    loc.bind(position=pos)
+    other = circle_point(CIRCLES[1], 0.0)  # env 1 stays on its band
+
+    def step(body):
+        pos.assign(np.float32([body, other, [0.0, 0.0, 0.0]]))
+        col.step(ctx)
+        loc.step(ctx)
+
+    for body in ([-442.0, 0.0, 0.0], [-3.0, 0.2, 0.0], [10.0 + 442.0, 0.0, 0.0]):
+        for warm in (False, True):
+            if warm:  # beside the tip, on the band: the warm start of the next search
+                step([0.5, 0.1, 0.0] if body[0] < 0 else [9.5, 0.1, 0.0])
+                assert col.result.hit.numpy()[0] == 0
+            step(body)
+            gap = np.linalg.norm(line - np.float32(body[:2]), axis=1)
+            tip = int(np.argmin(gap))  # the point closest to the body: a tip
+            assert col.result.hit.numpy()[0] == 1, (body, warm)
+            if backend == "segments":
+                assert col.result.distance.numpy()[0] == pytest.approx(HALF_WIDTH - gap[tip], abs=1e-4)
+            # the frame names that point: s its arc length, the offset the body's distance to it
+            assert abs(loc.result.lateral_offset.numpy()[0]) == pytest.approx(gap[tip], abs=1e-4)
+            assert loc.result.s.numpy()[0] == pytest.approx(gen.np["arc_length"][0, tip], abs=1e-4)
+    assert col.result.hit.numpy()[1] == 0  # the other env, on its band, is untouched
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -821,7 +979,9 @@ def test_checkpoint_sampler_index_is_optional_and_outputs_are_checked(device):
     positions = cp.result.position.numpy()
     for e in (0, 1):
         assert any(np.array_equal(pos.numpy()[e], positions[e, k]) for k in range(cp.result.num_checkpoints.numpy()[e]))
-    with pytest.raises(TypeError, match="out_orientation"):
+    with pytest.raises(ValueError, match="out_orientation"):  # a dtype is a value (checks.check_env_array)
         cp.utility.sample(None, pos, pos)
+    with pytest.raises(TypeError, match="out_position"):
+        cp.utility.sample(None, pos.numpy(), quat)
     with pytest.raises(ValueError, match="shape"):
         cp.utility.sample(None, wp.zeros(2, dtype=wp.vec3, device=device), quat)

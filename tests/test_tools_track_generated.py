@@ -123,20 +123,18 @@ def test_sdf_agrees_with_segments_within_a_cell(generated):
 
 
 def reference_clearance(gen, e, p):
-    """(closest segment's distance, clearance) of ``p`` by brute force over every segment, float64."""
+    """(closest segment's distance, clearance) of ``p`` by brute force over every segment, float64:
+    the clearance is the half width minus the horizontal distance to the closest point."""
     n = int(gen.result.num_points.numpy()[e])
     a = gen.result.centerline.numpy()[e, :n].astype(np.float64)
-    nrm = gen.result.normal.numpy()[e, :n].astype(np.float64)
     hw = gen.result.half_width.numpy()[e, :n].astype(np.float64)
-    b, nrm1, hw1 = np.roll(a, -1, 0), np.roll(nrm, -1, 0), np.roll(hw, -1, 0)
+    b, hw1 = np.roll(a, -1, 0), np.roll(hw, -1, 0)
     ab = b - a
     t = np.clip(((p - a) * ab).sum(-1) / (ab * ab).sum(-1), 0.0, 1.0)
     q = a + ab * t[:, None]
     dist = np.linalg.norm(p - q, axis=1)
     j = int(np.argmin(dist))
-    u = nrm[j] * (1 - t[j]) + nrm1[j] * t[j]
-    lateral = np.dot(p - q[j], u / np.linalg.norm(u))
-    return dist[j], hw[j] * (1 - t[j]) + hw1[j] * t[j] - abs(lateral)
+    return dist[j], hw[j] * (1 - t[j]) + hw1[j] * t[j] - np.linalg.norm((p - q[j])[:2])
 
 
 def test_warm_started_searches_find_the_closest_segment_while_driving(generated):
@@ -189,3 +187,47 @@ def test_warm_started_searches_find_the_closest_segment_while_driving(generated)
                        for sx in (1, -1) for sy in (1, -1)]
             expected = min(reference_clearance(gen, e, q)[1] for q in corners)
             assert distance[e] == pytest.approx(expected, abs=1e-4), (step, e)
+
+
+@pytest.mark.parametrize("backend", ["segments", "sdf"])
+def test_a_body_teleported_far_from_a_given_centerline_is_off_the_band(backend):
+    """A course from a ``"centerline.xy"`` input: a thin spike 100 m long and 2 cm wide at its
+    base. The resampled line turns back at the tip within one point spacing, its normals
+    there across the spike, so the component along them of a body far beyond the tip is
+    near 0 (issue 9: a car at x = -442 m read as on the band, offset 0). Teleported there, the body
+    is off the band and the Localizer's frame names the tip: the line point at s is the
+    closest to the body, and |lateral offset| is the distance to it."""
+    from trackgen_env.course import Course
+    from trackgen_env.tools import BandCollision, Localizer
+
+    w = 0.01
+    spike = np.float32([[50.1, w * 0.501, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [100.0, -w, 1.0, 1.0], [100.0, w, 1.0, 1.0]])
+    cfg = TrackGenConfig(num_envs=1, device="cpu", source="centerline", max_input_points=8, point_spacing=0.5,
+                         max_loop_length=400.0)
+    gen = TrackGenerator(cfg, seeds=0, prepare=False)
+    rows = np.zeros((1, 8, 4), np.float32)
+    rows[0, :4] = spike
+    gen.inputs["centerline.xy"].assign(wp.array(rows, dtype=wp.vec4, device="cpu"))
+    gen.inputs["centerline.count"].assign(np.int32([4]))
+    gen.generate()
+    assert gen.result.valid.numpy()[0] == 1
+    course = Course.track(gen, checkpoint_spacing=1.0, collision=BandCollision(backend), extra=[Localizer()])
+    pos = wp.array(np.float32([[50.0, 0.0, 0.0]]), dtype=wp.vec3, device="cpu")
+    course.bind(position=pos)
+    res = course.step()
+    assert res.contacts.hit.numpy()[0] == 0  # on the band: the warm start of the next search
+    body = np.float32([-442.0, 0.0, 0.0])
+    pos.assign(body[None])
+    res = course.step()
+    assert res.contacts.hit.numpy()[0] == 1
+    frame = course.components["localizer"].result
+    n = int(gen.result.num_points.numpy()[0])
+    line, arc = gen.result.centerline.numpy()[0, :n], gen.result.arc_length.numpy()[0, :n]
+    s, lateral = float(frame.s.numpy()[0]), float(frame.lateral_offset.numpy()[0])
+    j = int(np.searchsorted(arc, s, side="right") - 1)  # the line point at s
+    t = (s - arc[j]) / ((arc[j + 1] if j + 1 < n else gen.result.loop_length.numpy()[0]) - arc[j])
+    at_s = line[j] + (line[(j + 1) % n] - line[j]) * t
+    closest, _ = reference_clearance(gen, 0, body.astype(np.float64))
+    assert np.linalg.norm(body - at_s) == pytest.approx(closest, abs=1e-3)  # s names the closest point
+    assert abs(lateral) == pytest.approx(closest, abs=1e-3)
+    assert closest > 440.0

@@ -5,7 +5,7 @@ A course line of env ``e`` is the first ``n`` points of row ``e`` of an ``[E, P]
 array, closed: segment ``j`` runs from point ``j`` to point ``(j + 1) % n``. Where a line
 carries per-point ``normal`` (the horizontal left normal) and ``half_width`` arrays, as a
 :class:`~trackgen_env.types.TrackResult` does, it is a band, and :func:`project` /
-:func:`locate` give a point's offset across it.
+:func:`locate` give a point's signed distance across it.
 
 Closest point on a segment: C. Ericson, *Real-Time Collision Detection* (Morgan
 Kaufmann, 2005), section 5.1.2.
@@ -198,14 +198,39 @@ def project(
     j: int,
     p: wp.vec3,
 ):
-    """Projection of ``p`` on segment ``j``: its parameter ``t`` in [0, 1], the signed offset
-    along the interpolated left normal (left > 0) and the band half width interpolated there."""
+    """Projection of ``p`` on segment ``j``: its parameter ``t`` in [0, 1] (closest point
+    ``q``), the signed lateral offset and the band half width interpolated at ``q``.
+
+    The offset is the distance from ``q`` to ``p`` across the line, height excluded: the
+    length of ``p - q`` less its component along the segment's up axis (``+z`` made
+    perpendicular to the segment; on a flat line the horizontal distance), signed by the
+    side of the interpolated left normal (left > 0; 0 on the normal counts as left). Its
+    magnitude is a distance, not the component along the normal: the two agree where
+    ``p - q`` runs across the segment (a point beside it), but past a segment's end at a
+    sharp turn (or an out-and-back line, whose normal there is undefined) the component
+    along the normal can be 0 for a point hundreds of metres away, and a band test on it
+    would pass a body far off the band."""
     j1 = next_point(j, n)
     a = line[e, j]
-    b = line[e, j1]
-    t = segment_param(p, a, b)
-    q = a + (b - a) * t
-    lateral = wp.dot(p - q, lerp_unit(normal[e, j], normal[e, j1], t))
+    ab = line[e, j1] - a
+    l2 = wp.dot(ab, ab)
+    t = float(0.0)  # segment_param, sharing ab and l2
+    if l2 > 0.0:
+        t = wp.clamp(wp.dot(p - a, ab) / l2, 0.0, 1.0)
+    d = p - (a + ab * t)
+    distance = float(0.0)
+    if ab[2] == 0.0:
+        distance = wp.length(wp.vec2(d[0], d[1]))  # a flat segment: its up axis is +z
+    else:
+        up = Z_AXIS - ab * (ab[2] / l2)  # +z less its component along the segment
+        u2 = wp.dot(up, up)
+        if u2 > 1.0e-12:
+            distance = wp.length(d - up * (wp.dot(d, up) / u2))
+        else:
+            distance = wp.length(d)  # a vertical segment has no up axis: the whole distance counts
+    # the side of the interpolated normal (normalising the blend would not change its sign)
+    side = wp.dot(d, normal[e, j] * (1.0 - t) + normal[e, j1] * t)
+    lateral = wp.where(side < 0.0, -distance, distance)
     hw = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
     return t, lateral, hw
 

@@ -110,8 +110,8 @@ class CheckpointSet:
 class ProgressEvents:
     """Per-step progress of each env through its checkpoints (``Progress`` result)."""
 
-    passed: wp.array  # [E] int32 1 where a checkpoint was passed in order this step
-    lap_completed: wp.array  # [E] int32 1 where a lap was completed this step
+    passed: wp.array  # [E] int32 checkpoints passed in order this step, new ground only (0, 1, more when fast)
+    lap_completed: wp.array  # [E] int32 1 where a lap was completed this step (at most one per step)
     wrong_way: wp.array  # [E] int32 1 where the last crossing went backwards (until undone)
     next_checkpoint: wp.array  # [E] int32 index of the next checkpoint to pass
     checkpoints_passed: wp.array  # [E] int32 checkpoints passed in order since the reset

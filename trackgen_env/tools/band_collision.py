@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
+from ..checks import check_int
 from ..polyline import BIG, line_count, locate, next_point
 from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
-from .warm_start import check_window, unset_warm
+from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
 
@@ -83,7 +83,8 @@ class BandCollision(Component):
     and ``half_extents`` ``[E] vec3`` [m] (optional). With both ``orientation`` and
     ``half_extents`` bound, the tested points are the box's 4 bottom corners (the x-y
     footprint), else the point ``position``. A point's clearance is the band's half width
-    minus its distance from the centreline (its ``|lateral offset|``); ``distance`` is the
+    minus its distance from the centreline across it, height excluded (the ``|lateral
+    offset|`` a ``Localizer`` reports for it); ``distance`` is the
     minimum over the tested points and ``hit = distance < 0``. An invalid env (``valid ==
     0`` or fewer than 3 points) reads ``hit = 1``, ``distance = 0``.
 
@@ -97,8 +98,13 @@ class BandCollision(Component):
       is unset (after a reset or a generation), when the descent reaches ``+- window``
       (the closest segment may lie beyond), or when the box centre is off the band there
       (a teleport); corners search within ``+- window`` of the centre's segment, their
-      descent starting at the segment their offset along it points to. Clearance along
-      the interpolated left normal, exact for the polyline.
+      descent starting at the segment their offset along it points to. The clearance is
+      the half width interpolated at the closest point minus the distance to it across
+      the line (:func:`~trackgen_env.polyline.project`), exact for the polyline. Whatever segment the descent stops on, a point it finds
+      within the half width of that segment is on the band, and one beyond it is searched
+      again globally: a body far from the band is a hit from any warm start, whatever the
+      shape of the line (the distance, unlike the component along the normal, does not
+      vanish past the end of a segment at a sharp turn or an out-and-back tip).
     * ``"sdf"``: ``on_generate`` bakes, per masked env, a ``resolution x resolution`` grid
       of clearance values over the x-y bounding box of the band (plus a 4-cell margin;
       cell size ``h`` = box extent / (resolution - 9)): every segment writes
@@ -137,14 +143,10 @@ class BandCollision(Component):
             raise TypeError(f'backend must be a str ("segments" or "sdf"), got {type(backend).__name__} {backend!r}')
         if backend not in BACKENDS:
             raise ValueError(f'backend must be "segments" or "sdf", got {backend!r}')
-        self.window = check_window(window, "window", 8)
-        if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
-            raise TypeError(f"resolution must be an int >= 16, got {type(resolution).__name__} {resolution!r}")
-        if resolution < 16:
-            raise ValueError(f"resolution must be an int >= 16, got {resolution}")
+        self.window = check_int("window", window, lo=1)
+        self.resolution = check_int("resolution", resolution, lo=16)
         super().__init__(name, after=after)
         self.backend = backend
-        self.resolution = int(resolution)
         self._contacts: Contacts | None = None
 
     def attach(self, ctx: ComponentContext) -> None:

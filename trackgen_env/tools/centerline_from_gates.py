@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
+from ..checks import check_int
 from ..polyline import X_AXIS, Y_AXIS, line_count
 from ..types import GATE_FIELDS, CourseLine
 from .component import Component, ComponentContext
@@ -148,12 +148,8 @@ class CenterlineFromGates(Component):
     requires = GATE_FIELDS
 
     def __init__(self, samples_per_gate: int = 8, *, name: str = "centerline", after=()):
-        if isinstance(samples_per_gate, (bool, np.bool_)) or not isinstance(samples_per_gate, (int, np.integer)):
-            raise TypeError(f"samples_per_gate must be an int >= 2, got {type(samples_per_gate).__name__} {samples_per_gate!r}")
-        if samples_per_gate < 2:
-            raise ValueError(f"samples_per_gate must be an int >= 2, got {samples_per_gate}")
+        self.samples_per_gate = check_int("samples_per_gate", samples_per_gate, lo=2)
         super().__init__(name, after=after)
-        self.samples_per_gate = int(samples_per_gate)
         self._line: CourseLine | None = None
 
     def attach(self, ctx: ComponentContext) -> None:

@@ -14,8 +14,9 @@ import math
 import numpy as np
 import warp as wp
 
+from ..checks import check_env_array, check_float, check_int
 from ..polyline import BIG, X_AXIS, lerp_unit, line_count, next_point, yaw_quat
-from ..seeding import random_key, uniform
+from ..seeding import Stream, random_key, uniform
 from ..types import CheckpointSet
 from .component import Component, ComponentContext
 
@@ -25,8 +26,6 @@ wp.set_module_options({"enable_backward": False})
 
 # half height of a track checkpoint: the line across the band is unbounded in height
 TRACK_HALF_HEIGHT = BIG
-# stream id of the sampler's draws (distinct from the generator's stage streams)
-SAMPLER_STREAM = 0x43504B53  # "CPKS"
 
 
 # -- what every checkpoint component writes -------------------------------------------------
@@ -172,24 +171,6 @@ def _sample_checkpoints(
 
 
 # -- the component -------------------------------------------------------------------------
-def _check_spacing(spacing) -> float:
-    if isinstance(spacing, bool) or not isinstance(spacing, (int, float, np.integer, np.floating)):
-        raise TypeError(f"spacing must be a number > 0 [m], got {type(spacing).__name__} {spacing!r}")
-    if not math.isfinite(float(spacing)) or spacing <= 0:
-        raise ValueError(f"spacing must be a finite number > 0 [m], got {spacing!r}")
-    return float(spacing)
-
-
-def _check_capacity(max_checkpoints) -> int | None:
-    if max_checkpoints is None or (isinstance(max_checkpoints, str) and max_checkpoints == "auto"):
-        return None
-    if isinstance(max_checkpoints, bool) or not isinstance(max_checkpoints, (int, np.integer)):
-        raise TypeError(f'max_checkpoints must be an int >= 3, "auto" or None, got {type(max_checkpoints).__name__} {max_checkpoints!r}')
-    if max_checkpoints < 3:
-        raise ValueError(f"max_checkpoints must be an int >= 3, got {max_checkpoints}")
-    return int(max_checkpoints)
-
-
 class Checkpoints(Component):
     """Checkpoints along the centreline of the source, placed at every generation.
 
@@ -230,8 +211,10 @@ class Checkpoints(Component):
     def __init__(self, spacing: float, max_checkpoints: int | str | None = "auto", *, name: str = "checkpoints",
                  after=(), source: str | None = None):
         super().__init__(name, after=after, source=source)
-        self.spacing = _check_spacing(spacing)
-        self.max_checkpoints = _check_capacity(max_checkpoints)
+        self.spacing = check_float("spacing", spacing, lo=0.0, lo_open=True)
+        if isinstance(max_checkpoints, str) and max_checkpoints == "auto":
+            max_checkpoints = None
+        self.max_checkpoints = None if max_checkpoints is None else check_int("max_checkpoints", max_checkpoints, lo=3)
         self.capacity: int | None = None
         self.clipped: wp.array | None = None
         self._set: CheckpointSet | None = None
@@ -285,7 +268,7 @@ class CheckpointSampler:
     """Start poses at random checkpoints: a start-anywhere curriculum (``course.checkpoint_sampler``).
 
     Each env draws from its own counter-based stream
-    ``random_key(seed[e], counter[e], SAMPLER_STREAM)`` of the generator's ``seeds``,
+    ``random_key(seed[e], counter[e], Stream.CHECKPOINT_SAMPLER)`` of the generator's ``seeds``,
     at draw index = number of draws since the env's last generation, so a sequence of
     samples is a pure function of the env's seed, counter and call count. Capturable.
 
@@ -313,24 +296,21 @@ class CheckpointSampler:
         Unmasked envs' outputs are left untouched.
 
         Raises:
-            TypeError / ValueError: an output of another dtype or shape.
+            TypeError: an output that is not a ``wp.array``.
+            ValueError: an output of another dtype, shape or device.
         """
         ctx, cps = self._ctx, self._checkpoints.result
         for arr, dtype, label in ((out_position, wp.vec3, "out_position"), (out_orientation, wp.quat, "out_orientation"),
                                   (out_index, wp.int32, "out_index")):
-            if arr is None:
-                continue
-            if not isinstance(arr, wp.array) or arr.dtype != dtype:
-                raise TypeError(f"{label} must be a wp.array of {wp.types.type_repr(dtype)}, got {arr!r}")
-            if tuple(arr.shape) != (ctx.num_envs,):
-                raise ValueError(f"{label} must have shape ({ctx.num_envs},), got {tuple(arr.shape)}")
+            if arr is not None:
+                check_env_array(label, arr, ctx.num_envs, ctx.device, dtype)
         seeds = ctx.generator.seeds
         ctx.launch(
             _sample_checkpoints,
             ctx.num_envs,
             [
                 ctx.mask(mask), seeds.seeds, seeds.counters, cps.num_checkpoints, cps.position, cps.direction,
-                SAMPLER_STREAM, 0 if out_index is None else 1, self.draws, out_position, out_orientation,
+                int(Stream.CHECKPOINT_SAMPLER), 0 if out_index is None else 1, self.draws, out_position, out_orientation,
                 out_index if out_index is not None else self.draws,
             ],
         )

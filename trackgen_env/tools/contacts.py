@@ -9,15 +9,12 @@ env without a course (invalid, or fewer than 3 points or gates) as a hit at dist
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import warp as wp
 
 from ..types import Contacts
 from .contract import InputSpec
 
-__all__ = ["BODY_INPUTS", "BodyArguments", "allocate_contacts", "no_course", "footprint_corner", "check_length"]
+__all__ = ["BODY_INPUTS", "BodyArguments", "allocate_contacts", "no_course", "footprint_corner"]
 
 #: A point body at ``position``, or, with both ``orientation`` and ``half_extents`` bound,
 #: the oriented box at ``box_position`` (routed from ``position`` when not given).
@@ -65,17 +62,3 @@ def footprint_corner(c: wp.vec3, rot: wp.quat, h: wp.vec3, i: int) -> wp.vec3:
     sx = wp.where(i % 2 == 0, 1.0, -1.0)
     sy = wp.where(i < 2, 1.0, -1.0)
     return c + wp.quat_rotate(rot, wp.vec3(sx * h[0], sy * h[1], -h[2]))
-
-
-def check_length(value, name: str) -> float:
-    """``value`` as a float when it is a finite number > 0 [m].
-
-    Raises:
-        TypeError: not a number (a bool is refused).
-        ValueError: not finite, or <= 0.
-    """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number > 0 [m], got {type(value).__name__} {value!r}")
-    if not math.isfinite(float(value)) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0 [m], got {value!r}")
-    return float(value)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..checks import check_float
 from ..polyline import BIG, Y_AXIS, line_count
 from ..types import GATE_FIELDS, Contacts
 from .component import Component, ComponentContext
-from .contacts import allocate_contacts, check_length, no_course
+from .contacts import allocate_contacts, no_course
 from .contract import InputSpec
 
 __all__ = ["DiscCollision"]
@@ -89,7 +90,7 @@ class DiscCollision(Component):
     requires = GATE_FIELDS
 
     def __init__(self, r: float, *, name: str = "collision", after=()):
-        self.radius = check_length(r, "r (the post radius)")
+        self.radius = check_float("r (the post radius)", r, lo=0.0, lo_open=True)
         super().__init__(name, after=after)
         self._contacts: Contacts | None = None
 

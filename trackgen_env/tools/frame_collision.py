@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..checks import check_float
 from ..polyline import BIG, line_count
 from ..types import GATE_FIELDS, Contacts
 from .component import Component, ComponentContext
-from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, check_length, no_course
+from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, no_course
 
 __all__ = ["FrameCollision"]
 
@@ -165,7 +166,7 @@ class FrameCollision(Component):
     requires = GATE_FIELDS
 
     def __init__(self, bar_thickness: float = 0.02, *, name: str = "collision", after=()):
-        self.bar_thickness = check_length(bar_thickness, "bar_thickness")
+        self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         super().__init__(name, after=after)
         self._contacts: Contacts | None = None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..checks import check_int
 from ..polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
 from ..types import TrackFrame
 from .component import Component, ComponentContext
 from .contract import InputSpec
-from .warm_start import check_window, unset_warm
+from .warm_start import unset_warm
 
 __all__ = ["Localizer"]
 
@@ -114,7 +115,10 @@ class Localizer(Component):
     beyond), or when the position is off the band there (a teleport). On segment ``j``
     with projection parameter ``t`` in [0, 1]:
     ``s = arc_length[j] + t * (segment arc length)`` wrapped to ``[0, loop_length)``;
-    ``lateral_offset`` = offset along the interpolated left normal (left > 0);
+    ``lateral_offset`` = distance to the closest point across the line, height excluded
+    (:func:`~trackgen_env.polyline.project`), signed by the side of the interpolated left
+    normal (left > 0), so ``|lateral_offset| > half width`` is
+    exactly where ``BandCollision("segments")`` reports a point body off the band;
     ``curvature`` = linear interpolation of the points' curvature; ``heading_error`` =
     yaw of the body's +x axis minus yaw of the interpolated tangent, wrapped to
     ``[-pi, pi)`` (0 when ``orientation`` is unbound). An invalid env (``valid == 0`` or
@@ -151,7 +155,7 @@ class Localizer(Component):
                  name: str = "localizer", after=()):
         if source is not None and not isinstance(source, str):
             raise TypeError(f"source must be a component name (str) or None, got {type(source).__name__} {source!r}")
-        self.warm_window = check_window(warm_window, "warm_window", DEFAULT_WARM_WINDOW)
+        self.warm_window = DEFAULT_WARM_WINDOW if warm_window is None else check_int("warm_window", warm_window, lo=1)
         super().__init__(name, after=after, source=source)
         self._frame: TrackFrame | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..checks import check_env_array
 from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
 from ..types import ProgressEvents
 from .component import Component, ComponentContext
@@ -147,32 +148,43 @@ def _progress_step(
     best = checkpoints_passed[e]
     n_laps = laps[e]
     k_next = wrap_index(s0 + k_net + 1, n)
-    k_prev = prev_point(k_next, n)
-    fwd = _crosses_opening(openings[e, k_next], q, p, 1)
-    back = int(0)
-    if fwd == 0:
-        back = _crosses_opening(openings[e, k_prev], q, p, 0)
-    k_new = k_next
-    if fwd != 0:
+    # a fast body (or dense checkpoints) crosses several openings in one step: follow the
+    # chain in order, each crossing moving the next one up (at most n per step: one lap)
+    n_passed = int(0)
+    n_forward = int(0)
+    while n_forward < n:
+        if _crosses_opening(openings[e, k_next], q, p, 1) == 0:
+            break
+        n_forward = n_forward + 1
         k_net = k_net + 1
-        k_new = next_point(k_next, n)
-        wrong_way[e] = 0
+        k_next = next_point(k_next, n)
         # only new ground counts: re-passing a checkpoint undone by a wrong-way crossing
         # restores the order but earns no pass (no farming by driving back and forth)
         if k_net > best:
             best = k_net
-            passed[e] = 1
+            n_passed = n_passed + 1
             if best % n == 0:
                 n_laps = n_laps + 1
                 lap_completed[e] = 1
-    elif back != 0:
-        k_net = k_net - 1
-        k_new = k_prev
-        wrong_way[e] = 1
+    if n_forward > 0:
+        wrong_way[e] = 0
+    else:
+        # backwards through the previous checkpoints, the same chain the other way
+        n_back = int(0)
+        while n_back < n:
+            k_prev = prev_point(k_next, n)
+            if _crosses_opening(openings[e, k_prev], q, p, 0) == 0:
+                break
+            n_back = n_back + 1
+            k_net = k_net - 1
+            k_next = k_prev
+        if n_back > 0:
+            wrong_way[e] = 1
+    passed[e] = n_passed
     net[e] = k_net
     checkpoints_passed[e] = best
     laps[e] = n_laps
-    next_checkpoint[e] = k_new  # (s0 + k_net + 1) mod n
+    next_checkpoint[e] = k_next  # (s0 + k_net + 1) mod n
     in_lap = wp.clamp(k_net - n_laps * n, 0, n - 1)
     lap_fraction[e] = float(in_lap) / float(n)
 
@@ -191,15 +203,22 @@ class Progress(Component):
       crossing point lies in the opening: ``|lateral| <= half_width`` and
       ``|vertical| <= half_height`` with lateral axis ``normalize(z x direction)`` and
       vertical axis ``direction x lateral``;
-    * only the next checkpoint counts: crossing it forward advances ``next_checkpoint``
-      and clears ``wrong_way``; crossing the previous one backwards sets ``wrong_way``
-      and steps ``next_checkpoint`` back, until it is passed forward again;
-    * ``passed`` is 1 only for new ground: re-passing a checkpoint undone by a backward
-      crossing earns nothing, so ``checkpoints_passed`` (the count of ``passed`` events
-      since the reset) cannot be farmed by driving back and forth;
+    * checkpoints count in order: crossing the next one forward advances
+      ``next_checkpoint`` and clears ``wrong_way``, and the step is then tested against
+      the new next one, and so on, so a step that crosses several openings (a fast body,
+      dense checkpoints) counts every one of them, in order, at most ``n`` (one lap) per
+      step; a checkpoint out of order (not the next) never counts. With no forward
+      crossing, crossing the previous one backwards sets ``wrong_way`` and steps
+      ``next_checkpoint`` back (again along the chain: several per step), until it is
+      passed forward again;
+    * ``passed`` counts new ground only: the checkpoints passed this step beyond the
+      farthest reached since the reset (0, 1, or more for a fast body). Re-passing a
+      checkpoint undone by a backward crossing earns nothing, so ``checkpoints_passed``
+      (the sum of ``passed`` since the reset) cannot be farmed by driving back and forth;
     * a lap is completed when the pass count reaches a multiple of ``n`` (crossing the
-      start checkpoint after all the others); ``lap_fraction`` is the fraction of the
-      current lap's checkpoints passed, in [0, 1).
+      start checkpoint after all the others): at most once per step, since a step counts
+      at most ``n`` checkpoints, so ``lap_completed`` is a flag; ``lap_fraction`` is the
+      fraction of the current lap's checkpoints passed, in [0, 1).
 
     The crossing test is the segment-plane intersection of Ericson, *Real-Time Collision
     Detection* (2005), section 5.3.1, followed by a bounds check in the plane.
@@ -280,13 +299,10 @@ class Progress(Component):
         env's checkpoint count) with zero counters; a lap then ends back at that checkpoint.
 
         Raises:
-            TypeError / ValueError: ``start`` is not an ``[E] int32`` wp.array.
+            TypeError: ``start`` is not a ``wp.array``.
+            ValueError: ``start`` is not ``[E] int32`` on the course's device.
         """
-        if not isinstance(start, wp.array) or start.dtype != wp.int32:
-            raise TypeError(f"start must be an [E] int32 wp.array, got {start!r}")
-        if tuple(start.shape) != (ctx.num_envs,):
-            raise ValueError(f"start must have shape ({ctx.num_envs},), got {tuple(start.shape)}")
-        self._reset(ctx, mask, start)
+        self._reset(ctx, mask, check_env_array("start", start, ctx.num_envs, ctx.device))
 
     def step(self, ctx: ComponentContext) -> None:
         cps, ev = self._checkpoints(ctx), self._events

@@ -7,28 +7,11 @@ segments; a reset or a new course unsets it, so the next search is global.
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
-__all__ = ["check_window", "unset_warm"]
+__all__ = ["unset_warm"]
 
 wp.set_module_options({"enable_backward": False})
-
-
-def check_window(value, name: str, default: int) -> int:
-    """An int >= 1 search half-window (None: ``default``).
-
-    Raises:
-        TypeError: not an int (a bool is refused).
-        ValueError: < 1.
-    """
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= 1 or None, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value}")
-    return int(value)
 
 
 @wp.kernel
