@@ -1,5 +1,8 @@
 """PPO on ``TrackGen-Gates-v0`` (a quadrotor through freshly generated gates), in one file, CleanRL style.
 
+One self-contained file by design, as CleanRL's are: it repeats much of
+``examples/cleanrl_ppo_track.py`` and ``examples/ppo_multigpu.py`` so that it reads top to bottom alone.
+
 Follows CleanRL's ``ppo_continuous_action.py`` (Huang et al., "The 37 Implementation
 Details of Proximal Policy Optimization", ICLR Blog Track 2022; PPO: Schulman et al.
 2017; GAE: Schulman et al. 2016): separate actor and critic MLPs with orthogonal init, a

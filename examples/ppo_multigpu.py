@@ -1,5 +1,8 @@
 """PPO over several processes (GPUs or CPU cores, one or more machines) with torch.distributed.
 
+One self-contained file by design, as CleanRL's are: it repeats much of
+``examples/cleanrl_ppo_track.py`` and ``examples/cleanrl_ppo_gates.py`` so that it reads top to bottom alone.
+
 Launch with ``torchrun``; each process (rank) runs one native vector env of
 ``--num-envs`` envs on ``cuda:<local rank>`` (or the CPU), collects its own rollout, and
 all ranks train one policy: the same initial weights (broadcast from rank 0), the
