@@ -27,8 +27,8 @@ PINS = {
     "gates_batch": "c56b1d91839dbcecf12af2f2b9a492f28ffebf61f69e8d039fe8f7d4e73e1803",
     "track_rollout_pure_pursuit": "8cd163ebd30fc614ba757790886ca363bdc9f0a0c64a79c1eccd7c71cacc39f4",
     "track_rollout_random": "79d3a5fa0191783dbbd911849a1503db15d9145621a796bfd3e6f748198a9e19",
-    "gates_rollout_pilot": "ec6465621800860246e8975bd69899e98be1b268c81baa042fc7084cd54d5f40",
-    "gates_rollout_random": "051470a866342d1556bd2e9a71cc5d7ced82c599c38e4e5b6d86e22c3669c6b6",
+    "gates_rollout_pilot": "cbd4a1a269da90cdbc1bc5f29e76d53996142aab215056c5ac2b7f4629021c06",
+    "gates_rollout_random": "5e95a2a735a950113083ee5e7c77258e7cc77ed6887da4d6a7790fb92f403a17",
     "track_course_components": "ca2401ec580d8daeba468a84571ebd4e8c9e77a172a89a54635ebdae437dd32a",
     "gates_course_components": "2b3146d43dd0662746a5975583fa663aacd6ce8ca3a7792807445b3dc65d7c01",
 }
