@@ -164,6 +164,7 @@ def train(
     progress: bool = True,
     ppo_kwargs: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    callbacks: list | None = None,
 ) -> Path:
     """Train PPO on ``env_id`` for ``steps`` env steps (all envs together) and save it under ``out``.
 
@@ -182,6 +183,7 @@ def train(
             (SB3 ``PPO`` arguments).
         env_kwargs: env constructor arguments over the env's :data:`ENV_DEFAULTS` (e.g.
             ``max_episode_steps``).
+        callbacks: extra SB3 callbacks (e.g. ``CheckpointCallback`` for a learning curve of evaluations).
 
     Returns:
         The path of ``model.zip``.
@@ -215,7 +217,8 @@ def train(
     model = PPO("MlpPolicy", venv, seed=seed, device=_torch_device(device), tensorboard_log=str(logdir),
                 policy_kwargs=policy_kwargs, verbose=0, **hyper)
     start = time.perf_counter()
-    callbacks = CallbackList([_progress_callback(steps, progress), _episode_stats_callback(ENV_IDS[env_id])])
+    callbacks = CallbackList([_progress_callback(steps, progress), _episode_stats_callback(ENV_IDS[env_id]),
+                              *(callbacks or [])])
     model.learn(total_timesteps=steps, callback=callbacks, tb_log_name="ppo")
     wall = time.perf_counter() - start
 
@@ -235,7 +238,8 @@ def train(
 
 def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, *, window: int = 200,
                         title: str = "") -> None:
-    """Plot episode return, lap rate and steps per lap vs env steps from a ``VecMonitor`` CSV into ``png``.
+    """Plot episode return, (gates) gates passed per episode, lap rate and steps per lap vs env steps
+    from a ``VecMonitor`` CSV into ``png``.
 
     The x axis is the env steps of the episodes finished so far (cumulative episode
     lengths, in the order the episodes ended); the curves are means over the last
@@ -256,6 +260,9 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
     steps = np.cumsum([int(r["l"]) for r in rows])
     ret = np.array([float(r["r"]) for r in rows])
     series = [("episode return", ret, np.ones(len(rows), bool))]
+    if "gates_passed" in rows[0]:
+        series.append(("gates passed per episode", np.array([float(r["gates_passed"]) for r in rows]),
+                       np.ones(len(rows), bool)))
     if "laps" in rows[0]:
         lapped = np.array([float(r["laps"]) for r in rows]) >= 1
         series.append(("lap completion rate", lapped.astype(float), np.ones(len(rows), bool)))
