@@ -64,7 +64,7 @@ def plot(points: list[dict], monitor_csv: Path, pilot: dict, png: Path) -> None:
     steps = np.cumsum([int(r["l"]) for r in rows])
     gates = np.array([float(r["gates_passed"]) for r in rows])
     k = np.ones(min(500, len(rows))) / min(500, len(rows))
-    fig, axes = plt.subplots(2, 1, figsize=(7, 5.2), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(7, 7.2), sharex=True)
     ax = axes[0]
     ax.plot(steps[k.size - 1:], np.convolve(gates, k, "valid"), color="tab:gray",
             label=f"training episodes (half from random gates; mean of {k.size})")
@@ -81,8 +81,13 @@ def plot(points: list[dict], monitor_csv: Path, pilot: dict, png: Path) -> None:
     ax.plot(x, [p["lap_completion_rate"] for p in points], "o-", color="tab:blue")
     ax.axhline(pilot["lap_completion_rate"], ls="--", color="tab:green")
     ax.set_ylabel("lap completion")
-    ax.set_xlabel("env steps")
     ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax = axes[2]
+    ax.plot(x, [p["mean_lap_time_s"] for p in points], "o-", color="tab:blue")
+    ax.axhline(pilot["mean_lap_time_s"], ls="--", color="tab:green")
+    ax.set_ylabel("mean lap time [s]")
+    ax.set_xlabel("env steps")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)

@@ -87,14 +87,6 @@ def _write_corners(
         obs[e, first + 3 * k + 2] = rel[2]
 
 
-@wp.func
-def _opening_offset(x: wp.vec3, direction: wp.vec3):
-    """(lateral, vertical) offsets of ``x`` (relative to the centre) in a gate's opening axes (as ``Progress``)."""
-    lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), direction))
-    vertical = wp.cross(direction, lateral)
-    return wp.dot(x, lateral), wp.dot(x, vertical)
-
-
 @wp.kernel
 def _start_state(
     mask: wp.array(dtype=wp.int32),
