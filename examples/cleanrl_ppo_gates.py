@@ -22,17 +22,21 @@ the next episode with reward 0. So:
   of the final observation: a truncated episode bootstraps from it, a terminated one
   does not, and the GAE recursion stops at either end of an episode.
 
-The drone is commanded by collective thrust and body rates (hover at thrust -1/3); the
+The drone is commanded by collective thrust and body rates (thrust 0 = hover); the
 reward is progress towards the next gate plus a bonus per gate, minus a crash penalty
 (see :class:`trackgen_env.envs.gates.GatesVectorEnv`). Besides the returns, the log
-shows the gates passed per episode. The policy's initial log-std is -1 (CleanRL: 0):
-full-range body-rate noise keeps the drone tumbling.
+shows the gates passed per episode. What makes it learn (issue 13, ``docs/gates-env.md``):
 
-What a CPU budget does: with the defaults (2M steps, ~1.5 min on 2 CPU cores) the mean
-return goes from -7.6 (crashes after ~1 s) to about -1 (flies the full 30 s, little
-body-rate penalty) but passes no gate yet: flying through the gates takes many more
-steps, a GPU budget (e.g. ``ppo_multigpu.py --env-id TrackGen-Gates-v0 --init-logstd -1``
-with thousands of envs per rank).
+* ``--start random_gate --random-start-prob 0.5`` (the defaults here): half of the
+  episodes start on the course line before a random gate, moving towards it (Kaufmann
+  et al., Nature 2023), so gate passes are in the rollouts from the first iteration;
+* ``--init-logstd -1`` (CleanRL: 0): std 1 is +-8 rad/s of body-rate noise, under which
+  even the reference controller crashes;
+* 64 envs x 256 steps per iteration: a batch holds hundreds of gate passes and crashes;
+  gamma 0.99 (a ~2 s horizon: the next two gates); no entropy bonus.
+
+The training episodes mix random-gate and standard starts; evaluate a policy from the
+standard start (``start="first_gate"``).
 
 Run (CPU; TensorBoard logs under ``runs/`` with ``--track``)::
 
@@ -81,8 +85,12 @@ class Args:
     """the learning rate of the optimizer"""
     num_envs: int = 64
     """the number of parallel envs (one native vector env)"""
-    num_steps: int = 128
+    num_steps: int = 256
     """the number of steps to run in each environment per policy rollout"""
+    start: str = "random_gate"
+    """the env's start distribution ("random_gate": a share of episodes before a random gate; "first_gate")"""
+    random_start_prob: float = 0.5
+    """the share of episodes that start before a random gate (with --start random_gate)"""
     anneal_lr: bool = True
     """toggle learning rate annealing for policy and value networks"""
     gamma: float = 0.99
@@ -137,7 +145,8 @@ def parse_args(argv=None) -> Args:
 
 def make_env(args: Args):
     """The native vector env with Gymnasium 1.x vector wrappers (all on NumPy arrays)."""
-    envs = gym.make_vec(args.env_id, num_envs=args.num_envs, device=args.device, seed=args.seed)
+    envs = gym.make_vec(args.env_id, num_envs=args.num_envs, device=args.device, seed=args.seed,
+                        start=args.start, random_start_prob=args.random_start_prob)
     # the masking below is written for NEXT_STEP auto-reset: refuse any other mode
     assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP, envs.metadata["autoreset_mode"]
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)  # raw returns, before normalisation

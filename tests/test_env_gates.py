@@ -42,7 +42,8 @@ def test_spaces_dtypes_and_shapes_of_every_return(device):
     assert reward.dtype == np.float32 and reward.shape == (3,)
     assert terminated.dtype == np.bool_ and terminated.shape == (3,)
     assert truncated.dtype == np.bool_ and truncated.shape == (3,)
-    for key, dtype in (("gates_passed", np.int32), ("laps", np.int32), ("collision", np.bool_), ("out_of_bounds", np.bool_)):
+    for key, dtype in (("gates_passed", np.int32), ("laps", np.int32), ("collision", np.bool_), ("out_of_bounds", np.bool_),
+                       ("missed_gate", np.bool_)):
         assert info[key].dtype == dtype and info[key].shape == (3,)
         assert info["_" + key].dtype == np.bool_ and info["_" + key].all()
 
@@ -74,7 +75,8 @@ def _observed_gate_centre(env, obs, e, first=16):
 
 
 def test_next_gate_advances_from_the_start_gate_through_the_course():
-    """Gate 0 is ahead of the start until its plane is crossed; then each gate Progress expects next."""
+    """Gate 0 is the first gate counted from the standard start; then each gate Progress expects next,
+    and the lap ends through the last gate (issue 13: gate 0 counts)."""
     env = GatesVectorEnv(1, "cpu", seed=9)
     pilot = CourseLinePilot(env)
     obs, _ = env.reset(seed=9)
@@ -89,9 +91,9 @@ def test_next_gate_advances_from_the_start_gate_through_the_course():
         np.testing.assert_allclose(centre, gates[k], atol=1e-3)
         if k != seen[-1]:
             seen.append(k)
-        assert info["gates_passed"][0] == (len(seen) - 2 if len(seen) > 1 else 0)
-    assert seen == list(range(len(gates))) + [0]
-    assert info["laps"][0] == 1 and info["gates_passed"][0] == len(gates)
+        assert info["gates_passed"][0] == len(seen) - 1
+    assert seen == list(range(len(gates)))
+    assert terminated[0] and info["laps"][0] == 1 and info["gates_passed"][0] == len(gates)
 
 
 def test_next_step_autoreset_exact_sequence_after_truncation():
@@ -326,15 +328,15 @@ def test_gate_pass_earns_the_gate_bonus():
     last = 0
     for _ in range(env.max_episode_steps):
         obs, reward, terminated, truncated, info = env.step(pilot(obs))
-        if terminated[0] or truncated[0]:
-            break
         if info["gates_passed"][0] > last:
             passes += 1
             assert reward[0] > 3.0 - 0.2  # the bonus, plus progress of at most ~speed * dt either way
         else:
             assert reward[0] < 0.2  # progress alone: at most ~speed * dt
         last = info["gates_passed"][0]
-    assert passes == len(env.courses()[0]["gate_position"]) - 1
+        if terminated[0] or truncated[0]:
+            break
+    assert passes == len(env.courses()[0]["gate_position"])  # gate 0 counts from the standard start
 
 
 def test_leaving_the_bounds_terminates_with_the_crash_penalty():
@@ -370,7 +372,7 @@ def test_record_episode_statistics_wrapper_sees_each_episode_once():
     env.reset(seed=0)
     lengths = []
     for _ in range(22):
-        _, _, _, _, info = env.step(np.tile(np.float32([-1 / 3, 0, 0, 0]), (2, 1)))
+        _, _, _, _, info = env.step(np.zeros((2, 4), np.float32))  # hover
         if "episode" in info:
             lengths += info["episode"]["l"][info["_episode"]].tolist()
     assert lengths == [10, 10, 10, 10]  # steps 10 and 21 (step 11 is the autoreset step)

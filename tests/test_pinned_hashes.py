@@ -27,8 +27,8 @@ PINS = {
     "gates_batch": "c56b1d91839dbcecf12af2f2b9a492f28ffebf61f69e8d039fe8f7d4e73e1803",
     "track_rollout_pure_pursuit": "516366f53fe3242130fba72ae96ef643fe9db49797dc72da87a4ebd920ceb9f3",
     "track_rollout_random": "84f78d883833d30a0c122f3b67045d083ba304f276f0c99c5ed93f99697c0a08",
-    "gates_rollout_pilot": "ec6465621800860246e8975bd69899e98be1b268c81baa042fc7084cd54d5f40",
-    "gates_rollout_random": "39f229f5a4f187d220482ea420127b597921d72cbaf2493e62ee7fbe57ab79e2",
+    "gates_rollout_pilot": "cbd4a1a269da90cdbc1bc5f29e76d53996142aab215056c5ac2b7f4629021c06",
+    "gates_rollout_random": "3ffcb9f0977b9b2863388a49eaf3503447ab6f8ab873af3286505b58b9638dc3",
     "track_course_components": "e5bd7e3b324c491497245b997d4a867d403cee31ea8acdb08e169e3b0b6a0cd5",
     "gates_course_components": "b5df25aaa9ff0cda5b2a26010895d96826d4fa0a6150bf70934eee737438ff79",
 }

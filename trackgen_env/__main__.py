@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
     train.add_argument("--env", choices=sorted(ENV_IDS), default="TrackGen-Track-v0", help="env id (default: TrackGen-Track-v0)")
     train.add_argument("--steps", type=int, required=True, help="env steps to train for, all envs together")
-    train.add_argument("--num-envs", type=int, default=16, help="parallel envs (default: 16)")
+    train.add_argument("--num-envs", type=int, default=None, help="parallel envs (default: the env's, 16 track / 64 gates)")
     train.add_argument("--seed", type=int, default=0, help="seed of the training courses, torch and numpy (default: 0)")
     train.add_argument("--device", default=None, help='Warp device of the env (default: cuda:0 if present, else cpu)')
     train.add_argument("--out", default=None, help="folder for model.zip, vecnormalize.pkl, monitor.csv, train.json "

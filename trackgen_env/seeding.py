@@ -53,6 +53,8 @@ class Stream(enum.IntEnum):
     RANDOMIZE = 1 << 20
     #: the checkpoint sampler of ``tools.checkpoints`` ("CPKS")
     CHECKPOINT_SAMPLER = 0x43504B53
+    #: the gates env's start-state draws (random-gate starts, their perturbation) ("GSTR")
+    GATES_START = 0x47535452
 
 
 #: stream ids per stage for its retry attempts (``max_retries <= 64`` fits)

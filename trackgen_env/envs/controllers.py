@@ -25,7 +25,7 @@ import warp as wp
 from ..checks import check_float, check_int
 from ..polyline import BIG, wrap_index
 from .car import CarParams
-from .quadrotor import QuadrotorModel, QuadrotorParams, quadrotor_model
+from .quadrotor import QuadrotorModel, QuadrotorParams, quadrotor_model, thrust_to_action
 from .track import OBS_LOOKAHEAD
 
 __all__ = ["PurePursuit", "ControllerGains", "ReferenceController", "CourseLinePilot"]
@@ -194,10 +194,9 @@ def _reference_control(
     p = position[e]
     v = velocity[e]
     q = orientation[e]
-    hover = d.mass * d.gravity
     if n < 3:
         # no course line: hover level
-        action[e, 0] = 2.0 * hover / d.max_thrust - 1.0
+        action[e, 0] = thrust_to_action(d, d.hover_thrust)
         action[e, 1] = 0.0
         action[e, 2] = 0.0
         action[e, 3] = 0.0
@@ -283,7 +282,7 @@ def _reference_control(
     e_r = wp.vec3(err[2, 1], err[0, 2], err[1, 0])
     rate = -g.kr * e_r
 
-    action[e, 0] = wp.clamp(2.0 * thrust / d.max_thrust - 1.0, -1.0, 1.0)
+    action[e, 0] = thrust_to_action(d, thrust)  # the env's hover-centred thrust mapping, inverted
     action[e, 1] = wp.clamp(rate[0] / d.max_rate[0], -1.0, 1.0)
     action[e, 2] = wp.clamp(rate[1] / d.max_rate[1], -1.0, 1.0)
     action[e, 3] = wp.clamp(rate[2] / d.max_rate[2], -1.0, 1.0)

@@ -12,6 +12,8 @@ from gymnasium.vector import AutoresetMode
 
 from .. import render, tools
 from ..checks import check_float
+from ..polyline import BIG, wrap_index
+from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..generators.gate_layouts import RaceLayout
 from ..generators.gates import GateGenerator
@@ -19,17 +21,30 @@ from ..pipeline.gates_config import GateGenConfig
 from .base import CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 
-__all__ = ["GatesVectorEnv", "OBS_FIELDS", "OBS_DIM", "DEFAULT_GATE_WIDTH"]
+__all__ = ["GatesVectorEnv", "OBS_FIELDS", "OBS_DIM", "DEFAULT_GATE_WIDTH", "START_MODES", "RewardWeights"]
 
 wp.set_module_options({"enable_backward": False})
 
 #: [m] width (and height, unless the config sets one) of the gate openings when ``gates`` is not given.
 DEFAULT_GATE_WIDTH = 0.6
 
-#: Default ``max_episode_steps`` (30 s at the default 50 Hz).
+#: ``max_episode_steps="auto"``: 30 s at the default 50 Hz.
 DEFAULT_MAX_EPISODE_STEPS = 1500
-#: [m/s] a ``layout``'s default time limit allows its laps at this average speed along the gates.
+#: [m/s] with a ``layout``, ``"auto"`` allows its laps at this average speed along the gates.
 LAYOUT_MIN_SPEED = 1.0
+
+#: The start-state distributions of ``start=``: the race start (at rest behind gate 0), or a
+#: share ``random_start_prob`` of episodes on the course line before a random gate.
+START_MODES = ("first_gate", "random_gate")
+
+
+def _check_range(name: str, value, *, lo: float) -> tuple[float, float]:
+    """A ``(low, high)`` pair of floats with ``lo <= low <= high``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}")
+    low = check_float(f"{name}[0]", value[0], lo=lo)
+    high = check_float(f"{name}[1]", value[1], lo=low)
+    return (low, high)
 
 #: Observation index ranges ``(name, start, stop)``, in order: the one definition of the
 #: layout, which the kernel's offsets below and the class docstring's table follow.
@@ -81,6 +96,101 @@ def _write_corners(
 
 
 @wp.kernel
+def _start_state(
+    mask: wp.array(dtype=wp.int32),
+    # the envs' random streams (the generator's seeds and counters)
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    stream: int,
+    random_start: int,
+    random_start_prob: float,
+    # the course: gates (checkpoints), course line, standard start pose
+    num_checkpoints: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    samples_per_gate: int,
+    sampled_gate: wp.array(dtype=wp.int32),
+    standard_position: wp.array(dtype=wp.vec3),
+    standard_orientation: wp.array(dtype=wp.quat),
+    # perturbation bounds
+    distance_lo: float,
+    distance_hi: float,
+    offset: float,
+    tilt: float,
+    yaw: float,
+    speed_lo: float,
+    speed_hi: float,
+    # outputs
+    out_position: wp.array(dtype=wp.vec3),
+    out_orientation: wp.array(dtype=wp.quat),
+    out_velocity: wp.array(dtype=wp.vec3),
+    out_progress_start: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if mask[e] == 0:
+        return
+    n = num_checkpoints[e]
+    p = standard_position[e]
+    q = standard_orientation[e]
+    v = wp.vec3(0.0)
+    gate = int(0)  # the gate expected first: gate 0 from the standard start
+    if random_start != 0 and n >= 2:
+        key = random_key(seeds[e], counters[e], stream)
+        if uniform(key, 0) < random_start_prob:
+            gate = wp.min(wp.max(sampled_gate[e], 0), n - 1)
+            # walk back along the course line from gate k's point (point k * samples_per_gate)
+            count = n * samples_per_gate
+            i0 = gate * samples_per_gate
+            leg = float(0.0)
+            for j in range(samples_per_gate):
+                leg = leg + wp.length(line[e, wrap_index(i0 - j, count)] - line[e, wrap_index(i0 - j - 1, count)])
+            # at most 45 % of the leg back: the start stays on the far side of the previous gate
+            s = wp.min(uniform_range(key, 1, distance_lo, distance_hi), 0.45 * leg)
+            point = line[e, i0]
+            tangent = wp.vec3(1.0, 0.0, 0.0)
+            for j in range(samples_per_gate):
+                a = line[e, wrap_index(i0 - j, count)]
+                b = line[e, wrap_index(i0 - j - 1, count)]
+                seg = wp.length(a - b)
+                if seg > 1.0e-9:
+                    tangent = (a - b) / seg
+                if s <= seg:
+                    point = a + (b - a) * (s / wp.max(seg, 1.0e-9))
+                    break
+                s = s - seg
+                point = b
+            lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), tangent))
+            up = wp.cross(tangent, lateral)
+            p = point + uniform_range(key, 2, -offset, offset) * lateral + uniform_range(key, 3, -offset, offset) * up
+            heading = wp.atan2(tangent[1], tangent[0]) + uniform_range(key, 4, -yaw, yaw)
+            roll = uniform_range(key, 5, -tilt, tilt)
+            pitch = uniform_range(key, 6, -tilt, tilt)
+            q = wp.normalize(
+                wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), heading)
+                * wp.quat_from_axis_angle(wp.vec3(0.0, 1.0, 0.0), pitch)
+                * wp.quat_from_axis_angle(wp.vec3(1.0, 0.0, 0.0), roll)
+            )
+            v = uniform_range(key, 7, speed_lo, speed_hi) * tangent
+    out_position[e] = p
+    out_orientation[e] = q
+    out_velocity[e] = v
+    # Progress starts "on" the gate before the first expected one, so that one counts first
+    out_progress_start[e] = wp.where(n > 0, wrap_index(gate - 1, wp.max(n, 1)), 0)
+
+
+@wp.struct
+class RewardWeights:
+    """The reward terms' weights (frozen into the recorded step)."""
+
+    progress: float
+    gate_bonus: float
+    crash: float
+    body_rate: float
+    smoothness: float
+    approach: float
+    approach_distance: float
+
+
+@wp.kernel
 def _observe(
     # inputs: which envs were reset this step
     reset_mask: wp.array(dtype=wp.int32),
@@ -108,14 +218,15 @@ def _observe(
     # settings
     max_episode_steps: int,
     target_laps: int,
-    gate_bonus: float,
-    crash_penalty: float,
-    body_rate_penalty: float,
+    weights: RewardWeights,
     bounds_margin: float,
     restart: int,
-    # state (in/out): the gate the progress reward measures towards, and the distance to it
+    # state (in/out): the gate the reward measures towards, the distance to it, the last
+    # position and action (the gate-plane test, the smoothness term)
     target: wp.array(dtype=wp.int32),
     target_distance: wp.array(dtype=wp.float32),
+    prev_position: wp.array(dtype=wp.vec3),
+    prev_action: wp.array2d(dtype=wp.float32),
     # outputs
     autoreset: wp.array(dtype=wp.int32),
     obs: wp.array2d(dtype=wp.float32),
@@ -126,6 +237,7 @@ def _observe(
     laps_out: wp.array(dtype=wp.int32),
     collision_out: wp.array(dtype=wp.bool),
     out_of_bounds_out: wp.array(dtype=wp.bool),
+    missed_gate_out: wp.array(dtype=wp.bool),
 ):
     e = wp.tid()
     was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
@@ -148,37 +260,25 @@ def _observe(
     for i in range(4):
         obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
 
-    # course bounds: the bounding box of the gates and the course line between them (a
-    # turn swings out past the gates) grown by the margin (ground: z = 0)
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
-    nxt = int(0)
-    dist = float(0.0)
-    if usable:
-        nxt = next_checkpoint[e] % n
-        # Progress starts an episode "on" gate 0 (the start/finish gate, next = 1), but the
-        # drone starts behind gate 0: until it crosses gate 0's plane, gate 0 is the gate ahead
-        if nxt == 1 and checkpoints_passed[e] == 0 and laps[e] == 0:
-            if wp.dot(p - cp_position[e, 0], cp_direction[e, 0]) < 0.0:
-                nxt = 0
-        for k in range(2):
-            g = (nxt + k) % n
-            _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g], cp_direction[e, g],
-                           cp_half_width[e, g], cp_half_height[e, g])
-        for g in range(n):
-            lo = wp.min(lo, cp_position[e, g])
-            hi = wp.max(hi, cp_position[e, g])
-        for k in range(line_points[e]):
-            lo = wp.min(lo, line[e, k])
-            hi = wp.max(hi, line[e, k])
-        dist = wp.length(p - cp_position[e, nxt])
-    else:
-        for i in range(_NEXT_GATE, _CORNERS_END):
-            obs[e, i] = 0.0
-
     if was_reset:
+        # the gate Progress expects first (its reset_to ran before this step's course.step)
+        nxt = int(0)
+        if usable:
+            nxt = next_checkpoint[e] % n
         target[e] = nxt
-        target_distance[e] = dist
+        prev_position[e] = p
+        for i in range(4):
+            prev_action[e, i] = 0.0
+        if usable:
+            target_distance[e] = wp.length(p - cp_position[e, nxt])
+            for k in range(2):
+                g = (nxt + k) % n
+                _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
+                               cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+        else:
+            target_distance[e] = 0.0
+            for i in range(_NEXT_GATE, _CORNERS_END):
+                obs[e, i] = 0.0
         if restart == 0:  # a restart keeps the ended episode's reward and termination
             reward[e] = 0.0
             terminated[e] = False
@@ -187,29 +287,79 @@ def _observe(
         laps_out[e] = 0
         collision_out[e] = False
         out_of_bounds_out[e] = False
+        missed_gate_out[e] = False
         autoreset[e] = 0
         return
 
-    collided = p[2] <= 0.0 or (usable and hit[e] != 0)
-    outside = usable and (
-        p[0] < lo[0] - bounds_margin
-        or p[0] > hi[0] + bounds_margin
-        or p[1] < lo[1] - bounds_margin
-        or p[1] > hi[1] + bounds_margin
-        or p[2] > hi[2] + bounds_margin
-    )
     rew = float(0.0)
+    missed = False
+    outside = False
+    prev = prev_position[e]
     if usable:
-        # progress towards the gate that was next at the start of the step (Song et al. 2021)
-        rew = target_distance[e] - wp.length(p - cp_position[e, target[e] % n])
-        rew = rew + gate_bonus * float(passed[e])
-    rew = rew - body_rate_penalty * wp.length(w)
-    if collided or outside:
-        rew = rew - crash_penalty
-    target[e] = nxt
-    target_distance[e] = dist
+        tgt = target[e] % n
+        c = cp_position[e, tgt]
+        d = cp_direction[e, tgt]
+        # progress towards the target gate's centre (Song et al. 2021; Kaufmann et al. 2023)
+        rew = weights.progress * (target_distance[e] - wp.length(p - c))
+        if passed[e] != 0:
+            rew = rew + weights.gate_bonus
+        else:
+            # crossing the target gate's plane forwards without a counted pass: outside the opening
+            dq = wp.dot(prev - c, d)
+            dp = wp.dot(p - c, d)
+            missed = dq < 0.0 and dp >= 0.0
+        if weights.approach > 0.0 and passed[e] == 0:
+            # Song et al. 2021's safety term: near the plane, penalise the distance from the gate's normal axis
+            rel = p - c
+            dist_plane = wp.abs(wp.dot(rel, d))
+            dist_axis = wp.length(rel - wp.dot(rel, d) * d)
+            f = wp.max(1.0 - dist_plane / weights.approach_distance, 0.0)
+            spread = wp.max((1.0 - f) * (2.0 * cp_half_width[e, tgt]) / 6.0, 0.05)
+            rew = rew - weights.approach * f * f * (1.0 - wp.exp(-0.5 * dist_axis * dist_axis / spread))
+        # the target switches only on a counted pass
+        if passed[e] != 0:
+            tgt = next_checkpoint[e] % n
+        target[e] = tgt
+        target_distance[e] = wp.length(p - cp_position[e, tgt])
+        for k in range(2):
+            g = (tgt + k) % n
+            _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
+                           cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+        # course bounds: the bounding box of the gates and the course line between them (a
+        # turn swings out past the gates) grown by the margin (ground: z = 0)
+        lo = wp.vec3(BIG)
+        hi = wp.vec3(-BIG)
+        for g in range(n):
+            lo = wp.min(lo, cp_position[e, g])
+            hi = wp.max(hi, cp_position[e, g])
+        for k in range(wp.min(line_points[e], line.shape[1])):
+            lo = wp.min(lo, line[e, k])
+            hi = wp.max(hi, line[e, k])
+        outside = (
+            p[0] < lo[0] - bounds_margin
+            or p[0] > hi[0] + bounds_margin
+            or p[1] < lo[1] - bounds_margin
+            or p[1] > hi[1] + bounds_margin
+            or p[2] > hi[2] + bounds_margin
+        )
+    else:
+        for i in range(_NEXT_GATE, _CORNERS_END):
+            obs[e, i] = 0.0
+    prev_position[e] = p
+
+    collided = p[2] <= 0.0 or (usable and hit[e] != 0)
+    rew = rew - weights.body_rate * wp.length(w)
+    smooth = float(0.0)
+    for i in range(4):
+        da = last_action[e, i] - prev_action[e, i]
+        smooth = smooth + da * da
+        prev_action[e, i] = last_action[e, i]
+    rew = rew - weights.smoothness * smooth
+    crashed = collided or outside or missed
+    if crashed:
+        rew = rew - weights.crash
     reward[e] = rew
-    term = collided or outside or (not usable) or laps[e] >= target_laps
+    term = crashed or (not usable) or laps[e] >= target_laps
     trunc = elapsed[e] >= max_episode_steps
     terminated[e] = term
     truncated[e] = trunc
@@ -217,6 +367,7 @@ def _observe(
     laps_out[e] = laps[e]
     collision_out[e] = collided
     out_of_bounds_out[e] = outside
+    missed_gate_out[e] = missed
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
@@ -245,7 +396,7 @@ class GatesVectorEnv(CourseVectorEnv):
 
     | Index | Action        | Physical meaning (default :class:`QuadrotorParams`)                    |
     |-------|---------------|-------------------------------------------------------------------------|
-    | 0     | thrust        | collective thrust ``(a + 1) / 2 * thrust_to_weight * m * g`` [N]: 0 .. 7.36 N; hover at a = -1/3 |
+    | 0     | thrust        | collective thrust centred on hover [N]: ``m g (1 + a (T/W - 1))`` for a >= 0, ``m g (1 + a)`` for a < 0: 0 = hover (2.45 N), +1 = maximum (7.36 N), -1 = none |
     | 1     | roll rate     | body-rate command about body x, ``a * max_body_rate[0]`` [rad/s]: +-8  |
     | 2     | pitch rate    | body-rate command about body y, ``a * max_body_rate[1]`` [rad/s]: +-8  |
     | 3     | yaw rate      | body-rate command about body z, ``a * max_body_rate[2]`` [rad/s]: +-3  |
@@ -272,35 +423,59 @@ class GatesVectorEnv(CourseVectorEnv):
     | 28-39   | the gate after it, the same way                                          | m     |
     | 40-43   | the action applied at the previous step, clipped (0 after a reset)       | -     |
 
-    The *next gate* is the one the course's ``Progress`` expects next, except at the start:
-    until the drone crosses the plane of gate 0 (the start/finish gate, just ahead of the
-    start pose) it is gate 0. The opening is the one ``Progress`` counts a pass through:
-    lateral axis ``normalize(z x direction)``, vertical axis ``direction x lateral``. An env
-    whose course is invalid (the generator's retries all failed) observes zeros at 16-39
-    and terminates.
+    The *next gate* is the one the reward measures towards: the gate ``Progress`` expects
+    next, which switches only on a counted pass (from the standard start: gate 0). The
+    opening is the one ``Progress`` counts a pass through: lateral axis
+    ``normalize(z x direction)``, vertical axis ``direction x lateral``. An env whose
+    course is invalid (the generator's retries all failed) observes zeros at 16-39 and
+    terminates.
 
     ## Rewards
 
-    Per step (Song et al. 2021): the progress towards the next gate ``g`` of the start of
-    the step, ``|g - p_{t-1}| - |g - p_t|`` [m]; plus ``gate_bonus`` when a gate is
-    passed in order; minus ``body_rate_penalty * |w|`` (|w| in rad/s); minus
-    ``crash_penalty`` on the step that ends in a collision or out of bounds. The step
-    that auto-resets an env gives 0.
+    Per step, each term a constructor argument (``g``: the centre of the next gate, which
+    switches only on a counted pass; Song et al., "Autonomous drone racing with deep
+    reinforcement learning", IROS 2021; Kaufmann et al., Nature 2023):
+
+    | Term | Argument (default) | Per step | Typical magnitude |
+    |------|--------------------|----------|-------------------|
+    | progress | ``progress_weight`` (1) | ``w (|g - p_{t-1}| - |g - p_t|)`` [m] | +0.05 at 2.5 m/s, about +2.5 per 2.5 m leg |
+    | gate | ``gate_bonus`` (2) | once per gate passed in order | +2 per gate (a 7-gate lap: 14) |
+    | crash | ``crash_penalty`` (2) | on a collision, the ground, leaving the bounds, or crossing the next gate's plane outside its opening | -2, once |
+    | body rate | ``body_rate_penalty`` (0.002) | ``-w |omega|`` [rad/s] | -0.002 to -0.01 |
+    | smoothness | ``smoothness_penalty`` (2e-4) | ``-w |a_t - a_{t-1}|^2`` | ~-1e-4 (a random policy: ~-1e-3) |
+    | approach (Song et al.) | ``approach_penalty`` (0: off) | ``-w f^2 (1 - exp(-d_n^2 / (2 s)))``, ``f = max(1 - d_p / approach_distance, 0)``, ``s = max((1 - f) W / 6, 0.05)`` | 0 to -w near the plane, off-axis |
+
+    (``d_p``: distance to the next gate's plane, ``d_n``: to its normal axis, ``W``: its width.)
+    The progress is a potential difference, so flying back and forth earns nothing; a
+    gate counts only when crossed inside its opening, front to back, in order, once. The
+    crash penalty is a little less than one gate's progress and bonus (about 4.5): a
+    policy that tries for a gate and crashes still does better than one that hovers,
+    which earns 0. The step that auto-resets an env gives 0.
 
     ## Starting State
 
-    Every env starts at rest, level, at its course's start pose: ``start_clearance`` (1 m)
-    behind gate 0, facing it. Gate 0 is the start/finish gate (as a track's start line):
-    flying through it at the start counts no pass; gates 1, 2, ... then count in order, and
-    the lap ends through gate 0 (``num_gates`` passes per lap).
+    ``start="first_gate"`` (default, the race start, and what evaluation uses): at rest,
+    level, at the course's start pose ``start_clearance`` (1 m) behind gate 0, facing it.
+    Gate 0 is the first gate counted; a lap is every gate passed once, in order (it ends
+    through the last gate).
+
+    ``start="random_gate"`` (training; Kaufmann et al. 2023 start every agent at a random
+    gate): a share ``random_start_prob`` of episodes starts instead before a random gate
+    ``k`` (the course's ``CheckpointSampler``), on the course line ``start_distance`` [m]
+    before it (at most 45 % of the leg), offset up to ``start_offset`` [m] across the line,
+    tilted up to ``start_tilt`` [rad] in roll and pitch, turned up to ``start_yaw`` [rad] off
+    the line's heading, moving along the line at ``start_speed`` [m/s]; ``Progress`` starts
+    there (``reset_to``), so gate ``k`` is the first gate counted and the lap ends through
+    gate ``k - 1``. Every draw comes from the env's stream ``(seed, counter)`` on the device,
+    inside the recorded step: env i's start does not depend on the other envs.
 
     ## Episode End
 
     * Termination: the body box touches a gate frame (the course's ``collision``
       component), the drone reaches the ground (z <= 0), it leaves the course bounds
       (the bounding box of the gates and of the course line through them, grown by
-      ``bounds_margin``, up to ``bounds_margin`` above the highest point), it completed
-      ``laps`` laps (gates passed in order), or the course is invalid.
+      ``bounds_margin``, up to ``bounds_margin`` above the highest point), it crosses the next gate's plane forwards outside the opening (a
+      missed gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 
     Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** course (the
@@ -316,7 +491,8 @@ class GatesVectorEnv(CourseVectorEnv):
 
     ``info`` holds ``"gates_passed"`` ([E] int32, gates passed in order this episode),
     ``"laps"`` ([E] int32), ``"collision"`` ([E] bool: a gate frame or the ground was hit
-    this step) and ``"out_of_bounds"`` ([E] bool), each with its Gymnasium ``"_name"`` mask.
+    this step), ``"out_of_bounds"`` ([E] bool) and ``"missed_gate"`` ([E] bool: the next
+    gate's plane crossed outside its opening this step), each with its Gymnasium ``"_name"`` mask.
 
     ## Arguments
 
@@ -346,9 +522,13 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
       ``load_gate_layout("split_s.yaml")``): fly this given course in every env instead of
       generated ones (``gates`` must then be None; ``GateGenerator.from_layout``).
-    * ``gate_bonus``: reward per gate passed in order (default 1).
-    * ``crash_penalty``: subtracted on a collision or leaving the bounds (default 5).
-    * ``body_rate_penalty``: [1/(rad/s)] weight of ``|w|`` (default 0.002).
+    * ``start``: ``"first_gate"`` (default) or ``"random_gate"`` (see Starting State);
+      ``random_start_prob`` (0.5), ``start_distance`` ((0.3, 1.5) m), ``start_speed``
+      ((0, 2.5) m/s), ``start_offset`` (0.1 m), ``start_tilt`` (0.2 rad), ``start_yaw``
+      (0.3 rad): the random-gate start's share and bounds (ranges as ``(low, high)``).
+    * ``progress_weight`` (1), ``gate_bonus`` (2), ``crash_penalty`` (2),
+      ``body_rate_penalty`` ([1/(rad/s)], 0.002), ``smoothness_penalty`` (2e-4),
+      ``approach_penalty`` (0) and ``approach_distance`` ([m], 1): the reward terms (see Rewards).
     * ``bounds_margin``: [m] the course bounds around the gates and the course line (default 2).
     * ``bar_thickness``: [m] section of the gate frames' bars (``tools.FrameCollision``; default 0.05).
     * ``capture``: record the step as one graph (default True); False runs it eagerly.
@@ -357,12 +537,15 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
-      the default behaviour.
+      the default behaviour. Issue 13 (to make it learnable): the thrust action centred on
+      hover, gate 0 counted from the start, the target switching only on a counted pass,
+      a missed gate terminating as a crash, the reward terms above, and ``start=``.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
-    info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool))
+    info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool),
+                   ("missed_gate", wp.bool))
     argument_attributes = {"gates": "gates_config"}
 
     def __init__(
@@ -380,9 +563,20 @@ class GatesVectorEnv(CourseVectorEnv):
         quadrotor: QuadrotorParams | None = None,
         gates: GateGenConfig | None = None,
         layout: RaceLayout | None = None,
-        gate_bonus: float = 1.0,
-        crash_penalty: float = 5.0,
+        start: str = "first_gate",
+        random_start_prob: float = 0.5,
+        start_distance: tuple[float, float] = (0.3, 1.5),
+        start_speed: tuple[float, float] = (0.0, 2.5),
+        start_offset: float = 0.1,
+        start_tilt: float = 0.2,
+        start_yaw: float = 0.3,
+        progress_weight: float = 1.0,
+        gate_bonus: float = 2.0,
+        crash_penalty: float = 2.0,
         body_rate_penalty: float = 0.002,
+        smoothness_penalty: float = 2e-4,
+        approach_penalty: float = 0.0,
+        approach_distance: float = 1.0,
         bounds_margin: float = 2.0,
         bar_thickness: float = 0.05,
         capture: bool = True,
@@ -411,13 +605,28 @@ class GatesVectorEnv(CourseVectorEnv):
             source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
             seeds = {"seeds": seed}
         else:
+            if not isinstance(layout, RaceLayout):
+                raise TypeError(f"layout must be a RaceLayout (load_gate_layout) or None, got {type(layout).__name__}")
             if gates is not None:
                 raise TypeError("pass either gates= (generated courses) or layout= (a given race layout), not both")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
+        if start not in START_MODES:
+            raise ValueError(f"start must be one of {START_MODES}, got {start!r}")
+        self.start = start
+        self.random_start_prob = check_float("random_start_prob", random_start_prob, lo=0.0, hi=1.0)
+        self.start_distance = _check_range("start_distance", start_distance, lo=0.0)
+        self.start_speed = _check_range("start_speed", start_speed, lo=0.0)
+        self.start_offset = check_float("start_offset", start_offset, lo=0.0)
+        self.start_tilt = check_float("start_tilt", start_tilt, lo=0.0, hi=1.0)
+        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=3.2)
+        self.progress_weight = check_float("progress_weight", progress_weight, lo=0.0)
         self.gate_bonus = check_float("gate_bonus", gate_bonus, lo=0.0)
         self.crash_penalty = check_float("crash_penalty", crash_penalty, lo=0.0)
         self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
+        self.smoothness_penalty = check_float("smoothness_penalty", smoothness_penalty, lo=0.0)
+        self.approach_penalty = check_float("approach_penalty", approach_penalty, lo=0.0)
+        self.approach_distance = check_float("approach_distance", approach_distance, lo=0.0, lo_open=True)
         self.bounds_margin = check_float("bounds_margin", bounds_margin, lo=0.0, lo_open=True)
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)
@@ -435,12 +644,50 @@ class GatesVectorEnv(CourseVectorEnv):
         self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)
         self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
+        self._prev_position = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self._prev_action = wp.zeros((E, 4), dtype=wp.float32, device=dev)
+        # the start state of each env's current episode (written for the reset envs)
+        self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self._start_orientation = wp.zeros(E, dtype=wp.quat, device=dev)
+        self._start_velocity = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self._progress_start = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._sampled_gate = wp.zeros(E, dtype=wp.int32, device=dev)
+        self._sampled_position = wp.zeros(E, dtype=wp.vec3, device=dev)  # the sampler's gate pose (unused)
+        self._sampled_orientation = wp.zeros(E, dtype=wp.quat, device=dev)
+        self._weights = RewardWeights()
+        for field, value in (("progress", self.progress_weight), ("gate_bonus", self.gate_bonus),
+                             ("crash", self.crash_penalty), ("body_rate", self.body_rate_penalty),
+                             ("smoothness", self.smoothness_penalty), ("approach", self.approach_penalty),
+                             ("approach_distance", self.approach_distance)):
+            setattr(self._weights, field, value)
         self._finish_init(wp.zeros((E, 4), dtype=wp.float32, device=dev), capture)
 
     # -- what differs from the track env: the quadrotor, the observation, the picture --------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
-        r = self.course.result
-        self.drone.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
+        course, r = self.course, self.course.result
+        random_start = self.start == "random_gate"
+        if random_start:
+            # the gate index from the course's own sampler (per env, from its seed and counter)
+            course.checkpoint_sampler.sample(reset_mask, self._sampled_position, self._sampled_orientation,
+                                             self._sampled_gate)
+        seeds = course.seeds
+        wp.launch(
+            _start_state,
+            self.num_envs,
+            inputs=[
+                reset_mask, seeds.seeds, seeds.counters, int(Stream.GATES_START), int(random_start),
+                self.random_start_prob, course.checkpoints.num_checkpoints, course.course_line.centerline,
+                course.components["centerline"].samples_per_gate, self._sampled_gate, r.start_position,
+                r.start_orientation, self.start_distance[0], self.start_distance[1], self.start_offset,
+                self.start_tilt, self.start_yaw, self.start_speed[0], self.start_speed[1],
+            ],
+            outputs=[self._start_position, self._start_orientation, self._start_velocity, self._progress_start],
+            device=self.device,
+        )
+        progress = course.components["progress"]
+        progress.reset_to(progress.context, reset_mask, self._progress_start)
+        self.drone.step(self._action, reset_mask, self._start_position, self._start_orientation,
+                        start_velocity=self._start_velocity, reset_only=reset_only)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         cps, ev, info = self.course.checkpoints, res.events, self._info
@@ -453,13 +700,12 @@ class GatesVectorEnv(CourseVectorEnv):
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
                 self.course.course_line.centerline, self.course.course_line.num_points, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
-                self._step_limit, self._lap_limit, self.gate_bonus, self.crash_penalty, self.body_rate_penalty,
-                self.bounds_margin, int(restart),
-                self._target, self._target_distance,
+                self._step_limit, self._lap_limit, self._weights, self.bounds_margin, int(restart),
+                self._target, self._target_distance, self._prev_position, self._prev_action,
             ],
             outputs=[
                 self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
-                info["gates_passed"], info["laps"], info["collision"], info["out_of_bounds"],
+                info["gates_passed"], info["laps"], info["collision"], info["out_of_bounds"], info["missed_gate"],
             ],
             device=self.device,
         )

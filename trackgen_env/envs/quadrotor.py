@@ -33,7 +33,7 @@ from ..polyline import GRAVITY
 
 wp.set_module_options({"enable_backward": False})
 
-__all__ = ["QuadrotorParams", "QuadrotorModel", "quadrotor_model", "Quadrotor", "GRAVITY"]
+__all__ = ["QuadrotorParams", "QuadrotorModel", "quadrotor_model", "action_to_command", "thrust_to_action", "Quadrotor", "GRAVITY"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,10 @@ class QuadrotorParams:
 
     Attributes:
         mass: [kg] mass ``m`` (> 0).
-        thrust_to_weight: maximum collective thrust over ``m g`` (> 1): action thrust
-            ``-1..1`` maps to ``0..thrust_to_weight * m * g`` [N].
+        thrust_to_weight: maximum collective thrust over ``m g`` (> 1). The action thrust
+            ``a`` in [-1, 1] is centred on hover: ``m g (1 + a (thrust_to_weight - 1))`` [N]
+            for ``a >= 0`` and ``m g (1 + a)`` for ``a < 0`` (0 = hover, +1 = maximum,
+            -1 = none), so a policy's zero-mean initial actions hover instead of climbing.
         max_body_rate: [rad/s] (roll, pitch, yaw) rate commanded by an action of +-1 (> 0).
         body_rate_time_constant: [s] ``tau`` of the first-order body-rate tracking lag (> 0).
         drag: [1/s] mass-normalised linear rotor-drag coefficients ``D`` along the body
@@ -94,8 +96,8 @@ class QuadrotorParams:
 
     @property
     def hover_action(self) -> float:
-        """The action thrust (in [-1, 1]) whose collective thrust equals ``m g``."""
-        return 2.0 / self.thrust_to_weight - 1.0
+        """The action thrust (in [-1, 1]) whose collective thrust equals ``m g``: 0."""
+        return 0.0
 
 
 @wp.struct
@@ -104,6 +106,7 @@ class QuadrotorModel:
 
     mass: float
     max_thrust: float
+    hover_thrust: float  # m g [N]: the thrust of action 0
     max_rate: wp.vec3
     rate_blend: float  # 1 - exp(-h / tau): exact discretisation of the rate lag over one substep
     drag: wp.vec3
@@ -118,6 +121,7 @@ def quadrotor_model(params: QuadrotorParams) -> QuadrotorModel:
     h = params.dt / params.substeps
     s.mass = params.mass
     s.max_thrust = params.max_thrust
+    s.hover_thrust = params.mass * params.gravity
     s.max_rate = wp.vec3(*params.max_body_rate)
     s.rate_blend = 1.0 - math.exp(-h / params.body_rate_time_constant)
     s.drag = wp.vec3(*params.drag)
@@ -157,12 +161,26 @@ def integrate_quadrotor(
 
 @wp.func
 def action_to_command(d: QuadrotorModel, a0: float, a1: float, a2: float, a3: float):
-    """Action in [-1, 1]^4 (clamped) -> (collective thrust [N], body-rate command [rad/s])."""
-    thrust = 0.5 * (wp.clamp(a0, -1.0, 1.0) + 1.0) * d.max_thrust
+    """Action in [-1, 1]^4 (clamped) -> (collective thrust [N], body-rate command [rad/s]).
+
+    Thrust centred on hover: ``m g (1 + a0 (T/W - 1))`` for ``a0 >= 0``, ``m g (1 + a0)`` below."""
+    a = wp.clamp(a0, -1.0, 1.0)
+    thrust = d.hover_thrust * (1.0 + a)
+    if a >= 0.0:
+        thrust = d.hover_thrust + a * (d.max_thrust - d.hover_thrust)
     rate = wp.cw_mul(
         wp.vec3(wp.clamp(a1, -1.0, 1.0), wp.clamp(a2, -1.0, 1.0), wp.clamp(a3, -1.0, 1.0)), d.max_rate
     )
     return thrust, rate
+
+
+@wp.func
+def thrust_to_action(d: QuadrotorModel, thrust: float) -> float:
+    """The action thrust in [-1, 1] of a collective thrust [N]: the inverse of :func:`action_to_command` (clamped)."""
+    a = thrust / d.hover_thrust - 1.0
+    if thrust >= d.hover_thrust:
+        a = (thrust - d.hover_thrust) / (d.max_thrust - d.hover_thrust)
+    return wp.clamp(a, -1.0, 1.0)
 
 
 @wp.kernel
@@ -173,6 +191,8 @@ def _fly(
     reset_mask: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
+    start_velocity: wp.array(dtype=wp.vec3),
+    use_start_velocity: int,
     reset_only: int,
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
@@ -184,9 +204,11 @@ def _fly(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        # a reset: the action is ignored, the drone starts at rest at the start pose
+        # a reset: the action is ignored, the drone starts at the start pose (at rest, or at the start velocity)
         position[e] = start_position[e]
         velocity[e] = wp.vec3(0.0)
+        if use_start_velocity != 0:
+            velocity[e] = start_velocity[e]
         orientation[e] = wp.normalize(start_orientation[e])
         body_rate[e] = wp.vec3(0.0)
         for i in range(4):
@@ -249,14 +271,16 @@ class Quadrotor:
         self.half_extents = wp.array(np.tile(self.params.half_extents, (E, 1)), dtype=wp.vec3, device=dev)
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
-             *, reset_only: bool = False) -> None:
-        """Put the masked envs at their start pose at rest; advance the others one control step ``dt``. Capturable.
+             *, start_velocity: wp.array | None = None, reset_only: bool = False) -> None:
+        """Put the masked envs at their start state (zero body rates); advance the others one control step ``dt``. Capturable.
 
         Args:
             action: ``[E, 4]`` float32 ``wp.array`` on this device: (thrust, roll rate,
                 pitch rate, yaw rate) in [-1, 1] (clamped), mapped as :class:`QuadrotorParams` says.
             reset_mask: ``[E]`` int32, nonzero = reset the env (its action is ignored).
             start_position, start_orientation: ``[E]`` vec3 / quat start poses (read for masked envs only).
+            start_velocity: ``[E]`` vec3 [m/s] world-frame start velocities (masked envs
+                only); None starts at rest.
             reset_only: leave the unmasked envs untouched (a masked restart).
 
         Raises:
@@ -270,7 +294,9 @@ class Quadrotor:
         wp.launch(
             _fly,
             self.num_envs,
-            inputs=[self.dynamics, action, reset_mask, start_position, start_orientation, int(reset_only)],
+            inputs=[self.dynamics, action, reset_mask, start_position, start_orientation,
+                    start_velocity if start_velocity is not None else self.velocity, int(start_velocity is not None),
+                    int(reset_only)],
             outputs=[self.position, self.velocity, self.orientation, self.body_rate, self.last_action, self.elapsed],
             device=self.device,
         )

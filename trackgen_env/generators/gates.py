@@ -26,6 +26,8 @@ front to back and at equal angles on both sides.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import warp as wp
 
@@ -149,7 +151,7 @@ def _checks(
     gate_width: wp.array(dtype=float),
     gate_height: wp.array(dtype=float),
     min_gate_spacing: float,
-    max_turn: float,
+    max_turn: wp.array(dtype=float),
     max_climb: float,
     start_clearance: float,
     ground_clearance: float,
@@ -191,7 +193,7 @@ def _checks(
     d_in = _horizontal_dir(p - prev)
     d_out = _horizontal_dir(leg)
     turn = wp.abs(wp.atan2(d_in[0] * d_out[1] - d_in[1] * d_out[0], wp.dot(d_in, d_out)))
-    if turn > max_turn:
+    if turn > max_turn[e]:
         ok[e] = 0
 
 
@@ -275,6 +277,7 @@ _VALIDATORS = {
     "layout.size": values_in_range(0.0, lo_open=True),
     "layout.radius_jitter": values_in_range(0.0, 0.9),
     "layout.angle_jitter": values_in_range(0.0, 0.9),
+    "layout.max_turn": values_in_range(0.0, math.pi, lo_open=True),
     "layout.altitude_min": values_in_range(0.0, lo_open=True),
     "layout.altitude_max": values_in_range(0.0, lo_open=True),
     "gate_frames.gate_width": values_in_range(0.0),
@@ -306,7 +309,7 @@ class GateGenerator(Generator):
         result: :class:`~trackgen_env.types.GateResult`, stable arrays ``[E, G]`` / ``[E]``.
         layout: :class:`~trackgen_env.types.GateLayout` (``max_gates = config.num_gates``).
         params: live dynamic parameters: ``"layout.size"``, ``"layout.radius_jitter"``,
-            ``"layout.angle_jitter"``, ``"layout.altitude_min"``, ``"layout.altitude_max"``,
+            ``"layout.angle_jitter"``, ``"layout.max_turn"``, ``"layout.altitude_min"``, ``"layout.altitude_max"``,
             ``"gate_frames.gate_width"``, ``"gate_frames.gate_height"`` (each ``[E]``
             float32; a set out of range raises ValueError).
         seeds: the :class:`~trackgen_env.seeding.SeedState`.
@@ -433,7 +436,7 @@ class GateGenerator(Generator):
         wp.launch(
             _checks, (E, G),
             inputs=[self._pending, self._position, self._start_position, p["gate_frames.gate_width"],
-                    p["gate_frames.gate_height"], cfg.min_gate_spacing, cfg.max_turn, cfg.max_climb,
+                    p["gate_frames.gate_height"], cfg.min_gate_spacing, p["layout.max_turn"], cfg.max_climb,
                     cfg.start_clearance, cfg.ground_clearance],
             outputs=[self._ok], device=dev,
         )

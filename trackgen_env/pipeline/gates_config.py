@@ -79,7 +79,7 @@ class GateGenConfig:
         gate_height: [m] height of each opening, > 0 (``"gate_frames.gate_height"``).
             Default None: a square opening (``gate_width``), or 0.1 m when ``gate_width`` is 0.
         min_gate_spacing: [m] minimum horizontal distance between gate centres (> 0).
-        max_turn: [rad] largest heading change between consecutive legs, in (0, pi).
+        max_turn: [rad] largest heading change between consecutive legs, in (0, pi) (dynamic: ``"layout.max_turn"``).
         max_climb: largest slope of a leg (rise over horizontal run, > 0).
         start_clearance: [m] distance from the start position to gate 0, and the least
             horizontal distance from it to any gate (> 0).
@@ -165,6 +165,7 @@ class GateGenConfig:
             "layout.size": self.size,
             "layout.radius_jitter": self.radius_jitter,
             "layout.angle_jitter": self.angle_jitter,
+            "layout.max_turn": self.max_turn,
             "layout.altitude_min": self.altitude_min,
             "layout.altitude_max": self.altitude_max,
             "gate_frames.gate_width": self.gate_width,
