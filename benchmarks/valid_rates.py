@@ -24,11 +24,11 @@ TRACK = dict(
     radius_jitter=[0.0, 0.7, 0.9], angle_jitter=[0.0, 0.3, 0.45], elevation=[0.0, 2.0, 10.0],
     max_loop_length=[20.0, 31.5, 40.0], min_turn_radius_factor=[1.0, 3.0, 5.75, 10.0], max_retries=[0, 8, 64],
 )
-GATES = dict(
-    size=[4.0, 6.0, 8.0, 100.0], num_gates=[3, 4, 5, 7, 9, 12], radius_jitter=[0.0, 0.5, 0.9],
-    angle_jitter=[0.0, 0.7, 0.9], altitude_min=[0.01, 2.5], altitude_max=[0.5, 2.5, 5.0],
-    gate_width=[0.0, 0.5, 1.0], gate_height=[0.01, 1.0, 2.0], min_gate_spacing=[0.1, 2.0, 2.5],
-    max_turn=[1.0, 1.5, 3.1], max_climb=[0.3, 0.5, 5.0], start_clearance=[0.05, 1.5, 2.0],
+GATES = dict(  # the ends of the ranges with the other fields at their defaults, and past them
+    size=[4.0, 7.2, 7.3, 8.0, 100.0], num_gates=[3, 4, 5, 6, 7, 8, 9, 12], radius_jitter=[0.0, 0.5, 0.9],
+    angle_jitter=[0.0, 0.55, 0.7, 0.9], altitude_min=[0.01, 2.5], altitude_max=[0.5, 2.5, 3.6, 5.0],
+    gate_width=[0.0, 0.5, 0.66, 1.0], gate_height=[0.01, 0.93, 1.0, 2.0], min_gate_spacing=[0.1, 1.87, 2.0, 2.5],
+    max_turn=[1.0, 1.5, 1.685, 3.1], max_climb=[0.3, 0.5, 0.65, 5.0], start_clearance=[0.05, 1.1, 1.5, 2.0],
     ground_clearance=[0.0, 2.0], max_retries=[0, 2, 64],
 )
 

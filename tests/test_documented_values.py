@@ -34,16 +34,21 @@ TRACK_CASES = [
     dict(radius_jitter=0.7, angle_jitter=0.3, size=4.0, num_control_points=5),
 ]
 
-GATE_CASES = [
-    dict(size=7.0), dict(size=100.0),
-    dict(num_gates=4, max_turn=2.0), dict(num_gates=5), dict(num_gates=8), dict(num_gates=3, max_turn=2.6),
-    dict(radius_jitter=0.0), dict(radius_jitter=0.5), dict(angle_jitter=0.0), dict(angle_jitter=0.7),
-    dict(altitude_min=0.01), dict(altitude_min=2.5), dict(altitude_max=0.5),
-    dict(gate_width=0.5), dict(gate_height=1.0), dict(min_gate_spacing=0.1), dict(min_gate_spacing=2.0),
-    dict(max_turn=1.5), dict(max_turn=3.1), dict(max_climb=0.5), dict(max_climb=5.0),
-    dict(start_clearance=0.05), dict(start_clearance=1.5), dict(ground_clearance=0.0), dict(ground_clearance=2.0),
+GATE_CASES = [  # the ends of each range with the other fields at their defaults (GateGenConfig's docstring)
+    dict(size=7.3), dict(size=100.0),
+    dict(num_gates=3, max_turn=2.8), dict(num_gates=4, max_turn=2.25), dict(num_gates=5, max_turn=1.95),
+    dict(num_gates=6, max_turn=1.8), dict(num_gates=12, size=14.4), dict(num_gates=64, size=150.0, radius_jitter=0.0),
+    dict(radius_jitter=0.0), dict(radius_jitter=0.5), dict(angle_jitter=0.0), dict(angle_jitter=0.55),
+    dict(altitude_min=0.01), dict(altitude_min=2.5), dict(altitude_max=0.5), dict(altitude_max=3.6),
+    dict(gate_width=0.66), dict(gate_height=0.93), dict(min_gate_spacing=0.1), dict(min_gate_spacing=1.87),
+    dict(max_turn=1.685), dict(max_turn=3.1), dict(max_climb=0.65), dict(max_climb=5.0),
+    dict(start_clearance=0.05), dict(start_clearance=1.1), dict(ground_clearance=0.0), dict(ground_clearance=2.0),
     dict(max_retries=2), dict(max_retries=64),
-    dict(radius_jitter=0.5, angle_jitter=0.7),
+    # several fields at their joint bounds together
+    dict(radius_jitter=0.5, angle_jitter=0.7, max_turn=1.95, size=8.6),
+    dict(size=7.3, max_climb=0.75, start_clearance=1.0, min_gate_spacing=1.6),
+    dict(gate_width=0.6, min_gate_spacing=1.7, max_turn=1.7, altitude_max=3.4),
+    dict(num_gates=4, max_turn=2.25, size=6.0, start_clearance=1.5, max_climb=0.6, altitude_max=2.6),
 ]
 
 
@@ -89,8 +94,10 @@ def test_construction_warns_once_with_the_measured_valid_rate():
 
 
 def test_the_warning_counts_the_valid_envs():
-    # 10 gates 1.5 m apart fit a 5 m disc only sometimes
+    # a live size drawn below the config's range: 7 gates 1.5 m apart fit a 4-6 m disc only sometimes
+    spec = presets.gates(num_envs=64, device="cpu").with_randomize({"layout.size": (4.0, 6.0)})
     with pytest.warns(UserWarning, match=r"only \d+ of 64 envs \(\d+\.\d%\)") as record:
-        gen = GateGenerator(GateGenConfig(num_envs=64, device="cpu", size=5.0, num_gates=10), seeds=0)
+        gen = GateGenerator(spec, seeds=0)
     valid = int(np.count_nonzero(gen.result.valid.numpy()))
+    assert 0 < valid < 64
     assert f"only {valid} of 64 envs ({100 * valid / 64:.1f}%)" in str(record[0].message)

@@ -204,21 +204,35 @@ def check_geometry(gen):
         assert ds.min() >= cfg.start_clearance * (1 - 1e-3)
 
 
-@pytest.mark.filterwarnings("ignore:only .* hold a valid gates course")  # geometry of the valid envs only
+def _least(field, kwargs, lo, hi):
+    """The least value of ``field`` in [lo, hi] that GateGenConfig accepts with ``kwargs`` (bisection)."""
+    def accepted(v):
+        try:
+            GateGenConfig(device="cpu", **{**kwargs, field: v})
+            return True
+        except ValueError:
+            return False
+    assert accepted(hi)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if accepted(mid) else (mid, hi)
+    return hi
+
+
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**40), size=st.floats(5.0, 20.0), num_gates=st.integers(4, 10),
-       width=st.floats(0.05, 0.6), height=st.floats(0.05, 0.6), spacing=st.floats(0.5, 2.0),
-       jitter=st.floats(0.0, 0.5), alt_min=st.floats(0.1, 1.5), alt_span=st.floats(0.0, 2.0),
-       ground=st.floats(0.0, 0.5), climb=st.floats(0.3, 2.0), turn=st.floats(1.0, 3.0))
-def test_geometry_holds_on_every_valid_env(seed, size, num_gates, width, height, spacing, jitter, alt_min, alt_span,
-                                           ground, climb, turn):
-    alt_max = max(alt_min + alt_span, ground + height / 2)
-    turn = max(turn, 1.05 * 2 * math.pi / num_gates)  # a closed loop turns by 2 pi in all
-    spec = presets.gates(num_envs=16, device="cpu", size=size, num_gates=num_gates, gate_width=width,
-                         gate_height=height, min_gate_spacing=spacing, radius_jitter=jitter, angle_jitter=jitter,
-                         altitude_min=alt_min, altitude_max=alt_max, ground_clearance=ground, max_climb=climb,
-                         max_turn=turn)
-    check_geometry(GateGenerator(spec, seeds=seed))
+@given(seed=st.integers(0, 2**40), num_gates=st.integers(3, 12), width=st.floats(0.05, 0.6),
+       height=st.floats(0.05, 0.6), spacing=st.floats(0.5, 2.0), jitter=st.floats(0.0, 0.5),
+       alt_min=st.floats(0.1, 1.5), alt_span=st.floats(0.0, 2.0), ground=st.floats(0.0, 0.5),
+       climb=st.floats(0.3, 2.0), size_over=st.floats(1.0, 2.0), turn_over=st.floats(0.0, 1.0))
+def test_geometry_holds_on_every_valid_env(seed, num_gates, width, height, spacing, jitter, alt_min, alt_span, ground,
+                                           climb, size_over, turn_over):
+    # every drawn config is in the documented ranges: the least max_turn and size that fit, or more
+    kw = dict(num_gates=num_gates, gate_width=width, gate_height=height, min_gate_spacing=spacing,
+              radius_jitter=jitter, angle_jitter=jitter, altitude_min=alt_min,
+              altitude_max=max(alt_min + alt_span, ground + height / 2), ground_clearance=ground, max_climb=climb)
+    kw["max_turn"] = min(_least("max_turn", {**kw, "size": 1e4}, 0.05, 3.1) + turn_over, 3.1)
+    kw["size"] = size_over * _least("size", kw, 0.1, 1e4)
+    check_geometry(GateGenerator(presets.gates(num_envs=16, device="cpu", **kw), seeds=seed))
 
 
 def test_valid_rate_at_defaults():
@@ -236,9 +250,10 @@ def test_default_course_is_micro_drone_scale():
 
 
 def test_impossible_config_marks_envs_invalid_without_crashing():
-    # 10 gates in a 3 m disc cannot be 1.5 m apart: every attempt fails the spacing check
+    # a live size past the config's range: 7 gates in a 3 m disc cannot be 1.5 m apart
+    spec = gates(8, max_retries=2).with_randomize({"layout.size": (3.0, 3.0)})
     with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid gates course"):
-        gen = GateGenerator(gates(8, size=3.0, num_gates=10, max_retries=2), seeds=0)
+        gen = GateGenerator(spec, seeds=0)
     r = gen.result
     assert r.valid.numpy().sum() == 0
     assert all(np.all(np.isfinite(getattr(r, f).numpy())) for f in FIELDS)
@@ -312,6 +327,23 @@ def test_config_defaults_and_spec():
     (dict(num_gates=3), ValueError, r"max_turn must be > 2 pi / num_gates = 2.0944 rad .*got 1.75"),
     (dict(num_gates=8, max_turn=0.785), ValueError, "a closed loop of 8 gates turns by 2 pi"),
     (dict(device="tpu:0"), ValueError, "device must be one of"),
+    # combinations whose courses would rarely pass the checks (the fit rules)
+    (dict(size=4.0), ValueError, r"the mean leg size \* sin\(pi / num_gates\) \* \(1 - radius_jitter / 2\) \* "
+     r"\(1 - angle_jitter / 2\) = 1.07603 m must be >= 1.15 \* max\(min_gate_spacing, 2 \* hypot\(gate_width, "
+     r"gate_height\)\) = 1.725 m .*got size=4.0, num_gates=7, min_gate_spacing=1.5"),
+    (dict(num_gates=12), ValueError, r"mean leg .* = 1.28374 m must be >= 1.15 .*got size=8.0, num_gates=12"),
+    (dict(min_gate_spacing=2.5), ValueError, r"= 2.875 m .*min_gate_spacing=2.5"),
+    (dict(gate_width=1.0), ValueError,
+     r"hypot\(gate_width, gate_height\)\) = 3.25269 m .*gate_width=1.0, gate_height=1.0"),
+    (dict(gate_height=2.0), ValueError, r"= 4.6 m .*gate_height=2.0"),
+    (dict(start_clearance=2.0), ValueError, r"size \* sin\(pi / num_gates\) \* \(1 - radius_jitter / 2\) = 2.69008 m "
+     r"must be >= 1.35 \* 2 \* start_clearance \* cos\(pi / num_gates\) = 4.86523 m .*got start_clearance=2.0"),
+    (dict(max_climb=0.3), ValueError,
+     r"altitude range .* = 2 m must be <= max_climb \* .* = 0.931689 m .*max_climb=0.3"),
+    (dict(altitude_max=5.0), ValueError, r"altitude range .* = 4.5 m must be <= .* = 3.10563 m .*altitude_max=5.0"),
+    (dict(max_turn=1.0), ValueError, r"max_turn must be >= 2 pi / num_gates \+ 0.003 \+ 1.2 \* radius_jitter / "
+     r"\(2 pi / num_gates\) \+ 0.5 \* angle_jitter \* 2 pi / num_gates = 1.68172 rad .*got max_turn=1.0, num_gates=7"),
+    (dict(num_gates=4), ValueError, r"= 2.23173 rad .*got max_turn=1.75, num_gates=4, radius_jitter=0.45"),
 ])
 def test_bad_config_values_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -10,10 +10,12 @@ from trackgen_env.pipeline import presets
 from trackgen_env.types import CheckpointSet, Contacts, CourseLine
 
 W, H, R = 0.1, 0.1, 0.02  # the spec's gate width, a square opening, the spec's post radius
+NO_FIT = {"layout.size": (3.0, 3.0)}  # a live size past the config's fit rules: no course fits
 
 
-def make(num_envs=4, device="cpu", *components, seeds=1, **kwargs):
-    gen = GateGenerator(presets.gates(num_envs=num_envs, device=device, gate_width=W, **kwargs), seeds=seeds)
+def make(num_envs=4, device="cpu", *components, seeds=1, randomize=None, **kwargs):
+    spec = presets.gates(num_envs=num_envs, device=device, gate_width=W, **kwargs)
+    gen = GateGenerator(spec.with_randomize(randomize) if randomize else spec, seeds=seeds)
     ctx = tools.ComponentContext(gen)
     for c in components:
         ctx.add(c)
@@ -73,8 +75,8 @@ def test_masked_on_generate_leaves_unmasked_rows_bit_identical():
 
 def test_invalid_env_has_no_checkpoints_and_no_course_line():
     cps, line = tools.GateCheckpoints(), tools.CenterlineFromGates()
-    with pytest.warns(UserWarning, match="only 0 of 2 envs"):  # 10 gates 1.5 m apart do not fit in 3 m
-        gen, _ = make(2, "cpu", cps, line, size=3.0, num_gates=10, max_retries=2)
+    with pytest.warns(UserWarning, match="only 0 of 2 envs"):  # a live 3 m disc: 7 gates 1.5 m apart do not fit
+        gen, _ = make(2, "cpu", cps, line, randomize=NO_FIT, max_retries=2)
     assert not gen.result.valid.numpy().any()
     assert not cps.result.num_checkpoints.numpy().any() and not line.result.num_points.numpy().any()
     assert np.all(np.isfinite(line.result.centerline.numpy()))
@@ -238,7 +240,7 @@ def test_post_touch_is_a_hit_and_clear_flight_is_not(device):
 def test_disc_collision_ignores_the_ground_and_flags_invalid_envs():
     disc = tools.DiscCollision(R)
     with pytest.warns(UserWarning, match="only 0 of 2 envs"):
-        _, ctx = make(2, "cpu", disc, size=3.0, num_gates=10, max_retries=2)
+        _, ctx = make(2, "cpu", disc, randomize=NO_FIT, max_retries=2)
     hit, dist = _step(disc, ctx, position=vec3s([[0, 0, 1], [0, 0, 1]]))
     assert hit.tolist() == [1, 1] and dist.tolist() == [0.0, 0.0]  # no course: an invalid env
     disc2 = tools.DiscCollision(R)

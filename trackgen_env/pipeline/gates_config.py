@@ -18,6 +18,17 @@ GATE_STAGES = ("layout", "gate_frames", "checks")
 # the spec's micro-drone example (``presets.gates(..., gate_width=0.1)``).
 DEFAULT_GATE_HEIGHT = 0.1
 
+# Fit rules of a procedural course (GateGenConfig._check_fit), from a Monte-Carlo sweep of
+# the checks over num_gates 3..64 and the jitter ranges: at a bound about half or more of the
+# first draws still pass that check, so with the default 8 retries >= 99 % of envs are valid;
+# the defaults meet each rule (the start and turn rules with little room).
+FIT_SPACING = 1.15  # mean leg / required spacing
+FIT_START = 1.35  # size sin(pi / n) (1 - radius_jitter / 2) / the regular loop's bound 2 start_clearance cos(pi / n)
+FIT_CLIMB = 0.5  # least share of first draws whose every leg climbs within max_climb (uniform altitudes)
+FIT_TURN_RADIAL = 1.2  # [rad] turn added per radius_jitter, times the angular step
+FIT_TURN_ANGLE = 0.5  # turn added per angle_jitter, as a fraction of the angular step
+FIT_TURN_MARGIN = 0.003  # [rad] headroom over the regular loop's turn (float32 positions)
+
 
 @dataclass(frozen=True)
 class GateGenConfig:
@@ -52,40 +63,71 @@ class GateGenConfig:
     2-3 m apart in an 8 m disc, 0.5-2.5 m high; about 88 % of first draws pass the checks,
     so with 8 retries practically every env is valid.
 
-    The fields that set a course's scale and the checks bound each other (more gates, wider
-    spacing or openings, a longer start leg or a smaller turn need a larger disc; a higher
-    altitude range needs a larger climb): a value that fits with the other fields at their
-    defaults yields >= 99 % valid envs in the ranges below (a test measures it), a
-    combination that fits rarely is not refused but warned about when the generator is
-    built (``UserWarning`` with the measured valid rate). A loop that cannot close within
-    ``max_turn`` (``max_turn <= 2 pi / num_gates``) is refused.
+    The fields that set a course's scale and the checks bound each other, so a procedural
+    config is refused (``ValueError`` naming the fields, the bound and the values received)
+    unless it meets the fit rules below, where ``leg = size * sin(pi / num_gates) * (1 -
+    radius_jitter / 2) * (1 - angle_jitter / 2)`` is the typical leg (the regular loop's
+    chord shortened by half of each jitter) and ``step = 2 pi / num_gates``:
+
+    * spacing: ``leg >= 1.15 * max(min_gate_spacing, 2 * hypot(gate_width, gate_height))``;
+    * start: ``size * sin(pi / num_gates) * (1 - radius_jitter / 2) >= 1.35 * 2 *
+      start_clearance * cos(pi / num_gates)`` (in the regular loop the start is
+      ``start_clearance`` from the last gate where the chord is ``2 start_clearance cos(pi / n)``);
+    * climb: the drawn altitude range ``altitude_max - max(altitude_min, ground_clearance +
+      gate_height / 2) <= max_climb * leg / t`` with ``t = 1 - sqrt(1 - 0.5 ** (1 /
+      num_gates))`` (two uniform altitudes differ by at most ``t`` of the range with
+      probability ``1 - (1 - t)^2``: every leg then climbs within ``max_climb`` in about half
+      of the first draws);
+    * turn: ``max_turn >= step + 0.003 + 1.2 * radius_jitter / step + 0.5 * angle_jitter * step``
+      (the regular loop's turn plus what the jitters add).
+
+    The constants come from a Monte-Carlo sweep of the checks (``benchmarks/valid_rates.py``
+    measures the valid rates): with the default 8 retries, values that meet the rules yield
+    >= 99 % valid envs at the ends of the ranges below and at several joint bounds (a test
+    measures them); with ``size`` and ``max_turn`` both at their least at once, about 1
+    config in 10 falls to 80-98 % (most with 10 or more gates and ``radius_jitter >=
+    0.25``: the turn rule is the least exact). The defaults meet each rule,
+    the start and turn rules with little room: with the other fields at their defaults the
+    ranges are the ones given below. Live parameters (``"layout.size"``, ...) set or drawn
+    after construction are not checked against the rules: a first generation below 90 %
+    valid warns (``UserWarning`` with the measured valid rate).
 
     Attributes:
         num_envs: number of envs ``E`` (>= 1).
         device: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
-        size: [m] diameter of the disc the gate centres lie in, > 0; >= 7 m with the other
-            defaults (dynamic: ``"layout.size"``).
+        size: [m] diameter of the disc the gate centres lie in, > 0 and meeting the fit rules:
+            >= 7.24 m with the other defaults (dynamic: ``"layout.size"``).
         num_gates: gates per course, in [3, 64], with ``max_turn > 2 pi / num_gates`` (a
-            closed loop turns by 2 pi in all: a loop of 3 needs ``max_turn > 2.09``); 4 to 8
-            with the other defaults (more need a larger ``size``).
+            closed loop turns by 2 pi in all) and the fit rules: 7 with the other defaults;
+            3 needs ``max_turn >= 2.78``, 4 ``>= 2.24``, 5 ``>= 1.95``, 6 ``>= 1.78``; 8
+            needs ``size >= 9.3``, 12 ``size >= 14.4``.
         radius_jitter: fraction in [0, 0.5] of the radius drawn away (``"layout.radius_jitter"``).
         angle_jitter: fraction in [0, 0.7] of the angular step drawn around each gate's
-            nominal angle (``"layout.angle_jitter"``); below 1 the gates stay in loop order.
+            nominal angle (``"layout.angle_jitter"``); below 1 the gates stay in loop order;
+            [0, 0.55] with the other defaults (the turn rule).
         altitude_min, altitude_max: [m] range of the gate centres' altitude, ``0 <
-            altitude_min <= altitude_max`` (``"layout.altitude_min"``, ``"layout.altitude_max"``).
-        gate_width: [m] width of each opening, >= 0 (``"gate_frames.gate_width"``). 0 is
+            altitude_min <= altitude_max``, its width bounded by the climb rule: ``altitude_max
+            <= 3.6`` with the other defaults (``"layout.altitude_min"``, ``"layout.altitude_max"``).
+        gate_width: [m] width of each opening, >= 0 (``"gate_frames.gate_width"``); <= 0.66
+            with the other defaults (the spacing rule: a square opening). 0 is
             allowed here (``presets.gates`` defaults to it) but ``Course.gates`` refuses it:
             a width-0 gate can never be passed.
-        gate_height: [m] height of each opening, > 0 (``"gate_frames.gate_height"``).
+        gate_height: [m] height of each opening, > 0 (``"gate_frames.gate_height"``); <= 0.93
+            with the other defaults (the spacing rule).
             Default None: a square opening (``gate_width``), or 0.1 m when ``gate_width`` is 0.
-        min_gate_spacing: [m] minimum horizontal distance between gate centres (> 0).
-        max_turn: [rad] largest heading change between consecutive legs, in (0, pi) (dynamic: ``"layout.max_turn"``).
-        max_climb: largest slope of a leg (rise over horizontal run, > 0).
+        min_gate_spacing: [m] minimum horizontal distance between gate centres (> 0); <= 1.87
+            with the other defaults (the spacing rule).
+        max_turn: [rad] largest heading change between consecutive legs, in (0, pi); >= 1.682
+            with the other defaults (the turn rule); dynamic: ``"layout.max_turn"``.
+        max_climb: largest slope of a leg (rise over horizontal run, > 0); >= 0.65 with the
+            other defaults (the climb rule).
         start_clearance: [m] distance from the start position to gate 0, and the least
-            horizontal distance from it to any gate (> 0).
+            horizontal distance from it to any gate (> 0); <= 1.1 with the other defaults
+            (the start rule).
         ground_clearance: [m] least height of a gate's bottom edge above the ground (>= 0).
         max_retries: extra attempts for an env whose draw is rejected, in [2, 64] (about 88 %
-            of first draws pass at the defaults: fewer retries leave envs invalid); a
+            of first draws pass at the defaults: fewer retries leave envs invalid; the fit
+            rules assume the default 8: at a joint bound about half the draws pass); a
             ``"layout"`` source draws nothing and may take 0.
         source: ``"procedural"`` (default) or ``"layout"``: every env flies the gates written
             into the generator inputs ``"gates.pose"`` (``[E, num_gates]`` ``wp.transform``:
@@ -95,11 +137,12 @@ class GateGenConfig:
             capacity; the layout, size, altitude and check fields are not used (a given
             layout is flown as it is, as a real circuit is driven with its crossings), but
             ``gate_width`` / ``gate_height`` are the openings and ``start_clearance`` places
-            the start.
+            the start; the fit rules do not apply.
 
     Raises:
-        TypeError / ValueError: on construction, for a field of the wrong type or range
-            (the message says what was expected and what was received).
+        TypeError / ValueError: on construction, for a field of the wrong type or range, or
+            a procedural combination that breaks a fit rule (the message says what was
+            expected and what was received).
     """
 
     num_envs: int = 1
@@ -157,6 +200,61 @@ class GateGenConfig:
             raise ValueError(
                 f"altitude_max must be >= ground_clearance + gate_height / 2 = {lowest} "
                 f"(the gate's bottom edge must clear the ground), got {self.altitude_max}"
+            )
+        if procedural:
+            self._check_fit()
+
+    def _check_fit(self) -> None:
+        """Refuse a combination of fields whose courses would rarely pass the checks (the
+        bounds, measured in ``benchmarks/valid_rates.py``, keep >= 99 % of envs valid)."""
+        n = self.num_gates
+        # the typical leg: the regular loop's chord shortened by half of each jitter
+        leg = self.size * math.sin(math.pi / n) * (1.0 - 0.5 * self.radius_jitter) * (1.0 - 0.5 * self.angle_jitter)
+        leg_formula = "size * sin(pi / num_gates) * (1 - radius_jitter / 2) * (1 - angle_jitter / 2)"
+        what = f"the mean leg {leg_formula} = {leg:.6g} m"
+        spacing = max(self.min_gate_spacing, 2.0 * math.hypot(self.gate_width, self.gate_height))
+        if leg < FIT_SPACING * spacing:
+            raise ValueError(
+                f"{what} must be >= {FIT_SPACING} * max(min_gate_spacing, 2 * hypot(gate_width, gate_height)) = "
+                f"{FIT_SPACING * spacing:.6g} m (gates that far apart rarely fit: raise size, or lower num_gates, "
+                f"the jitters, min_gate_spacing or the openings), got size={self.size}, num_gates={n}, "
+                f"min_gate_spacing={self.min_gate_spacing}, gate_width={self.gate_width}, "
+                f"gate_height={self.gate_height}"
+            )
+        # the start sits start_clearance behind gate 0 along its normal: in the regular loop of
+        # chord c the last gate is start_clearance from it where c = 2 start_clearance cos(pi / n)
+        chord = self.size * math.sin(math.pi / n) * (1.0 - 0.5 * self.radius_jitter)
+        start = 2.0 * self.start_clearance * math.cos(math.pi / n)
+        if chord < FIT_START * start:
+            raise ValueError(
+                f"size * sin(pi / num_gates) * (1 - radius_jitter / 2) = {chord:.6g} m must be >= {FIT_START} * 2 * "
+                f"start_clearance * cos(pi / num_gates) = {FIT_START * start:.6g} m (the start, start_clearance behind "
+                f"gate 0, must stay start_clearance from the last gate: lower start_clearance or raise size), got "
+                f"start_clearance={self.start_clearance}, size={self.size}, num_gates={n}"
+            )
+        # climb: two uniform altitudes in a range ``span`` differ by at most ``t * span`` with
+        # probability 1 - (1 - t)^2; all n legs pass with probability FIT_CLIMB where t is
+        span = self.altitude_max - max(self.altitude_min, self.ground_clearance + 0.5 * self.gate_height)
+        share = 1.0 - math.sqrt(1.0 - FIT_CLIMB ** (1.0 / n))
+        if span * share > self.max_climb * leg:
+            raise ValueError(
+                f"the drawn altitude range altitude_max - max(altitude_min, ground_clearance + gate_height / 2) = "
+                f"{span:.6g} m must be <= max_climb * {leg_formula} / (1 - sqrt(1 - {FIT_CLIMB} ** (1 / num_gates))) "
+                f"= {self.max_climb * leg / share:.6g} m (legs that short rarely climb it: narrow the altitude range "
+                f"or raise max_climb or size), got altitude_min={self.altitude_min}, altitude_max={self.altitude_max}, "
+                f"max_climb={self.max_climb}"
+            )
+        step = 2.0 * math.pi / n
+        turn = (step + FIT_TURN_MARGIN + FIT_TURN_RADIAL * self.radius_jitter / step
+                + FIT_TURN_ANGLE * self.angle_jitter * step)
+        if self.max_turn < turn:
+            raise ValueError(
+                f"max_turn must be >= 2 pi / num_gates + {FIT_TURN_MARGIN} + {FIT_TURN_RADIAL} * radius_jitter / "
+                f"(2 pi / num_gates) + "
+                f"{FIT_TURN_ANGLE} * angle_jitter * 2 pi / num_gates = {turn:.6g} rad (the regular loop's turn and "
+                f"what the jitters add to it: raise max_turn, or lower the jitters or num_gates), got "
+                f"max_turn={self.max_turn}, num_gates={n}, radius_jitter={self.radius_jitter}, "
+                f"angle_jitter={self.angle_jitter}"
             )
 
     def to_spec(self) -> PipelineSpec:
