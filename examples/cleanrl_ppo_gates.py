@@ -241,7 +241,8 @@ def main(argv=None) -> dict:
     """Train; returns the last minibatch's losses and the per-iteration episode statistics."""
     args = parse_args(argv)
     args.batch_size = int(args.num_envs * args.num_steps)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    # at least one iteration: a total below one batch still trains (and logs) once
+    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     writer = None
     if args.track is not None:

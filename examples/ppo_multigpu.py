@@ -246,7 +246,8 @@ def main(argv=None) -> None:
     env_device = f"cuda:{local_rank}" if use_cuda else "cpu"
 
     args.batch_size = int(args.num_envs * args.num_steps)
-    args.num_iterations = args.total_timesteps // (args.batch_size * world_size)
+    # at least one iteration: a total below one batch still trains (and logs) once
+    args.num_iterations = max(1, args.total_timesteps // (args.batch_size * world_size))
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     writer = None
     if rank == 0 and args.track is not None:

@@ -11,6 +11,8 @@ from trackgen_env.__main__ import main
     (["--track-csv", "/nonexistent.csv"], "no centreline CSV"),
     (["--env", "gates", "--track-csv", "x.csv"], "does not apply to --env gates"),
     (["--num-envs", "0"], "--num-envs must be >= 1"),
+    (["--num-envs", "100000000"], "needs an estimated"),
+    (["--env", "gates", "--num-envs", "100000000"], "needs an estimated"),
 ])
 def test_bad_demo_arguments_get_one_line_and_status_2(args, message, capsys, tmp_path):
     assert main(["demo", "--steps", "2", "--no-progress", "--out", str(tmp_path), *args]) == 2

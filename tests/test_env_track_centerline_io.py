@@ -188,3 +188,18 @@ def test_an_open_polyline_warns_that_it_is_closed_by_a_chord(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_centerline(_circle())
+
+
+def test_an_open_polyline_warns_once_from_the_csv_to_the_env(tmp_path):
+    """The loader, the env and the generator all check a loaded CSV: one warning, not three."""
+    import warnings
+
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    a = np.linspace(0, 1.4 * np.pi, 70)  # another polyline than the test above (one warning per polyline)
+    rows = np.stack([50 * np.cos(a), 50 * np.sin(a), np.full(70, 4.0), np.full(70, 4.0)], axis=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = load_centerline_csv(_write(tmp_path / "open2.csv", rows))
+        TrackVectorEnv(1, "cpu", centerline=data, car="full", capture=False).close()
+    assert sum("closed by a straight chord" in str(w.message) for w in caught) == 1

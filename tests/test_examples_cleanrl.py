@@ -132,3 +132,12 @@ def test_cleanrl_ppo_track_refuses_an_env_without_next_step_autoreset(monkeypatc
     )
     with pytest.raises(AssertionError, match="SAME_STEP|SameStep"):
         module.main(TINY)
+
+
+@pytest.mark.parametrize("example", ["cleanrl_ppo_track", "cleanrl_ppo_gates"])
+def test_a_total_below_one_batch_trains_one_iteration(example):
+    """``--total-timesteps`` smaller than one batch (num_envs x num_steps) still runs one iteration."""
+    argv = [a if a != "128" else "10" for a in TINY]
+    result = load_example(example).main(argv)
+    assert finite_losses(result)
+    assert [h["global_step"] for h in result["history"]] == [64]

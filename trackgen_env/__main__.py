@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
             return 2
-    if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.train)
+    if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.integrations.train)
         print(f"error: --seed must be a non-negative int (>= 0), got {args.seed}", file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo" and args.env == "track" and args.gates_file:
         print("error: --gates-file flies a race layout with the gates env; add --env gates", file=sys.stderr)
         return 2
-    # bad values (a device, a seed, a CSV file, an output folder) get one line, not a traceback
+    # bad values (a device, a seed, a CSV file, an output folder, a num_envs too large for the
+    # memory) get one line, not a traceback
     try:
         if args.command == "train":
             return _train(args)
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(args.out, exist_ok=True)  # before the simulation, not after it
         demo = importlib.import_module(f"trackgen_env.demos.{args.env}")
         return int(demo.run(args) or 0)
-    except (ValueError, OSError, ImportError) as exc:
+    except (ValueError, OSError, ImportError, MemoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -13,6 +13,7 @@ and ``"centerline.count"`` (``[E]`` int32); :func:`write_centerline` writes both
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 
@@ -55,6 +56,19 @@ def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
     return check_centerline(data, name=path)
 
 
+_WARNED_OPEN: set[bytes] = set()
+
+
+def _first_time(data: np.ndarray) -> bool:
+    """Whether this polyline's open-chord warning is new: a loaded CSV is checked again by
+    the env and by the generator it builds, and one warning per polyline is enough."""
+    key = hashlib.sha1(np.ascontiguousarray(data).tobytes()).digest()
+    if key in _WARNED_OPEN:
+        return False
+    _WARNED_OPEN.add(key)
+    return True
+
+
 def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     """Check a closed centreline and return it as ``[N, 4]`` float64.
 
@@ -67,7 +81,8 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
 
     Warns:
         UserWarning: the closing chord from the last row to the first is over 5 times the
-            median spacing of the points (an open polyline, closed here by a straight chord).
+            median spacing of the points (an open polyline, closed here by a straight chord);
+            once per polyline and process.
 
     Raises:
         ValueError: a failed check, naming the row and what was expected.
@@ -113,7 +128,7 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
             f"retraces itself, expected a loop that goes round once: a bridge may cross, not run along)"
         )
     spacing = float(np.median(seg[:-1]))
-    if seg[-1] > OPEN_GAP_RATIO * spacing:
+    if seg[-1] > OPEN_GAP_RATIO * spacing and _first_time(data):
         warnings.warn(
             f"{name}: the last row is {seg[-1]:.6g} m from the first, {seg[-1] / spacing:.1f} times the median "
             f"spacing of the points ({spacing:.6g} m): an open polyline? It is closed by a straight chord",
