@@ -22,7 +22,7 @@ TRACK = dict(
     size=[3.0, 4.0, 10.0, 100.0], width=[0.01, 0.8, 1.3, 2.0, 3.0],
     point_spacing=[0.01, 0.1, 3.0, 10.0], num_control_points=[5, 12, 20, 64],
     radius_jitter=[0.0, 0.7, 0.9], angle_jitter=[0.0, 0.3, 0.45], elevation=[0.0, 2.0, 10.0],
-    max_loop_length=[20.0, 31.5, 40.0], min_turn_radius_factor=[1.0, 3.0, 5.75, 10.0], max_retries=[0, 8, 64],
+    max_loop_length=[20.0, 31.5, 40.0], min_turn_radius_factor=[1.0, 3.0, 5.75, 10.0], max_retries=[0, 8, 12, 64],
 )
 GATES = dict(  # the ends of the ranges with the other fields at their defaults, and past them
     size=[4.0, 7.2, 7.3, 8.0, 100.0], num_gates=[3, 4, 5, 6, 7, 8, 9, 12], radius_jitter=[0.0, 0.5, 0.9],

@@ -24,12 +24,13 @@ TRACK_CASES = [
     dict(radius_jitter=0.0), dict(radius_jitter=0.7), dict(angle_jitter=0.0), dict(angle_jitter=0.3),
     dict(elevation=2.0), dict(max_loop_length=math.pi * 10.0),
     dict(min_turn_radius_factor=1.0), dict(min_turn_radius_factor=5.75),
-    dict(max_retries=8), dict(max_retries=64),
+    dict(max_retries=12), dict(max_retries=64),
     # the extremes together
     dict(radius_jitter=0.7, angle_jitter=0.3),
     dict(radius_jitter=0.7, angle_jitter=0.3, width=2.0),
     dict(radius_jitter=0.7, angle_jitter=0.3, num_control_points=20),
-    dict(radius_jitter=0.7, angle_jitter=0.3, num_control_points=20, max_retries=8),
+    dict(radius_jitter=0.7, angle_jitter=0.3, num_control_points=20, max_retries=12),
+    dict(radius_jitter=0.7, angle_jitter=0.3, num_control_points=20, width=2.0, max_retries=12),
     dict(radius_jitter=0.7, angle_jitter=0.3, min_turn_radius_factor=5.75),
     dict(radius_jitter=0.7, angle_jitter=0.3, size=4.0, num_control_points=5),
 ]

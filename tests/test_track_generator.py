@@ -182,7 +182,7 @@ def test_params_write_in_place_and_regenerate_uses_them():
     (dict(num_control_points=3), ValueError), (dict(radius_jitter=1.5), ValueError), (dict(device="tpu:0"), ValueError),
     (dict(source="file"), ValueError), (dict(max_retries=-1), ValueError), (dict(size="10"), TypeError),
     (dict(width=2.01), ValueError), (dict(size=3.0), ValueError), (dict(num_control_points=21), ValueError),
-    (dict(radius_jitter=0.71), ValueError), (dict(angle_jitter=0.31), ValueError), (dict(max_retries=7), ValueError),
+    (dict(radius_jitter=0.71), ValueError), (dict(angle_jitter=0.31), ValueError), (dict(max_retries=11), ValueError),
     (dict(elevation=2.1), ValueError), (dict(max_loop_length=31.0), ValueError), (dict(point_spacing=10.0), ValueError),
     (dict(min_turn_radius_factor=6.0), ValueError),
 ])

@@ -58,9 +58,10 @@ class TrackGenConfig:
         min_turn_radius_factor: a track is accepted where its turn radius is >= this factor
             times its half width everywhere (>= 1: below 1 the inner band edge folds over;
             its upper bound is the width's).
-        max_retries: extra attempts for an env whose draw is rejected, in [8, 64] for a
-            procedural track (about 44 % of first draws pass: fewer retries leave envs
-            invalid); any value in [0, 64] for a given centreline, which draws nothing.
+        max_retries: extra attempts for an env whose draw is rejected, in [12, 64] for a
+            procedural track (about 44 % of first draws pass at the defaults, fewer at the
+            ends of the ranges together: with 8 retries the combined extremes measure 97.5 %
+            valid at 1000 envs, with 12 >= 99.7 %); any value in [0, 64] for a given centreline, which draws nothing.
         source: ``"procedural"`` (default) or ``"centerline"``: the track is the closed polyline
             written into the generator input ``"centerline.xy"`` (``[E, max_input_points]``
             vec4: x [m], y [m], width right [m], width left [m]) with ``"centerline.count"``
@@ -104,7 +105,7 @@ class TrackGenConfig:
         set_("angle_jitter", check_float("angle_jitter", self.angle_jitter, lo=0.0, hi=0.3))
         set_("elevation", check_float("elevation", self.elevation, lo=0.0))
         set_("min_turn_radius_factor", check_float("min_turn_radius_factor", self.min_turn_radius_factor, lo=1.0))
-        set_("max_retries", check_int("max_retries", self.max_retries, lo=8 if procedural else 0, hi=64))
+        set_("max_retries", check_int("max_retries", self.max_retries, lo=12 if procedural else 0, hi=64))
         if not procedural:
             set_("max_input_points", check_int("max_input_points", self.max_input_points, lo=3))
         if procedural:
