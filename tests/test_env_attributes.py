@@ -3,9 +3,11 @@ where the next call uses them; never silently ignored (issue 9, item 5)."""
 
 import dataclasses
 
+import gymnasium
 import numpy as np
 import pytest
 
+import trackgen_env  # noqa: F401  (registers the envs)
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
 from trackgen_env.envs.base import CourseVectorEnv
 
@@ -93,3 +95,50 @@ def test_new_attributes_and_gymnasium_bookkeeping_stay_settable():
     env.spec = None  # gymnasium.make_vec sets it after construction
     env.np_random = np.random.default_rng(0)
     assert env.my_note == 1
+
+
+# -- the single env (gymnasium.make): the vector env's attributes, live or read-only as there -------
+SINGLE = {TrackVectorEnv: "TrackGen-Track-v0", GatesVectorEnv: "TrackGen-Gates-v0"}
+_SINGLE_BUILT = {cls: gymnasium.make(env_id, device="cpu", seed=0).unwrapped for cls, env_id in SINGLE.items()}
+
+
+@pytest.mark.parametrize("cls, name", READ_ONLY, ids=[f"{SINGLE[c]}.{n}" for c, n in READ_ONLY])
+def test_the_single_env_refuses_every_read_only_attribute_of_its_vector_env(cls, name):
+    """Before the fix ``gymnasium.make(...).unwrapped.laps = 3`` was accepted and ignored."""
+    env = _SINGLE_BUILT[cls]
+    assert name in env.vector_env._frozen  # the one-env vector env freezes what the 2-env one does
+    before = getattr(env, name)
+    with pytest.raises(AttributeError, match=rf"{type(env).__name__}\.{name} is read-only"):
+        setattr(env, name, object())
+    with pytest.raises(AttributeError, match="read-only"):
+        delattr(env, name)
+    assert getattr(env, name) is before
+    if name in ("laps", "max_episode_steps", "car"):
+        assert before is getattr(env.vector_env, name)
+        with pytest.raises(AttributeError, match=rf"build a new env with {name}="):
+            setattr(env, name, None)
+
+
+@pytest.mark.parametrize("env_id", SINGLE.values())
+def test_the_single_env_passes_render_mode_and_render_size_to_its_vector_env(env_id):
+    env = gymnasium.make(env_id, device="cpu", seed=0, render_mode="rgb_array")
+    env.reset(seed=0)
+    single = env.unwrapped
+    assert env.render().shape == (256, 256, 3)
+    single.render_size = 64
+    assert single.vector_env.render_size == 64 and env.render().shape == (64, 64, 3)
+    with pytest.raises(ValueError, match="render_size must be in"):
+        single.render_size = 8
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        single.render_mode = "human"
+    assert single.render_size == 64 and single.render_mode == "rgb_array"
+    single.render_mode = None
+    assert single.vector_env.render_mode is None and env.render_mode is None
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+    env.close()
+    # and the other way: built without a render mode, one set afterwards renders
+    env = gymnasium.make(env_id, device="cpu", seed=0)
+    env.reset(seed=0)
+    env.unwrapped.render_mode = "rgb_array"
+    assert env.render().shape == (256, 256, 3)

@@ -19,10 +19,35 @@ def test_a_limit_outside_int32_or_below_one_is_refused(cls, name, value):
 
 
 @pytest.mark.parametrize("cls", ENVS)
-@pytest.mark.parametrize("name", ["max_episode_steps", "laps"])
-def test_a_limit_that_is_not_an_int_is_refused(cls, name):
-    with pytest.raises(TypeError, match=rf"{name} must be None \(no limit\) or an int, got float"):
-        cls(2, "cpu", seed=0, **{name: 10.0})
+@pytest.mark.parametrize("name, expected", [("max_episode_steps", r'None \(no limit\), an int or "auto"'),
+                                            ("laps", r"None \(no limit\) or an int")])
+@pytest.mark.parametrize("value", [10.0, "10", "x", "Auto", [10]])
+def test_a_limit_that_is_not_an_int_is_refused_with_the_same_type_error_in_both_envs(cls, name, expected, value):
+    """Before the fix ``max_episode_steps="10"`` was a TypeError on the track env but a ValueError on the gates env."""
+    with pytest.raises(TypeError, match=rf"{name} must be {expected}.*, got {type(value).__name__}"):
+        cls(2, "cpu", seed=0, **{name: value})
+
+
+def test_laps_takes_no_auto():
+    for cls in ENVS:
+        with pytest.raises(TypeError, match=r"laps must be None \(no limit\) or an int, got str 'auto'"):
+            cls(2, "cpu", seed=0, laps="auto")
+
+
+@pytest.mark.parametrize("cls, default", [(TrackVectorEnv, 1000), (GatesVectorEnv, 1500)])
+def test_auto_is_each_envs_own_default_step_limit(cls, default):
+    """Before the fix the track env refused ``max_episode_steps="auto"`` (TypeError)."""
+    assert cls(2, "cpu", seed=0).max_episode_steps == default
+    assert cls(2, "cpu", seed=0, max_episode_steps="auto").max_episode_steps == default
+
+
+def test_auto_truncates_the_track_env_at_its_default():
+    env = TrackVectorEnv(2, "cpu", seed=0, max_episode_steps="auto", autoreset_mode="Disabled")
+    env.reset(seed=0)
+    still = np.zeros(env.action_space.shape, np.float32)
+    for t in range(1, 1001):
+        *_, truncated, _ = env.step(still)
+        assert truncated.all() == (t == 1000)
 
 
 @pytest.mark.parametrize("cls", ENVS)

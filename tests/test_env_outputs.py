@@ -85,6 +85,46 @@ def test_torch_masked_reset_returns_views_and_the_reset_mask():
     assert info["_laps"].tolist() == [False, True] and info["_off_track"].dtype == torch.bool
 
 
+@pytest.mark.parametrize("cls, dim", [(TrackVectorEnv, 2), (GatesVectorEnv, 4)])
+def test_the_masked_reset_recipe_works_with_torch_outputs(cls, dim):
+    """``reset(options={"reset_mask": terminated | truncated})`` with torch outputs: before the fix a bool
+    tensor was refused (TypeError: must be a bool NumPy array, got Tensor)."""
+    env = cls(3, "cpu", seed=6, output="torch", autoreset_mode="Disabled", max_episode_steps=2)
+    ref = cls(3, "cpu", seed=6, autoreset_mode="Disabled", max_episode_steps=2)
+    env.reset()
+    ref.reset()
+    actions = np.zeros((3, dim), np.float32)
+    for _ in range(2):
+        _, _, terminated, truncated, _ = env.step(torch.from_numpy(actions))
+        ref.step(actions)
+    done = terminated | truncated
+    assert isinstance(done, torch.Tensor) and done.dtype == torch.bool and bool(done.all())
+    done[1] = False  # a real mask: env 1 stays where it ended
+    obs, info = env.reset(options={"reset_mask": done})
+    want, _ = ref.reset(options={"reset_mask": np.array([True, False, True])})
+    np.testing.assert_array_equal(obs.numpy(), want)
+    assert info["_laps"].tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("mask, error, match", [
+    (lambda: torch.tensor([1, 0, 1]), TypeError, r"bool NumPy array or a bool torch tensor, got torch.int64"),
+    (lambda: torch.tensor([1.0, 0.0, 1.0]), TypeError, r"bool NumPy array or a bool torch tensor, got torch.float32"),
+    (lambda: torch.tensor([True, False]), ValueError, r"shape \(3,\)"),
+    (lambda: torch.ones((3, 1), dtype=torch.bool), ValueError, r"shape \(3,\)"),
+    (lambda: torch.zeros(3, dtype=torch.bool), ValueError, "at least one True"),
+])
+def test_a_bad_torch_reset_mask_is_refused_and_the_env_unchanged(mask, error, match):
+    env = TrackVectorEnv(3, "cpu", seed=6, output="torch", autoreset_mode="Disabled")
+    ref = TrackVectorEnv(3, "cpu", seed=6, autoreset_mode="Disabled")
+    actions = np.full((3, 2), 0.5, np.float32)
+    for e in (env, ref):
+        e.reset()
+        e.step(actions)
+    with pytest.raises(error, match=match):
+        env.reset(options={"reset_mask": mask()})
+    np.testing.assert_array_equal(env.step(actions)[0].numpy(), ref.step(actions)[0])
+
+
 def test_an_unknown_output_is_refused():
     with pytest.raises(ValueError, match="output"):
         TrackVectorEnv(1, "cpu", seed=0, output="jax")

@@ -58,7 +58,7 @@ from gymnasium.vector.utils import batch_space
 from .. import exec as exec_modes
 from ..checks import check_int, resolve_device
 from ..course import memory
-from .io import EnvIO, check_output
+from .io import EnvIO, check_output, host_bool_mask
 
 __all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
 
@@ -115,17 +115,32 @@ def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
     return int(seed)
 
 
-def check_limit(name: str, value) -> int | None:
-    """An episode limit: None (no limit) or an int in ``[1, 2**31 - 1]`` (the device counts in int32).
+def check_limit(name: str, value, auto: int | None = None) -> int | None:
+    """An episode limit: None (no limit), an int in ``[1, 2**31 - 1]`` (the device counts in int32),
+    or, where the env has a default (``auto`` not None), ``"auto"``: that default.
+
+    The one check of ``max_episode_steps`` and ``laps`` for every course env, so that the same bad
+    value raises the same exception in each.
+
+    Args:
+        name: the argument's name, for the messages.
+        value: the value to check.
+        auto: the env's own default limit, which ``"auto"`` stands for; None: ``"auto"`` is refused.
+
+    Returns:
+        None or the limit as a Python int.
 
     Raises:
-        TypeError: neither None nor an int.
+        TypeError: neither None, an int, nor (with ``auto``) ``"auto"``; another string among them.
         ValueError: an int outside ``[1, 2**31 - 1]``.
     """
+    expected = 'None (no limit), an int or "auto" (the env\'s default)' if auto is not None else "None (no limit) or an int"
     if value is None:
         return None
+    if auto is not None and isinstance(value, str) and value == "auto":
+        value = auto
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be None (no limit) or an int, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
     if not 1 <= value <= INT32_MAX:
         raise ValueError(f"{name} must be None (no limit) or an int in [1, 2**31 - 1] (the device counts it in "
                          f"int32), got {value}")
@@ -213,8 +228,9 @@ class CourseVectorEnv(VectorEnv):
         args = [a for a in cls.constructor_arguments() if mapping.get(a, a) == attribute]
         return " / ".join(f"{a}=" for a in args) or None
 
-    def _frozen_message(self, name: str) -> str:
-        cls = type(self).__name__
+    def _frozen_message(self, name: str, owner: str | None = None) -> str:
+        """Why ``name`` cannot be set, and what to do instead; ``owner``: the class named (default this env's)."""
+        cls = owner or type(self).__name__
         arg = self.argument_of(name)
         how = f"build a new env with {arg}..." if arg else "it is derived from the constructor's arguments: build a new env"
         return f"{cls}.{name} is read-only: it is fixed at construction (the step graph and the buffers were built from it); {how}"
@@ -253,9 +269,10 @@ class CourseVectorEnv(VectorEnv):
 
     # -- construction ----------------------------------------------------------------------
     def _setup(self, num_envs, device, *, max_episode_steps, laps, seed, render_mode, autoreset_mode_, output,
-               render_size) -> int:
+               render_size, auto_steps: int) -> int:
         """Check and set the shared arguments, and refuse a construction that cannot fit in
         memory (:meth:`memory_estimate`); returns the int seed of the courses (drawn when None).
+        ``auto_steps`` is the env's own step limit, which ``max_episode_steps="auto"`` stands for.
 
         Raises:
             TypeError / ValueError: a bad argument (``capture`` not a bool among them).
@@ -263,7 +280,7 @@ class CourseVectorEnv(VectorEnv):
         """
         self.num_envs = check_int("num_envs", num_envs, lo=1)
         self.device = wp.get_device(resolve_device(device))
-        self.max_episode_steps = check_limit("max_episode_steps", max_episode_steps)
+        self.max_episode_steps = check_limit("max_episode_steps", max_episode_steps, auto=auto_steps)
         self.laps = check_limit("laps", laps)
         # what the kernels compare with: no limit is the int32 counters' maximum
         self._step_limit = INT32_MAX if self.max_episode_steps is None else self.max_episode_steps
@@ -495,8 +512,10 @@ class CourseVectorEnv(VectorEnv):
                 courses restart from seed ``hash(s, i)``: the same as constructing with
                 ``seed=s``), or ``E`` ints (env i's courses restart from seed ``seed[i]``).
             options: None, or (``autoreset_mode=DISABLED`` only) ``{"reset_mask": m}`` with
-                ``m`` an ``[E]`` bool NumPy array with at least one True: only those envs get
-                a new course (``advance=True``) and restart; the other envs are untouched.
+                ``m`` an ``[E]`` bool NumPy array, or an ``[E]`` bool torch tensor on any device
+                (``terminated | truncated`` with ``output="torch"``; copied to the host once),
+                with at least one True: only those envs get a new course (``advance=True``) and
+                restart; the other envs are untouched.
 
         Returns:
             ``(obs [E, D] float32, info dict)`` (NumPy, or torch views with ``output="torch"``);
@@ -507,7 +526,7 @@ class CourseVectorEnv(VectorEnv):
             ValueError: a negative or non-int seed; options other than ``reset_mask``; a
                 ``reset_mask`` in another autoreset mode, of another shape, all False, or
                 with a seed.
-            TypeError: a ``reset_mask`` that is not a bool NumPy array.
+            TypeError: a ``reset_mask`` that is neither a bool NumPy array nor a bool torch tensor.
             RuntimeError: a masked reset before the first full ``reset()``; the env is closed.
         """
         self._check_open()
@@ -547,10 +566,12 @@ class CourseVectorEnv(VectorEnv):
             raise ValueError(f"{name}.reset takes no options but reset_mask, got {sorted(options)}")
         if self.autoreset_mode is not AutoresetMode.DISABLED:
             raise ValueError(f"reset_mask needs autoreset_mode=DISABLED, this env's is {self.autoreset_mode.value}")
-        mask = options["reset_mask"]
+        # a torch mask (``terminated | truncated`` with torch output) costs one host copy; a masked
+        # reset syncs anyway (it writes the mask and reads the outputs)
+        mask = host_bool_mask(options["reset_mask"])
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
             got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
-            raise TypeError(f"options['reset_mask'] must be a bool NumPy array, got {got}")
+            raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {got}")
         if mask.shape != (self.num_envs,):
             raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}")
         if not mask.any():

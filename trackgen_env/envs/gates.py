@@ -18,7 +18,7 @@ from ..course import Course
 from ..generators.gate_layouts import RaceLayout
 from ..generators.gates import GateGenerator
 from ..pipeline.gates_config import GateGenConfig
-from .base import CourseVectorEnv, obs_layout
+from .base import INT32_MAX, CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 
 __all__ = ["GatesVectorEnv", "OBS_FIELDS", "OBS_DIM", "DEFAULT_GATE_WIDTH", "START_MODES", "RewardWeights"]
@@ -500,7 +500,9 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
     * ``max_episode_steps``: truncation; ``"auto"`` (default): 1500 steps = 30 s, and with a
       ``layout`` at least ``laps`` laps of its gate-to-gate length at ``LAYOUT_MIN_SPEED`` =
-      1 m/s; an int in ``[1, 2**31 - 1]``; None: no limit.
+      1 m/s; an int in ``[1, 2**31 - 1]``; None: no limit. TypeError for another type (a
+      string but ``"auto"`` among them), ValueError for an int out of range
+      (:func:`~trackgen_env.envs.base.check_limit`, as the track env).
     * ``laps``: laps to finish an episode (default 1); None: no limit.
     * ``seed``: int seed of the courses (env i uses ``hash(seed, i)``), or ``num_envs`` ints
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
@@ -584,19 +586,14 @@ class GatesVectorEnv(CourseVectorEnv):
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
         quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
-        steps = max_episode_steps
-        if isinstance(max_episode_steps, str):
-            if max_episode_steps != "auto":
-                raise ValueError(f'max_episode_steps must be "auto", None (no limit) or an int, got {max_episode_steps!r}')
-            steps = DEFAULT_MAX_EPISODE_STEPS
-            if isinstance(layout, RaceLayout):
-                # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED
-                lap_count = laps if isinstance(laps, int) and laps >= 1 else 1
-                need = lap_count * layout.length() / (LAYOUT_MIN_SPEED * quadrotor.dt)
-                steps = max(steps, math.ceil(need))
-        seed = self._setup(num_envs, device, max_episode_steps=steps, laps=laps, seed=seed,
+        auto_steps = DEFAULT_MAX_EPISODE_STEPS
+        if isinstance(layout, RaceLayout):
+            # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED
+            lap_count = laps if isinstance(laps, int) and laps >= 1 else 1
+            auto_steps = max(auto_steps, math.ceil(lap_count * layout.length() / (LAYOUT_MIN_SPEED * quadrotor.dt)))
+        seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size)
+                           render_size=render_size, auto_steps=min(auto_steps, INT32_MAX))
         self.quadrotor = quadrotor
         if gates is not None and not isinstance(gates, GateGenConfig):
             raise TypeError(f"gates must be a GateGenConfig or None, got {type(gates).__name__}")

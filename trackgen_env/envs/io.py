@@ -216,5 +216,18 @@ class EnvIO:
         return t["obs"], t["reward"], t["terminated"], t["truncated"], info
 
 
+def host_bool_mask(mask):
+    """A bool torch tensor (on any device) -> its NumPy copy (one host copy); anything else as given.
+
+    Raises:
+        TypeError: a torch tensor of another dtype.
+    """
+    if not _is_torch(mask):
+        return mask
+    if str(mask.dtype) != "torch.bool":
+        raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {mask.dtype}")
+    return mask.detach().cpu().numpy()
+
+
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "dtype") and hasattr(x, "is_floating_point")

@@ -42,6 +42,12 @@ class SingleCourseEnv(gymnasium.Env):
 
     Attributes:
         vector_env: the one-env vector env (its ``car``, ``course``, ``quadrotor``, ...).
+        render_mode, render_size: live, as on the vector env: setting them sets (and checks)
+            the vector env's, which the next ``render()`` uses.
+        every read-only attribute of the vector env (``laps``, ``max_episode_steps``, ``car``,
+            ``course``, ...): readable here, and read-only as there: setting or deleting one
+            raises AttributeError naming the constructor argument (the single env's own
+            ``observation_space``, ``action_space`` and ``metadata`` are read-only too).
 
     Raises:
         TypeError: ``num_envs``, ``autoreset_mode`` or ``output`` passed.
@@ -58,12 +64,57 @@ class SingleCourseEnv(gymnasium.Env):
                             f'output="numpy"): do not pass {fixed}; for many envs use gymnasium.make_vec')
         self.vector_env = self.vector_class(1, device, render_mode=render_mode, autoreset_mode=AutoresetMode.DISABLED,
                                             output="numpy", **kwargs)
-        self.render_mode = render_mode
         self.observation_space = self.vector_env.single_observation_space
         self.action_space = self.vector_env.single_action_space
         self._last: tuple | None = None  # the ended step's outputs, returned again by a step after it
         self._warned_done = False
         self._closed = False
+        # from here on the vector env's read-only attributes are read-only here too
+        self.__dict__["_read_only"] = self.vector_env._frozen | {"vector_env"}
+
+    # -- attributes: the vector env's, live or read-only as there ----------------------------
+    @property
+    def render_mode(self) -> str | None:
+        """None or ``"rgb_array"``, the vector env's; settable (checked there; the next ``render()`` uses it)."""
+        return self.vector_env.render_mode
+
+    @render_mode.setter
+    def render_mode(self, value) -> None:
+        self.vector_env.render_mode = value
+
+    @property
+    def render_size(self) -> int:
+        """[pixels] the frame's side, the vector env's, an int in [16, 4096]; settable (checked there)."""
+        return self.vector_env.render_size
+
+    @render_size.setter
+    def render_size(self, value) -> None:
+        self.vector_env.render_size = value
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__.get("_read_only", ()):
+            raise AttributeError(self._read_only_message(name))
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if name in self.__dict__.get("_read_only", ()):
+            raise AttributeError(self._read_only_message(name))
+        super().__delattr__(name)
+
+    def __getattr__(self, name):
+        # only called when the normal lookup fails: the vector env's read-only settings (laps, car, ...)
+        if name in self.__dict__.get("_read_only", ()):
+            return getattr(self.__dict__["vector_env"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _read_only_message(self, name: str) -> str:
+        cls = type(self).__name__
+        if name in _FIXED:
+            return (f"{cls}.{name} is read-only: the single env fixes it (num_envs=1, autoreset_mode=DISABLED, "
+                    f'output="numpy"); for many envs use gymnasium.make_vec')
+        if name == "vector_env":
+            return f"{cls}.vector_env is read-only: it is built at construction; build a new env"
+        return self.vector_env._frozen_message(name, owner=cls)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on a new course (the first reset keeps the construction's course).

@@ -27,6 +27,8 @@ wp.set_module_options({"enable_backward": False})
 OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "half_width", "curvature", "lap_fraction")
 #: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
 OBS_LOOKAHEAD = len(OBS_FIELDS)
+#: ``max_episode_steps`` by default and for ``"auto"``: 50 s at the default car's 20 Hz.
+DEFAULT_MAX_EPISODE_STEPS = 1000
 _SPEED = wp.constant(OBS_FIELDS.index("speed"))
 _YAW_RATE = wp.constant(OBS_FIELDS.index("yaw_rate"))
 _STEER = wp.constant(OBS_FIELDS.index("steer"))
@@ -257,8 +259,10 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``num_envs``: number of envs (>= 1).
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
     * ``max_episode_steps``: truncation (default 1000 steps = 50 s), an int in [1, 2**31 - 1]
-      (the device counts steps in int32); None: no limit (an episode is truncated only
-      when its int32 step counter is full, after 2**31 - 1 steps).
+      (the device counts steps in int32); ``"auto"``: the default, ``DEFAULT_MAX_EPISODE_STEPS``;
+      None: no limit (an episode is truncated only when its int32 step counter is full, after
+      2**31 - 1 steps). TypeError for another type (a string but ``"auto"`` among them),
+      ValueError for an int out of range (:func:`~trackgen_env.envs.base.check_limit`, as the gates env).
     * ``laps``: laps to finish an episode (default 1), an int in [1, 2**31 - 1]; None: no
       limit (the episode ends only by leaving the band, an invalid track or truncation).
     * ``seed``: int seed of the tracks (env i uses ``hash(seed, i)``), or ``num_envs`` ints
@@ -314,7 +318,7 @@ class TrackVectorEnv(CourseVectorEnv):
         num_envs: int = 1,
         device: str | None = None,
         *,
-        max_episode_steps: int | None = 1000,
+        max_episode_steps: int | None | str = DEFAULT_MAX_EPISODE_STEPS,
         laps: int | None = 1,
         seed: int | None = None,
         render_mode: str | None = None,
@@ -332,7 +336,7 @@ class TrackVectorEnv(CourseVectorEnv):
     ):
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size)
+                           render_size=render_size, auto_steps=DEFAULT_MAX_EPISODE_STEPS)
         self.car = car_params(car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
