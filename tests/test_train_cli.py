@@ -167,3 +167,18 @@ def test_torch_threads_default_is_one_on_the_cpu_and_torchs_own_on_cuda():
     assert torch_threads_for("cpu", 3) == 3 and torch_threads_for("cuda", 2) == 2
     with pytest.raises(ValueError, match="torch_threads"):
         torch_threads_for("cpu", 0)
+
+
+def test_train_says_the_envs_it_used_when_num_envs_is_not_given(tmp_path, monkeypatch, capsys):
+    """The rounding line names the env's default num_envs (train.json's), not the unset option."""
+    import trackgen_env.__main__ as cli
+
+    def fake_train(env_id, steps, *, num_envs, out, **kwargs):
+        assert num_envs is None  # the env's default is train's to choose
+        record = {"steps": 4096, "steps_requested": 10, "rollout_steps": 4096, "num_envs": 16, "ppo": {"n_steps": 256}}
+        (tmp_path / "train.json").write_text(json.dumps(record))
+        return tmp_path / "model.zip"
+
+    monkeypatch.setattr(cli, "train", fake_train)
+    assert main(["train", "--env", "TrackGen-Track-v0", "--steps", "10", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert "rounded up to whole rollouts of 4096 (16 envs x 256 steps)" in capsys.readouterr().out

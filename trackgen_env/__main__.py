@@ -96,7 +96,7 @@ def _train(args) -> int:
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
-              f"of {record['rollout_steps']} ({args.num_envs} envs x {record['ppo']['n_steps']} steps)")
+              f"of {record['rollout_steps']} ({record['num_envs']} envs x {record['ppo']['n_steps']} steps)")
     print(f"saved {path} (TensorBoard: tensorboard --logdir {args.logdir or os.path.join(out, 'tb')})")
     return 0
 

@@ -252,7 +252,7 @@ class GateGenConfig:
                 f"max_turn must be >= 2 pi / num_gates + {FIT_TURN_MARGIN} + {FIT_TURN_RADIAL} * radius_jitter / "
                 f"(2 pi / num_gates) + "
                 f"{FIT_TURN_ANGLE} * angle_jitter * 2 pi / num_gates = {turn:.6g} rad (the regular loop's turn and "
-                f"what the jitters add to it: raise max_turn, or lower the jitters or num_gates), got "
+                f"what the jitters add to it: raise max_turn, use more gates, or lower the jitters), got "
                 f"max_turn={self.max_turn}, num_gates={n}, radius_jitter={self.radius_jitter}, "
                 f"angle_jitter={self.angle_jitter}"
             )
