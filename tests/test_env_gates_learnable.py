@@ -3,6 +3,7 @@ random-gate start distribution, the gate-plane semantics and the reward terms.""
 
 import numpy as np
 import pytest
+import warp as wp
 
 from trackgen_env.envs.controllers import CourseLinePilot
 from trackgen_env.envs.gates import GatesVectorEnv
@@ -261,3 +262,22 @@ def test_approach_term_penalises_an_off_axis_approach_only():
 def test_bad_start_and_reward_arguments_raise(kwargs, error):
     with pytest.raises(error):
         GatesVectorEnv(1, "cpu", seed=0, **kwargs)
+
+
+def test_the_gate_bonus_is_paid_for_every_gate_a_step_passes():
+    """A step through two gates in a row earns two bonuses (Progress's ``passed`` is a count)."""
+    from trackgen_env.generators.gate_layouts import parse_gate_layout
+
+    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1], "yaw_deg": 0}, {"position": [1, 0, 1], "yaw_deg": 0},
+                                          {"position": [4, 4, 1], "yaw_deg": 180},
+                                          {"position": [-3, 4, 1], "yaw_deg": 270}]})
+    rewards = {}
+    for bonus in (2.0, 0.0):
+        env = GatesVectorEnv(1, "cpu", layout=layout, capture=False, gate_bonus=bonus)
+        env.reset(seed=0)  # the start is 1 m behind gate 0, on its axis
+        env.position.assign(wp.array([[1.5, 0.0, 1.0]], dtype=wp.vec3, device="cpu"))  # past gates 0 and 1
+        _, reward, terminated, _, info = env.step(np.zeros((1, 4), np.float32))
+        assert info["gates_passed"][0] == 2 and not terminated[0]
+        rewards[bonus] = float(reward[0])
+        env.close()
+    assert rewards[2.0] - rewards[0.0] == pytest.approx(2 * 2.0, abs=1e-5)

@@ -302,7 +302,7 @@ def _observe(
         # progress towards the target gate's centre (Song et al. 2021; Kaufmann et al. 2023)
         rew = weights.progress * (target_distance[e] - wp.length(p - c))
         if passed[e] != 0:
-            rew = rew + weights.gate_bonus
+            rew = rew + weights.gate_bonus * float(passed[e])  # passed counts every gate of the step
         else:
             # crossing the target gate's plane forwards without a counted pass: outside the opening
             dq = wp.dot(prev - c, d)
