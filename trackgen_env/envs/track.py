@@ -12,7 +12,6 @@ from gymnasium.vector import AutoresetMode
 from .. import render, tools
 from ..checks import check_float, check_int
 from ..course import Course
-from ..generators.centerline_io import check_centerline
 from ..generators.track import TrackGenerator
 from ..pipeline.track_config import TrackGenConfig
 from .base import CourseVectorEnv
@@ -358,7 +357,7 @@ class TrackVectorEnv(CourseVectorEnv):
                 raise TypeError("pass either track= (generated tracks) or centerline= (a given circuit), not both")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             source = TrackGenerator.from_centerline(
-                check_centerline(centerline), num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
+                centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
                 seeds=seed,
             )
         # the warm-started searches only need to cover one step of travel at top speed (a

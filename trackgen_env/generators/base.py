@@ -188,7 +188,7 @@ class Generator(Program):
         course is not discovered as envs that terminate at every step.
         """
         self.generate()
-        if getattr(self.config, "source", "procedural") != "procedural":
+        if self.config.source != "procedural":
             return  # a given course (centreline, race layout) is written after construction: nothing drawn yet
         valid = int(np.count_nonzero(self.result.valid.numpy()))
         if valid < LOW_VALID_RATE * self.num_envs:
