@@ -67,9 +67,9 @@ def test_building_signatures_of_the_course_and_its_presets():
     assert init["prepare"] == (K, True)
     track = _params(Course.track)
     assert list(track) == ["source", "checkpoint_spacing", "collision", "max_checkpoints", "extra", "seeds", "stream",
-                           "prepare"]
+                           "prepare", "heightfield", "size_hi"]  # the spec's, then the height field's slot
     assert track["checkpoint_spacing"] == (K, P.empty)
-    assert [track[n][1] for n in list(track)[2:]] == [None, None, (), None, None, True]
+    assert [track[n][1] for n in list(track)[2:]] == [None, None, (), None, None, True, None, None]
     gates = _params(Course.gates)
     assert list(gates) == ["source", "collision", "samples_per_gate", "localize_window", "extra", "seeds", "stream",
                            "prepare"]

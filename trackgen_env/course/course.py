@@ -107,8 +107,8 @@ class Course:
     # -- construction -------------------------------------------------------------------
     @classmethod
     def track(cls, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, extra=(), seeds=None,
-              stream=None, prepare: bool = True) -> "Course":
-        """A track course: ``checkpoints``, ``progress``, [``collision``], then ``extra``.
+              stream=None, prepare: bool = True, heightfield=None, size_hi=None) -> "Course":
+        """A track course: ``checkpoints``, ``progress``, [``collision``], [``heightfield``], then ``extra``.
 
         Args:
             source: a ``TrackGenConfig`` or a track ``PipelineSpec`` (built here with
@@ -119,6 +119,11 @@ class Course:
             max_checkpoints: the checkpoint capacity, an int >= 3; None / ``"auto"``: the
                 longest track the generator can produce, ``max(3, ceil(max_loop_length /
                 checkpoint_spacing))`` (else the construction batch's longest loop).
+            heightfield: None / False, True (``tools.HeightFieldBake()``), an int (its
+                resolution), or a component named ``"heightfield"`` (``course.heightfield``).
+            size_hi: [m] the largest course size a curriculum will draw, > 0 (None: the
+                generator's own bound). The resolution checks read the larger of the two,
+                and the preset's own height field covers it.
             extra: a sequence of further components.
             seeds, stream: for the generator built from a config or a spec.
             prepare: see :class:`Course`.
@@ -126,13 +131,22 @@ class Course:
         Raises (before any generator is built):
             TypeError: a non-number spacing, a bool / non-component collision, a non-int
                 ``max_checkpoints``, a non-sequence ``extra``, a gates source (use
-                ``Course.gates``), seeds= / stream= with a built generator.
+                ``Course.gates``), seeds= / stream= with a built generator, a heightfield
+                that is not a bool, an int or a component, a non-number ``size_hi``.
             ValueError: spacing <= 0, an unknown collision string, ``max_checkpoints < 3``,
-                a collision component not named "collision", and the component refusals of
-                :class:`Course`.
+                a collision component not named "collision", a heightfield resolution < 2, a
+                heightfield component not named "heightfield", ``size_hi <= 0``, and the
+                component refusals of :class:`Course`.
+
+        Warns:
+            UserWarning: (after building) a ``BandCollision("sdf")`` grid too coarse, or a
+                ``HeightFieldBake`` square too small, for the largest course size the
+                generator can draw (``size_hi``, else a size randomizer's construction hi,
+                else the construction size): the message names the sizes and the fix.
         """
         preset = TrackPreset(source, checkpoint_spacing=checkpoint_spacing, collision=collision,
-                             max_checkpoints=max_checkpoints, extra=extra, seeds=seeds, stream=stream)
+                             max_checkpoints=max_checkpoints, heightfield=heightfield, size_hi=size_hi, extra=extra,
+                             seeds=seeds, stream=stream)
         generator = preset.generator()
         _after_build(preset, generator)
         return cls(generator, preset.components, prepare=prepare)

@@ -6,6 +6,7 @@ behind (spec, "Checks before anything is built").
 
 from __future__ import annotations
 
+import math
 import warnings
 from numbers import Real
 
@@ -14,6 +15,7 @@ import numpy as np
 from .. import tools
 from ..checks import check_float, check_int
 from ..pipeline import GateGenConfig, Params, PipelineSpec, TrackGenConfig, build
+from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
 
 __all__ = ["TrackPreset", "GatesPreset", "source_family", "preset_for_family", "WIDTH_PARAM"]
@@ -98,10 +100,11 @@ class TrackPreset(_Preset):
 
     family = "track"
 
-    def __init__(self, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, extra=(), seeds=None,
-                 stream=None):
+    def __init__(self, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, heightfield=None,
+                 size_hi=None, extra=(), seeds=None, stream=None):
         super().__init__(source, seeds=seeds, stream=stream)
         spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
+        self.size_hi = None if size_hi is None else check_float("size_hi", size_hi, lo=0.0, lo_open=True)
         if isinstance(max_checkpoints, str) and max_checkpoints == "auto":
             max_checkpoints = None
         if max_checkpoints is not None:
@@ -124,32 +127,78 @@ class TrackPreset(_Preset):
             self._sdf = own[-1] if collision == "sdf" else None
         elif collision is not None:
             own.append(_slot_component(collision, "Course.track"))
+            is_sdf = isinstance(collision, tools.BandCollision) and collision.backend == "sdf"
+            self._sdf = collision if is_sdf else None
+        self._heightfield, self._own_heightfield = _heightfield_component(heightfield)
+        if self._heightfield is not None:
+            own.append(self._heightfield)
         self._finish(own, extra)
 
 
     def check_resolution(self, generator) -> None:
-        """Warn when the preset's sdf grid is too coarse for the largest course the generator draws.
+        """Warn (one ``UserWarning`` each) when a grid of the preset does not cover the largest
+        course the generator can draw: ``size_hi`` when given, else a ``"layout.size"``
+        randomizer's construction hi, else the construction size (the larger of the two
+        when both are known).
 
-        The grid spans each env's band (plus a margin) with ``resolution - 9`` cells, so its
-        cell ``h`` grows with the course size; at the largest size (a size randomizer's
-        construction hi, else the construction size) ``h`` must stay below a quarter of the
-        narrowest band width, or the bilinear clearance blurs the band edges.
+        * ``BandCollision("sdf")``: its grid spans each env's band with ``resolution - 9``
+          cells, and a procedural band lies inside the course square, so at size ``S`` a
+          cell is at most ``S / (resolution - 9)``. It is too coarse when that exceeds half
+          the narrowest band's half width (``"band.width"``'s lo / 4): the bilinear
+          clearance then blurs the band edges by more than that.
+        * ``HeightFieldBake``: its fixed square (``size``, or the construction bound it reads)
+          is smaller than ``S``: the courses beyond it would read the grid's edge. The
+          preset's own bake (``heightfield=True`` / an int) is given ``size = S`` here,
+          before it attaches, so it always covers ``S``.
         """
-        spec = getattr(generator, "spec", None)
-        if self._sdf is None or not isinstance(spec, PipelineSpec) or "layout.size" not in spec.params:
+        largest = construction_bound(generator, "layout.size", "hi")
+        if self.size_hi is not None:
+            largest = self.size_hi if largest is None else max(largest, self.size_hi)
+        if largest is None:
             return
-        size_hi = spec.construction_value("layout.size", "hi")
-        width_lo = spec.construction_value("band.width", "lo") if "band.width" in spec.params else None
-        if width_lo is None:
-            return
-        cell = (size_hi + width_lo) / (self._sdf.resolution - 9)
-        if cell > width_lo / 4:
+        if self._own_heightfield:
+            self._heightfield.size = largest
+        width_lo = construction_bound(generator, "band.width", "lo")
+        if self._sdf is not None and width_lo is not None:
+            cell = largest / (self._sdf.resolution - 9)
+            if cell > width_lo / 4:
+                need = math.floor(4 * largest / width_lo) + 10  # cells strictly under the bound
+                warnings.warn(
+                    f'the "sdf" collision grid of {self._sdf.resolution} nodes per side has cells of up to {cell:.3g} m '
+                    f"at the largest course size {largest:g} m, coarser than half the narrowest band's half width "
+                    f'({width_lo / 4:.3g} m): pass collision=tools.BandCollision("sdf", resolution={need}) (or more)',
+                    stacklevel=4,
+                )
+        hf = self._heightfield
+        covered = hf.covered_size(generator) if isinstance(hf, tools.HeightFieldBake) else None
+        if covered is not None and covered < largest:
             warnings.warn(
-                f'the "sdf" collision grid of {self._sdf.resolution} nodes per side has cells of {cell:.3g} m at the '
-                f"largest course size {size_hi} m, coarser than a quarter of the band width {width_lo} m: pass "
-                f'collision=tools.BandCollision("sdf", resolution=...) with a larger resolution',
+                f"the height field's grid covers a course square of {covered:g} m, but the generator can draw courses "
+                f"up to {largest:g} m: pass heightfield=tools.HeightFieldBake(size={largest:g}) (or size_hi={largest:g} "
+                "to Course.track for its own)",
                 stacklevel=4,
             )
+
+
+def _heightfield_component(value) -> tuple:
+    """``Course.track``'s heightfield slot -> ``(component or None, whether the preset built it)``:
+    None / False (none), True (``HeightFieldBake()``), an int (its resolution) or a component
+    named ``"heightfield"``."""
+    if value is None or (isinstance(value, (bool, np.bool_)) and not value):
+        return None, False
+    if isinstance(value, (bool, np.bool_)):
+        return tools.HeightFieldBake(), True
+    if isinstance(value, (int, np.integer)):
+        return tools.HeightFieldBake(int(value)), True
+    if not _is_component(value):
+        raise TypeError(f"heightfield must be None, a bool, an int resolution or a component, "
+                        f"got {type(value).__name__} {value!r}")
+    if getattr(value, "name", None) != "heightfield":
+        raise ValueError(
+            f"Course.track: a component in the heightfield slot must be named 'heightfield' (it is "
+            f"course.heightfield), got {getattr(value, 'name', None)!r}: put it under another name in extra"
+        )
+    return value, False
 
 
 class GatesPreset(_Preset):
