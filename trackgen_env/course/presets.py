@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import tools
 from ..checks import check_float, check_int
-from ..pipeline import GateGenConfig, Params, PipelineSpec, TrackGenConfig, build
+from ..generators import GateGenConfig, TrackGenConfig
+from ..pipeline import Params, PipelineSpec, build
 from .order import as_component_list, sort_components
 
 __all__ = ["TrackPreset", "GatesPreset", "source_family", "preset_for_family", "WIDTH_PARAM"]
