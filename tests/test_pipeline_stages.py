@@ -426,3 +426,34 @@ def test_prepare_false_builds_without_the_first_generation():
     assert not program.result.generation.numpy().any() and not program.result.valid.numpy().any()
     course = Course.gates(program, collision=0.02)  # the course prepares it
     assert course.result.generation.numpy().all() and course.result.valid.numpy().all()
+
+
+# -- the docs ----------------------------------------------------------------------------------------
+def test_the_pipelines_page_examples_run(tmp_path):
+    import pathlib
+    import re
+    import runpy
+
+    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "pipelines.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 3
+    for i, block in enumerate(blocks):  # from files: Warp reads a kernel's source from its file
+        path = tmp_path / f"pipelines_example_{i}.py"
+        path.write_text(block)
+        runpy.run_path(str(path))
+
+
+def test_a_program_is_a_producer():
+    program = build(presets.gates(num_envs=2, device=DEV, gate_width=0.2))
+    assert isinstance(program, pipeline.Producer) and not isinstance(object(), pipeline.Producer)
+
+
+def test_build_refuses_missing_and_unknown_settings():
+    data = presets.gates(device=DEV, gate_width=0.2).to_dict()
+    del data["settings"]["num_gates"]
+    with pytest.raises(ValueError, match="missing \\['num_gates'\\]"):
+        build(PipelineSpec.from_dict(data))
+    data = presets.track(device=DEV).to_dict()
+    data["settings"]["max_point"] = 10
+    with pytest.raises(ValueError, match="unknown \\['max_point'\\]"):
+        build(PipelineSpec.from_dict(data))

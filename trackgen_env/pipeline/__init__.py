@@ -8,12 +8,13 @@ stages (``docs/pipelines.md``).
 from . import presets
 from .params import Params
 from .program import Program, StageContext
+from .protocol import Producer
 from .registry import FAMILIES, Registry, default_registry
 from .spec import PipelineSpec
 from .stage import Family, Param, Stage
 
 __all__ = ["PipelineSpec", "Params", "Param", "Stage", "StageContext", "Family", "Registry", "default_registry",
-           "FAMILIES", "presets", "build", "Program"]
+           "FAMILIES", "presets", "build", "Program", "Producer"]
 
 
 def build(spec: PipelineSpec, *, registry: Registry | None = None, seeds=None, stream=None, prepare: bool = True,

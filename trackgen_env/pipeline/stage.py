@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Param", "Stage", "Family"]
+__all__ = ["Param", "Stage", "Family", "check_settings"]
 
 
 @dataclass(frozen=True)
@@ -149,3 +149,14 @@ class Family:
     def commit(self, ctx, result, mask, use_mask: int) -> None:
         """Launch the masked copy of the staged rows into ``result`` (and ``generation += 1``)."""
         raise NotImplementedError
+
+
+def check_settings(spec, names) -> None:
+    """Refuse a spec whose settings are not exactly ``names`` (a hand-written or edited JSON spec).
+
+    Raises:
+        ValueError: the missing and unknown settings.
+    """
+    missing, unknown = [n for n in names if n not in spec.settings], sorted(set(spec.settings) - set(names))
+    if missing or unknown:
+        raise ValueError(f"a {spec.family} spec's settings are {list(names)}; missing {missing}, unknown {unknown}")

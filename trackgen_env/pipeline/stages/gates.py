@@ -32,7 +32,7 @@ from ...checks import check_float, check_int, resolve_device
 from ...polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import GateLayout, GateResult
-from ..stage import Family, Param, Stage
+from ..stage import Family, Param, Stage, check_settings
 
 __all__ = ["Layout", "GateFrames", "Start", "Checks", "GATES", "GATE_STAGES", "LAYOUT_STAGES", "GATES_DEFAULTS",
            "check_gates", "SETTINGS", "GATES_PARAMS", "spec_fields", "horizontal_dir", "DEFAULT_GATE_HEIGHT"]
@@ -375,6 +375,7 @@ class _Gates(Family):
                     "gate_width", "gate_height")
 
     def check(self, spec):
+        check_settings(spec, SETTINGS)
         check_gates(spec_fields(spec), fit=False)
 
     def result_fields(self, spec):

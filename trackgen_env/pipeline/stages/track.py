@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import warp as wp
 
 from ...checks import check_float, check_int, resolve_device
 from ...polyline import TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import TrackLayout, TrackResult
-from ..stage import Family, Param, Stage
+from ..stage import Family, Param, Stage, check_settings
 
 __all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK", "TRACK_STAGES", "CENTERLINE_STAGES",
            "TRACK_DEFAULTS", "check_track", "SETTINGS", "TRACK_PARAMS", "spec_fields", "MAX_POINTS", "lanes"]
@@ -611,6 +610,7 @@ class _Track(Family):
                     "loop_length", "start_position", "start_orientation")
 
     def check(self, spec):
+        check_settings(spec, SETTINGS)
         check_track(spec_fields(spec), fit=False)
 
     def result_fields(self, spec):
