@@ -69,6 +69,24 @@ class HostShift(Stage):
         c.assign(values)
 
 
+@wp.kernel
+def _raise_every_env(centerline: wp.array2d(dtype=wp.vec3)):
+    e, j = wp.tid()
+    p = centerline[e, j]
+    centerline[e, j] = wp.vec3(p[0], p[1], p[2] + 1.0)
+
+
+class Careless(Stage):
+    """Writes every env's rows, pending or not (a plugin that ignores the rule)."""
+
+    name, family = "test.careless", "track"
+    reads = writes = ("centerline",)
+
+    def enqueue(self, ctx, pending):
+        c = ctx.fields["centerline"]
+        wp.launch(_raise_every_env, c.shape, outputs=[c], device=ctx.device)
+
+
 class ReadsBanking(Stage):
     name, family = "test.bank_reader", "track"
     reads = ("banking",)
@@ -88,6 +106,7 @@ def _registry() -> Registry:
     reg.register(Scale)
     reg.register(HostShift, capturable=False)
     reg.register(ReadsBanking)
+    reg.register(Careless)
     reg.register(Static)
     return reg
 
@@ -218,6 +237,20 @@ def test_a_plugin_leaves_unmasked_envs_bit_identical_under_a_masked_regeneration
     assert not np.array_equal(after["centerline"][~keep], before["centerline"][~keep])
     z = after["centerline"][..., 2]
     assert np.all(z[~keep] == np.float32(1.5)) and np.all(z[keep] == np.float32(0.5))
+
+
+def test_the_masked_commit_keeps_unmasked_envs_even_for_a_stage_that_ignores_pending():
+    reg = _registry()
+    spec = presets.track(num_envs=E, device=DEV).with_stage("test.careless", after="resample", registry=reg)
+    program = build(spec, registry=reg, seeds=5)
+    before = _numpy(program.result)
+    mask = wp.array([0, 0, 1, 0, 0, 0, 0, 0], dtype=wp.int32, device=DEV)
+    program.enqueue(mask=mask, advance=True)
+    after = _numpy(program.result)
+    keep = mask.numpy() == 0
+    for name, value in after.items():
+        assert np.array_equal(value[keep], before[name][keep]), name
+    assert not np.array_equal(after["centerline"][2], before["centerline"][2])
 
 
 def test_a_host_plugin_runs_eagerly_and_refuses_a_capture():
