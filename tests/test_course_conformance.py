@@ -28,7 +28,8 @@ from trackgen_env.capture import (
 )
 from trackgen_env.course import Course, CourseConfig, StepResult
 from trackgen_env.course import presets as course_presets
-from trackgen_env.pipeline import GateGenConfig, build, presets
+from trackgen_env.generators import GateGenConfig
+from trackgen_env.pipeline import build, presets
 from trackgen_env.tools import InputSpec
 
 E = 4

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trackgen_env import GateGenConfig, GateGenerator, PerEnvSeededRNG
-from trackgen_env.pipeline import PipelineSpec, build, presets
+from trackgen_env.pipeline import PipelineSpec, Program, build, presets
 from trackgen_env.seeding import env_seeds
 from trackgen_env.types import GateLayout, GateResult
 
@@ -49,7 +49,9 @@ def test_generator_surface():
     assert np.array_equal(gen.result.generation.numpy(), np.ones(4))
     assert np.allclose(gen.result.gate_width.numpy(), 0.1) and np.allclose(gen.result.gate_height.numpy(), 0.1)
     assert gen.generate() is gen.result
-    assert isinstance(build(gates(2), seeds=3), GateGenerator)
+    built = build(gates(2), seeds=3)  # build knows the stages, not the wrapper classes above it
+    assert isinstance(built, Program) and built.family == "gates"
+    assert np.array_equal(built.result.gate_position.numpy(), GateGenerator(gates(2), seeds=3).result.gate_position.numpy())
 
 
 def test_prepare_false_holds_no_course_until_generate():

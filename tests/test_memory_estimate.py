@@ -9,7 +9,7 @@ import warp as wp
 
 from trackgen_env.course import memory
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
-from trackgen_env.pipeline import TrackGenConfig
+from trackgen_env.generators import TrackGenConfig
 
 ENVS = [TrackVectorEnv, GatesVectorEnv]
 

@@ -49,7 +49,7 @@ class Stream(enum.IntEnum):
     #: a generator's layout stage; attempt ``a`` of the retry loop draws from
     #: ``LAYOUT * ATTEMPT_STREAMS + a``
     LAYOUT = 1
-    #: ``with_randomize`` parameters: ``RANDOMIZE + i`` for the ``i``-th parameter name (sorted)
+    #: ``with_randomize`` parameters: ``RANDOMIZE + offset``, the offset a built-in parameter declares (``Param.stream``) or a hash of a plugin parameter's name
     RANDOMIZE = 1 << 20
     #: the checkpoint sampler of ``tools.checkpoints`` ("CPKS")
     CHECKPOINT_SAMPLER = 0x43504B53

@@ -28,7 +28,8 @@ import warp as wp
 from .. import exec as exec_modes
 from ..capture import CaptureError, NotCapturableError, caller, retain
 from ..checks import check_mask
-from ..pipeline import GateGenConfig, PipelineSpec, Program, TrackGenConfig
+from ..generators import GateGenConfig, TrackGenConfig
+from ..pipeline import PipelineSpec, Program
 from ..tools.component import ComponentContext, is_per_step
 from ..tools.contract import mark_recorded
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs

@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import tools
 from ..checks import check_float, check_int
-from ..pipeline import GateGenConfig, Params, PipelineSpec, TrackGenConfig, build
+from ..generators import GateGenConfig, TrackGenConfig
+from ..pipeline import Params, PipelineSpec, build
 from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
 

@@ -16,8 +16,7 @@ from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..generators.gate_layouts import RaceLayout
-from ..generators.gates import GateGenerator
-from ..pipeline.gates_config import GateGenConfig
+from ..generators.gates import GateGenConfig, GateGenerator
 from .base import INT32_MAX, CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 
@@ -629,7 +628,7 @@ class GatesVectorEnv(CourseVectorEnv):
         self._spaces(OBS_DIM, 4)
 
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
-        self.gates_config = self.course.generator.config
+        self.gates_config = source if isinstance(source, GateGenConfig) else source.config
         self.layout = layout  # the race layout flown (None: generated courses)
 
         E, dev = self.num_envs, self.device

@@ -12,8 +12,7 @@ from gymnasium.vector import AutoresetMode
 from .. import render, tools
 from ..checks import check_float, check_int
 from ..course import Course
-from ..generators.track import TrackGenerator
-from ..pipeline.track_config import TrackGenConfig
+from ..generators.track import TrackGenConfig, TrackGenerator
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params
 
@@ -367,7 +366,7 @@ class TrackVectorEnv(CourseVectorEnv):
             source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
             extra=[tools.Localizer(warm_window=window)], **seeds,
         )
-        self.track_config = self.course.generator.config
+        self.track_config = source if isinstance(source, TrackGenConfig) else source.config
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev)

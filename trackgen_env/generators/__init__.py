@@ -1,10 +1,7 @@
-"""Generators of the two course families, registered with ``pipeline.build``."""
+"""The two course families' configs and public generators (thin wrappers of ``pipeline.build``),
+and loaders of given courses (circuit CSVs, gate layouts)."""
 
-from ..pipeline import register_family
 from .gates import GateGenConfig, GateGenerator
 from .track import TrackGenConfig, TrackGenerator
-
-register_family("track", TrackGenerator)
-register_family("gates", GateGenerator)
 
 __all__ = ["TrackGenConfig", "TrackGenerator", "GateGenConfig", "GateGenerator"]

@@ -44,7 +44,7 @@ from ..checks import check_float, check_int, resolve_device
 from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
-from ..pipeline.track_config import TrackGenConfig
+from ..generators.track_config import TrackGenConfig
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 

@@ -1,37 +1,33 @@
-"""Generator pipelines: specs, live parameters, presets, and ``build``."""
+"""Generator pipelines: stages, the registry, specs, live parameters, presets, and ``build``.
+
+``build(spec, registry=...)`` turns a :class:`PipelineSpec` into a :class:`Program`: the
+retry loop, masked commit and generation counter over the spec's straight-line list of
+stages (``docs/pipelines.md``).
+"""
 
 from . import presets
-from .gates_config import GateGenConfig
 from .params import Params
+from .program import Program, StageContext
+from .protocol import Producer
+from .registry import FAMILIES, Registry, default_registry
 from .spec import PipelineSpec
-from .track_config import TrackGenConfig
+from .stage import Family, Param, Stage
 
-__all__ = ["PipelineSpec", "Params", "presets", "build", "Program", "TrackGenConfig", "GateGenConfig", "register_family"]
-
-# family name -> generator class. The generators layer (above this one) registers its classes
-# when it is imported, and importing any part of the package imports it (``trackgen_env``'s
-# ``__init__``), so ``build`` never needs to import upward.
-_FAMILIES: dict[str, type] = {}
+__all__ = ["PipelineSpec", "Params", "Param", "Stage", "StageContext", "Family", "Registry", "default_registry",
+           "FAMILIES", "presets", "build", "Program", "Producer"]
 
 
-class Program:
-    """Base class of built generators (``TrackGenerator``, ``GateGenerator``)."""
+def build(spec: PipelineSpec, *, registry: Registry | None = None, seeds=None, stream=None, prepare: bool = True,
+          out=None) -> Program:
+    """Build the program of ``spec`` and, with ``prepare=True``, run its first generation.
 
-
-def register_family(family: str, cls: type) -> None:
-    """Make ``build`` construct ``cls(spec, seeds=..., stream=...)`` for specs of ``family``."""
-    _FAMILIES[family] = cls
-
-
-def build(spec: PipelineSpec, *, seeds=None, stream=None, prepare: bool = True) -> Program:
-    """Build the generator of ``spec`` and, with ``prepare=True``, run its first generation.
+    Args:
+        spec: the recipe (``presets.track(...)``, ``config.to_spec()``, ``PipelineSpec.from_dict``).
+        registry: where its stage names are looked up (the default registry when None).
+        seeds, stream, prepare, out: as :class:`Program`.
 
     Raises:
-        TypeError: ``spec`` is not a PipelineSpec.
-        ValueError: no generator is registered for ``spec.family``.
+        As :class:`Program`: unknown stages (KeyError), parameters out of their declared
+        bounds, unmet reads and bad ``out=`` arrays (ValueError), each naming the stage or field.
     """
-    if not isinstance(spec, PipelineSpec):
-        raise TypeError(f"build() takes a PipelineSpec, got {type(spec).__name__}")
-    if spec.family not in _FAMILIES:
-        raise ValueError(f"no generator for family {spec.family!r}; known: {sorted(_FAMILIES)}")
-    return _FAMILIES[spec.family](spec, seeds=seeds, stream=stream, prepare=prepare)
+    return Program(spec, registry=registry, seeds=seeds, stream=stream, prepare=prepare, out=out)

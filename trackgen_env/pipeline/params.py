@@ -7,6 +7,7 @@ draws from for the regenerated envs (``draw``), before its stages run.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -14,10 +15,21 @@ import warp as wp
 
 from ..seeding import Stream, random_key, uniform_range
 
-__all__ = ["Params"]
+__all__ = ["Params", "stream_id"]
 
 wp.set_module_options({"enable_backward": False})
 
+# Stream ids of the parameters that declare none (plugins): a hash of the name, above the
+# built-ins' explicit offsets, so that adding a parameter changes no other one's draws.
+_HASHED_BASE = 256
+_HASHED_SPAN = 1 << 19
+
+
+def stream_id(name: str, param) -> int:
+    """The random stream of a randomized parameter: ``Stream.RANDOMIZE`` + its declared
+    offset, or + a CRC-32 of its full name (stable across runs and specs)."""
+    offset = param.stream if param.stream is not None else _HASHED_BASE + zlib.crc32(name.encode()) % _HASHED_SPAN
+    return int(Stream.RANDOMIZE) + offset
 
 
 @wp.kernel
@@ -49,21 +61,27 @@ class Params(Mapping):
         ValueError: a value of the wrong length, or not finite.
     """
 
-    def __init__(self, spec, device, validators=None):
-        self.num_envs = spec.num_envs
+    def __init__(self, num_envs: int, device, declared: Mapping, values: Mapping, randomize: Mapping):
+        """``declared``: ``"stage.param" -> Param`` (the dynamic ones become arrays); ``values``:
+        their construction values; ``randomize``: ``name -> (lo, hi)``."""
+        self.num_envs = num_envs
         self.device = wp.get_device(device)
-        self._validators: dict[str, list] = {name: [check] for name, check in (validators or {}).items()}
+        dynamic = {name: p for name, p in declared.items() if p.dynamic}
+        self._validators: dict[str, list] = {name: [p.check_set] for name, p in dynamic.items()}
         self._arrays = {
-            name: wp.full(self.num_envs, float(v), dtype=wp.float32, device=self.device) for name, v in spec.params.items()
+            name: wp.full(num_envs, float(values[name]), dtype=wp.float32, device=self.device) for name in dynamic
         }
         self.randomize = {
             name: (
-                wp.full(self.num_envs, lo, dtype=wp.float32, device=self.device),
-                wp.full(self.num_envs, hi, dtype=wp.float32, device=self.device),
+                wp.full(num_envs, lo, dtype=wp.float32, device=self.device),
+                wp.full(num_envs, hi, dtype=wp.float32, device=self.device),
             )
-            for name, (lo, hi) in spec.randomize.items()
+            for name, (lo, hi) in randomize.items()
         }
-        self._streams = {name: int(Stream.RANDOMIZE) + i for i, name in enumerate(sorted(spec.params))}
+        self._streams = {name: stream_id(name, p) for name, p in dynamic.items()}
+        clash = sorted(n for n in self._streams if list(self._streams.values()).count(self._streams[n]) > 1)
+        if clash:
+            raise ValueError(f"parameters {clash} share a random stream: rename one of them")
 
     def __getitem__(self, name: str) -> wp.array:
         if name not in self._arrays:

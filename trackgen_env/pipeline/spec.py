@@ -1,13 +1,19 @@
-"""``PipelineSpec``: a generator's recipe, named stages with ``"stage.param"`` parameters.
+"""``PipelineSpec``: a generator's recipe as data, named stages with ``"stage.param"`` parameters.
 
 A spec is what a config compiles to (``TrackGenConfig.to_spec()``, ``presets.track(...)``)
-and what ``build(spec)`` turns into a generator. It is immutable: ``with_params`` and
-``with_randomize`` return new specs.
+and what ``build(spec)`` turns into a program. It is immutable (``with_stage``,
+``with_params`` and ``with_randomize`` return new specs) and JSON-safe::
 
-* ``params``: the *dynamic* fields, ``"stage.param" -> value``. On a built generator each
-  is an ``[E] float32`` device array (``generator.params[name]``) that every regeneration
-  reads, so a curriculum may change it between regenerations, per env or for all.
-* ``randomize``: ``"stage.param" -> (lo, hi)``; the generator draws the value per env, per
+    spec = presets.track(num_envs=64, device="cpu").with_randomize({"band.width": (0.6, 1.0)})
+    json.dump(spec.to_dict(), open("spec.json", "w"))          # next to a training run
+    same = PipelineSpec.from_dict(json.load(open("spec.json")))  # rebuilds the same courses
+
+* ``settings``: the structural fields (capacities, retry bound, source, ...), frozen at build.
+* ``params``: every stage parameter's construction value, ``"stage.param" -> float``. On a
+  built program each dynamic one is an ``[E] float32`` device array
+  (``program.params[name]``) that every regeneration reads: a curriculum may set it
+  between regenerations, per env or for all.
+* ``randomize``: ``"stage.param" -> (lo, hi)``; the program draws the value per env, per
   generation, from the env's own random stream, uniformly in ``[lo, hi)``.
 """
 
@@ -15,11 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..checks import check_float
+from .registry import Registry, default_registry
 
 __all__ = ["PipelineSpec"]
+
+_KEYS = ("family", "num_envs", "device", "settings", "stages", "params", "randomize")
 
 
 @dataclass(frozen=True)
@@ -28,34 +37,88 @@ class PipelineSpec:
 
     Attributes:
         family: ``"track"`` or ``"gates"``.
-        config: the validated config (``TrackGenConfig`` / ``GateGenConfig``) holding the
-            structural fields (``num_envs``, ``device``, capacities, retry bound, ...).
+        num_envs: number of envs ``E``.
+        device: the Warp device name (``"cpu"``, ``"cuda:0"``).
+        settings: structural fields by name (numbers, strings: JSON-safe).
         stages: stage names in execution order.
-        params: ``"stage.param" -> float`` construction values of the dynamic fields.
+        params: ``"stage.param" -> float`` construction values of the stages' parameters.
         randomize: ``"stage.param" -> (lo, hi)`` per-env, per-generation draws.
     """
 
     family: str
-    config: object
+    num_envs: int
+    device: str
+    settings: Mapping[str, Any]
     stages: tuple[str, ...]
     params: Mapping[str, float]
     randomize: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
-        object.__setattr__(self, "randomize", MappingProxyType(dict(self.randomize)))
+        object.__setattr__(self, "stages", tuple(self.stages))
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        object.__setattr__(self, "params", MappingProxyType({k: float(v) for k, v in self.params.items()}))
+        object.__setattr__(self, "randomize", MappingProxyType(
+            {k: (float(v[0]), float(v[1])) for k, v in self.randomize.items()}))
 
-    @property
-    def num_envs(self) -> int:
-        return self.config.num_envs
+    # -- data ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (``json.dumps`` takes it; :meth:`from_dict` rebuilds the spec)."""
+        return {"family": self.family, "num_envs": self.num_envs, "device": self.device,
+                "settings": dict(self.settings), "stages": list(self.stages), "params": dict(self.params),
+                "randomize": {k: list(v) for k, v in self.randomize.items()}}
 
-    @property
-    def device(self):
-        return self.config.device
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "PipelineSpec":
+        """The spec of :meth:`to_dict`'s dict (e.g. read back from JSON).
 
+        Raises:
+            TypeError: not a mapping. ValueError: a missing or unknown key.
+        """
+        if not isinstance(data, Mapping):
+            raise TypeError(f"from_dict() takes a mapping, got {type(data).__name__}")
+        missing, unknown = [k for k in _KEYS if k not in data], sorted(set(data) - set(_KEYS))
+        if missing or unknown:
+            raise ValueError(f"a spec dict has the keys {list(_KEYS)}; missing {missing}, unknown {unknown}")
+        return cls(data["family"], data["num_envs"], data["device"], data["settings"], tuple(data["stages"]),
+                   data["params"], {k: tuple(v) for k, v in data["randomize"].items()})
+
+    def __repr__(self) -> str:
+        return (f"PipelineSpec(family={self.family!r}, num_envs={self.num_envs}, device={self.device!r}, "
+                f"stages={self.stages!r}, params={dict(self.params)!r}, randomize={dict(self.randomize)!r}, "
+                f"settings={dict(self.settings)!r})")
+
+    # -- edits --------------------------------------------------------------------------------
     def _check_name(self, name) -> None:
         if not isinstance(name, str) or name not in self.params:
             raise KeyError(f"unknown parameter {name!r}; the parameters of this {self.family} spec are {sorted(self.params)}")
+
+    def with_stage(self, name: str, *, after: str | None = None, params: Mapping[str, float] | None = None,
+                   registry: Registry | None = None) -> "PipelineSpec":
+        """A copy with the stage ``name`` inserted after the stage ``after`` (at the end when None).
+
+        Its declared parameters join ``params`` at their defaults, then ``params``
+        (``{"param": value}`` or ``{"stage.param": value}``) sets construction values.
+
+        Raises:
+            KeyError: ``name`` is not in ``registry`` (the default registry when None), or
+                ``params`` names a parameter the stage does not declare.
+            ValueError: ``name`` is already a stage of the spec, or ``after`` is not one.
+        """
+        reg = default_registry() if registry is None else registry
+        cls, _ = reg.lookup(name, self.family)
+        if name in self.stages:
+            raise ValueError(f"stage {name!r} is already in the spec: {self.stages}")
+        if after is not None and after not in self.stages:
+            raise ValueError(f"after={after!r} is not a stage of the spec: {self.stages}")
+        at = len(self.stages) if after is None else self.stages.index(after) + 1
+        declared = cls.full_params()
+        values = {**self.params, **{full: p.default for full, p in declared.items()}}
+        for key, value in (params or {}).items():
+            full = key if key in declared else f"{name}.{key}"
+            if full not in declared:
+                raise KeyError(f"stage {name!r} declares no parameter {key!r}; its parameters are {sorted(declared)}")
+            values[full] = check_float(full, value)
+        return replace(self, stages=self.stages[:at] + (name,) + self.stages[at:], params=values)
 
     def with_params(self, values: Mapping[str, float]) -> "PipelineSpec":
         """A copy with new construction values: ``{"stage.param": value}``.
@@ -71,6 +134,9 @@ class PipelineSpec:
 
     def with_randomize(self, ranges: Mapping[str, tuple[float, float]]) -> "PipelineSpec":
         """A copy that draws each named parameter per env, per generation, in ``[lo, hi)``.
+
+        Any dynamic parameter of any stage of the spec (a plugin's too) may be drawn;
+        ``build`` checks the range against the parameter's declared bounds.
 
         Raises:
             KeyError: an unknown parameter name. ValueError: not a pair, or ``lo > hi``.
@@ -88,9 +154,12 @@ class PipelineSpec:
 
     def construction_value(self, name: str, bound: str = "value") -> float:
         """A parameter's construction value; with ``bound="hi"``/``"lo"`` a randomizer's bound
-        when one draws it (the largest/smallest value a generation can use)."""
+        when one draws it (the largest/smallest value a generation can use).
+
+        Raises:
+            KeyError: an unknown parameter name.
+        """
         self._check_name(name)
         if name in self.randomize and bound in ("lo", "hi"):
             return self.randomize[name][0 if bound == "lo" else 1]
         return self.params[name]
-

@@ -1,0 +1,395 @@
+"""``Program``: a built pipeline, the retry loop over a straight-line list of stages.
+
+``enqueue`` runs, on the device and without host synchronisation::
+
+    advance(mask) -> draw randomized params -> begin (pending = mask)
+    -> while any env is pending (at most 1 + max_retries rounds):
+         round_begin (run = 0; ok = 1 for the pending envs)
+         stage_1.enqueue(ctx, pending) ... stage_n.enqueue(ctx, pending)
+         finalize (per env: accept, retry with fresh draws, or give up: valid = 0)
+    -> family commit: copy the masked envs' staged rows into ``result``, generation += 1
+
+An env's attempt number keys its random streams, so a retry draws afresh. The loop is a
+``wp.capture_while`` on the device (a host loop when eager on the CPU); it is unrolled to
+its fixed bound inside ``exec.unconditional()``, where the driver cannot record
+conditional nodes, and eagerly on CUDA (no host wait per round). A round is an identity
+for envs that are not pending, so that is only slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields, is_dataclass
+from types import MappingProxyType
+
+import numpy as np
+import warp as wp
+
+from .. import exec as exec_modes
+from ..capture import NotCapturableError, is_capturing
+from ..checks import check_mask
+from ..seeding import SeedState
+from .params import Params
+from .registry import Registry, default_registry
+from .spec import PipelineSpec
+
+__all__ = ["Program", "StageContext", "LOW_VALID_RATE"]
+
+# Construction warns when fewer envs than this share hold a valid course after the first generation.
+LOW_VALID_RATE = 0.9
+
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.kernel
+def _begin(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    p = 1
+    if use_mask != 0 and mask[e] == 0:
+        p = 0
+    pending[e] = p
+    attempt[e] = 0
+    if e == 0:
+        run[0] = 1
+
+
+@wp.kernel
+def _round_begin(pending: wp.array(dtype=wp.int32), ok: wp.array(dtype=wp.int32), run: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    if e == 0:
+        run[0] = 0  # finalize sets it again while an env is still pending
+    if pending[e] != 0:
+        ok[e] = 1  # a stage clears it to reject the draw
+
+
+@wp.kernel
+def _finalize(
+    max_retries: int,
+    ok: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    if ok[e] != 0:
+        pending[e] = 0
+        valid[e] = 1
+    elif attempt[e] >= max_retries:
+        pending[e] = 0
+        valid[e] = 0
+    else:
+        attempt[e] = attempt[e] + 1
+        run[0] = 1
+
+
+def _filled(shape, dtype, fill, device) -> wp.array:
+    if fill == "identity":
+        quats = np.broadcast_to(np.array([0.0, 0.0, 0.0, 1.0], np.float32), (*np.atleast_1d(shape), 4)).copy()
+        return wp.array(quats, dtype=dtype, device=device)
+    if fill in (None, "zeros"):
+        return wp.zeros(shape, dtype=dtype, device=device)
+    return wp.full(shape, fill, dtype=dtype, device=device)
+
+
+class StageContext:
+    """What a stage sees (``ctx`` of ``Stage.allocate`` / ``Stage.enqueue``).
+
+    Attributes:
+        num_envs, device: ``E`` and the ``wp.Device``.
+        spec, settings: the program's spec and its structural settings.
+        params: the live :class:`~trackgen_env.pipeline.params.Params` (``[E]`` float32 each).
+        seeds: the :class:`~trackgen_env.seeding.SeedState` (``seeds.seeds``, ``seeds.counters``).
+        attempt: ``[E]`` int32, the env's retry attempt this round (key it into your draws).
+        pending: ``[E]`` int32, nonzero while the env still draws (also passed to ``enqueue``).
+        ok: ``[E]`` int32, 1 at the start of each round; a stage writes 0 to reject the draw.
+        valid: ``[E]`` int32 staged validity (written by the loop; the commit copies it).
+        run: ``[1]`` int32, the retry loop's flag (the program's own).
+        max_retries: the retry bound (0 when no stage draws).
+        fields: the working set, ``name -> wp.array`` (env axis first).
+        inputs: generator inputs by name (stable arrays the user writes).
+    """
+
+    def __init__(self, spec: PipelineSpec, params: Params, seeds: SeedState, max_retries: int):
+        E, dev = spec.num_envs, wp.get_device(spec.device)
+        self.num_envs, self.device, self.spec, self.settings = E, dev, spec, spec.settings
+        self.params, self.seeds, self.max_retries = params, seeds, max_retries
+        self.attempt = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.pending = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.ok = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.valid = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.run = wp.zeros(1, dtype=wp.int32, device=dev)
+        self.fields: dict[str, wp.array] = {}
+        self.inputs: dict[str, wp.array] = {}
+
+    def field(self, name: str, shape, dtype, *, fill=None) -> wp.array:
+        """The working-set field ``name``, allocated (zeros, ``"identity"`` quats, or ``fill``)
+        by the first stage that asks for it.
+
+        Raises:
+            ValueError: ``name`` exists with another shape or dtype.
+        """
+        shape = tuple(np.atleast_1d(shape).tolist())
+        have = self.fields.get(name)
+        if have is None:
+            self.fields[name] = have = _filled(shape, dtype, fill, self.device)
+        elif have.shape != shape or not wp.types.types_equal(have.dtype, dtype):
+            raise ValueError(
+                f"field {name!r} exists as {have.shape} {wp.types.type_repr(have.dtype)}; a stage asked for "
+                f"{shape} {wp.types.type_repr(dtype)}"
+            )
+        return have
+
+
+class Program:
+    """A built pipeline: the generator surface over a spec's stages (``pipeline.build``).
+
+    Args:
+        spec: a :class:`PipelineSpec`.
+        registry: where the stage names are looked up (the default registry when None).
+        seeds: None (seed 0), an int (env ``i`` gets ``hash(seed, i)``), an ``[E] int32``
+            ``wp.array`` bound by pointer (never written), a ``PerEnvSeededRNG``, or a ``SeedState``.
+        stream: the ``wp.Stream`` to launch on when called alone (default: the current stream).
+        prepare: run the first generation now (loads the Warp modules: do it before any
+            capture) and read ``result.valid`` back once (a ``UserWarning`` names the valid
+            rate if under 90 % of the envs hold a course when a stage draws). With False,
+            ``result`` holds its initial values (``valid`` and ``generation`` 0).
+        out: caller-provided arrays for the result, by field name (a mapping or an object
+            with the result's attributes, e.g. views of a simulator's buffer); the fields
+            not given are allocated. Each must have the field's shape, dtype and device.
+
+    Attributes:
+        result: the family's result dataclass (``TrackResult`` / ``GateResult``), stable arrays.
+        layout: the capacities (``TrackLayout`` / ``GateLayout``).
+        params: live dynamic parameters (``params["layout.size"] = v``).
+        seeds: the :class:`~trackgen_env.seeding.SeedState`.
+        inputs / input_info: generator inputs its stages read, written in place by the user.
+        spec, family, stages (names), num_envs, device, stream, max_retries.
+        capturable: False when a stage is registered ``capturable=False`` (then ``enqueue``
+            under a capture raises ``NotCapturableError``).
+
+    Raises:
+        TypeError: ``spec`` is not a PipelineSpec; a bad ``seeds`` or ``out`` entry type.
+        KeyError: an unknown stage name (the message lists the stages of the family).
+        ValueError: an unknown family; a bad setting; a parameter undeclared, missing or out
+            of its declared bounds, or a randomize range out of them or of a static
+            parameter; a stage (or the commit) reading a field no earlier stage writes; an
+            ``out`` array of the wrong shape, dtype or device, or of an unknown field. Each
+            names the stage or field; nothing is allocated or written before the checks pass.
+    """
+
+    def __init__(self, spec: PipelineSpec, *, registry: Registry | None = None, seeds=None, stream=None,
+                 prepare: bool = True, out=None):
+        if not isinstance(spec, PipelineSpec):
+            raise TypeError(f"build() takes a PipelineSpec, got {type(spec).__name__}")
+        reg = default_registry() if registry is None else registry
+        if not isinstance(reg, Registry):
+            raise TypeError(f"registry must be a pipeline.Registry or None, got {type(reg).__name__}")
+        family = reg.family(spec.family)
+        found = [(name, *reg.lookup(name, spec.family)) for name in spec.stages]
+        declared = _check_params(spec, found)
+        family.check(spec)
+        _check_reads(spec, family, found)
+        E, dev = spec.num_envs, wp.get_device(spec.device)
+        given = _check_out(out, family.result_fields(spec), dev)
+        self.spec, self.family, self._family = spec, spec.family, family
+        self.stages = tuple(name for name, _, _ in found)
+        self.num_envs, self.device, self.stream = E, dev, stream
+        self._host_stages = [name for name, _, capturable in found if not capturable]
+        self.capturable = not self._host_stages
+        self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(E, dev, seeds)
+        if self.seeds.num_envs != E or self.seeds.device != dev:
+            raise ValueError(
+                f"a SeedState for {E} envs on {dev} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
+            )
+        self.params = Params(E, dev, declared, spec.params, spec.randomize)
+        draws = any(cls.draws for _, cls, _ in found)
+        self.max_retries = int(spec.settings["max_retries"]) if draws else 0
+        self._draws = draws
+        ctx = self._ctx = StageContext(spec, self.params, self.seeds, self.max_retries)
+        self._stages = [cls() for _, cls, _ in found]
+        self.input_info = {}
+        for stage in self._stages:
+            self.input_info.update(stage.input_info(ctx))
+        self.inputs = {name: wp.zeros(info.shape, dtype=info.dtype, device=dev) for name, info in self.input_info.items()}
+        ctx.inputs = self.inputs
+        for stage in self._stages:
+            stage.allocate(ctx)
+        arrays = {}
+        for name, (shape, dtype, fill) in family.result_fields(spec).items():
+            arrays[name] = _filled(shape, dtype, fill, dev)
+            if name in given:  # the caller's array, holding the same initial values
+                wp.copy(given[name], arrays[name])
+                arrays[name] = given[name]
+        self.result = family.make_result(arrays)
+        self.layout = family.layout(spec)
+        if prepare:
+            self._first_generation()
+
+    # -- regeneration -------------------------------------------------------------------------
+    def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
+        """Launch one regeneration of the masked envs (all envs when ``mask`` is None).
+
+        Capturable (unless a stage is registered ``capturable=False``); no host
+        synchronisation. ``advance=True`` increments the masked envs' counters first, so
+        they draw a new course; without it the same course is rebuilt (after a parameter
+        change, say). Unmasked envs' rows of ``result`` stay bit-identical.
+
+        Args:
+            ctx: the course context. Called from a course (``ctx`` given), the program
+                launches on the current stream, which the course chose; alone, on ``stream``.
+            mask: ``[E] int32`` array, nonzero where the env is regenerated.
+
+        Raises:
+            TypeError: ``mask`` is neither None nor a ``wp.array``.
+            ValueError: ``mask`` is not an ``[E] int32`` array on the program's device.
+            NotCapturableError: under a capture, with a stage registered ``capturable=False``.
+        """
+        dev, E, w = self.device, self.num_envs, self._ctx
+        check_mask(mask, E, dev)
+        capturing = is_capturing(dev)
+        if capturing and not self.capturable:
+            raise NotCapturableError(
+                f"the program's stages {self._host_stages} run on the host (registered capturable=False): regenerate outside a capture"
+            )
+        own_stream = self.stream if ctx is None else None
+        with wp.ScopedStream(own_stream) if own_stream is not None else contextlib.nullcontext():
+            if advance:
+                self.seeds.advance(mask)
+            self.params.draw(self.seeds, mask)
+            use_mask = 0 if mask is None else 1
+            m = w.pending if mask is None else mask  # any int32 [E] array: unread when use_mask is 0
+            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[w.pending, w.attempt, w.run], device=dev)
+            if (capturing and exec_modes.conditional_allowed(dev)) or (not capturing and dev.is_cpu):
+                wp.capture_while(w.run, while_body=self._round)
+            else:
+                # the fixed bound: where a recording cannot hold a conditional node, and eagerly
+                # on CUDA, where capture_while would wait on the host after every round
+                for _ in range(1 + self.max_retries):
+                    self._round()
+            self._family.commit(w, self.result, m, use_mask)
+
+    def _round(self) -> None:
+        """One round of the stages for every pending env (the body of the retry loop)."""
+        w = self._ctx
+        wp.launch(_round_begin, self.num_envs, inputs=[w.pending], outputs=[w.ok, w.run], device=self.device)
+        for stage in self._stages:
+            stage.enqueue(w, w.pending)
+        wp.launch(_finalize, self.num_envs, inputs=[self.max_retries, w.ok],
+                  outputs=[w.pending, w.attempt, w.valid, w.run], device=self.device)
+
+    def _first_generation(self) -> None:
+        """Generate every env once and warn if most envs hold no course.
+
+        The one host read-back of ``result.valid`` of a program's life (construction may
+        synchronise; ``enqueue`` never does): a ``UserWarning`` naming the measured valid
+        rate when it is below ``LOW_VALID_RATE`` (when a stage draws: a given course is
+        written after construction), so that a spec that rarely yields a course is not
+        discovered as envs that terminate at every step.
+        """
+        self.generate()
+        if not self._draws:
+            return
+        valid = int(np.count_nonzero(self.result.valid.numpy()))
+        if valid < LOW_VALID_RATE * self.num_envs:
+            warnings.warn(
+                f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
+                f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
+                f"the config's checks reject most draws; see the {self._family.config_name} docstring for the "
+                f"ranges that yield valid courses",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def generate(self, seeds=None):
+        """Regenerate every env now (``seeds=`` first reseeds through ``self.seeds.reseed``).
+
+        Returns:
+            ``self.result`` (the same object every call).
+        """
+        if seeds is not None:
+            self.seeds.reseed(seeds)
+        self.enqueue()
+        return self.result
+
+    def __repr__(self) -> str:
+        return f"Program(family={self.family!r}, num_envs={self.num_envs}, device={self.device}, stages={self.stages})"
+
+
+# -- build-time checks (nothing is allocated before they pass) ---------------------------------
+def _check_params(spec: PipelineSpec, found) -> dict:
+    """``"stage.param" -> Param`` of the spec's stages; refuses undeclared, missing and
+    out-of-bounds values and randomize ranges, naming the stage."""
+    declared, owner = {}, {}
+    for name, cls, _ in found:
+        for full, p in cls.full_params().items():
+            declared[full], owner[full] = p, name
+    undeclared = sorted(set(spec.params) - set(declared))
+    if undeclared:
+        raise ValueError(f"the spec sets parameters {undeclared} that none of its stages {spec.stages} declares")
+    missing = sorted(set(declared) - set(spec.params))
+    if missing:
+        raise ValueError(f"the spec gives no value for the parameters {missing} of its stages: use with_stage/with_params")
+    for full, p in declared.items():
+        p.check(f"stage {owner[full]!r}: parameter {full!r}", spec.params[full])
+    for full, (lo, hi) in spec.randomize.items():
+        if full not in declared:
+            raise ValueError(f"randomize names {full!r}, which none of the stages {spec.stages} declares")
+        if not declared[full].dynamic:
+            raise ValueError(f"stage {owner[full]!r}: parameter {full!r} is static (dynamic=False) and cannot be randomized")
+        if lo > hi:
+            raise ValueError(f"randomize[{full!r}] needs lo <= hi, got ({lo}, {hi})")
+        declared[full].check(f"stage {owner[full]!r}: the randomize range of {full!r}", [lo, hi])
+    return declared
+
+
+def _check_reads(spec: PipelineSpec, family, found) -> None:
+    """Refuse a stage that reads a field (or input) no earlier stage writes (or declares), and
+    a commit that copies a field no stage writes."""
+    written: set[str] = set()
+    for name, cls, _ in found:
+        missing = [r for r in cls.reads if r not in written and "." not in r]
+        if missing:
+            raise ValueError(
+                f"stage {name!r} reads {missing}, which no earlier stage of {spec.stages} writes "
+                f"(written before it: {sorted(written)})"
+            )
+        written |= set(cls.writes)
+    missing = [r for r in family.commit_reads if r not in written]
+    if missing:
+        raise ValueError(f"the {spec.family} commit copies {missing}, which no stage of {spec.stages} writes")
+
+
+def _check_out(out, result_fields: dict, device) -> dict:
+    """The caller's result arrays by field, each checked for shape, dtype and device."""
+    if out is None:
+        return {}
+    if isinstance(out, Mapping):
+        given = dict(out)
+    elif is_dataclass(out):
+        given = {f.name: getattr(out, f.name) for f in dataclass_fields(out) if getattr(out, f.name) is not None}
+    else:
+        given = {n: getattr(out, n) for n in result_fields if getattr(out, n, None) is not None}
+    unknown = sorted(set(given) - set(result_fields))
+    if unknown:
+        raise ValueError(f"out= names fields {unknown} that the result does not have; its fields are {list(result_fields)}")
+    for name, arr in given.items():
+        shape, dtype, _ = result_fields[name]
+        want = f"a wp.array of shape {shape}, dtype {wp.types.type_repr(dtype)} on {device}"
+        if not isinstance(arr, wp.array):
+            raise TypeError(f"out[{name!r}] must be {want}, got {type(arr).__name__}")
+        if arr.shape != tuple(shape) or not wp.types.types_equal(arr.dtype, dtype) or arr.device != device:
+            raise ValueError(
+                f"out[{name!r}] must be {want}, got shape {arr.shape}, dtype {wp.types.type_repr(arr.dtype)} on {arr.device}"
+            )
+    return MappingProxyType(given)

@@ -1,0 +1,122 @@
+"""``Registry``: stage names -> stage classes, the built-ins and plugins.
+
+``build(spec, registry=reg)`` looks every stage name of the spec up in ``reg`` (the
+default registry when None). A registry starts as a copy of the built-ins; a plugin adds
+its stage under a namespaced name::
+
+    reg = pipeline.Registry()
+    reg.register(Banking)                       # Banking.name == "acme.banking"
+    reg.register(HostStep, capturable=False)    # runs on the host: no graph can hold it
+"""
+
+from __future__ import annotations
+
+import re
+
+from .stage import Family, Stage
+from .stages import gates, given, track
+
+__all__ = ["Registry", "default_registry", "FAMILIES"]
+
+#: the built-in families by name
+FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
+
+_BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start,
+                   given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
+                   given.GateLayoutInput)
+_NAMESPACED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Registry:
+    """Stage classes by ``(family, name)``; a stage of family None serves every family.
+
+    ``Registry()`` holds the built-in stages; :meth:`register` adds a plugin's.
+    """
+
+    def __init__(self):
+        self._stages: dict[tuple[str | None, str], tuple[type, bool]] = {
+            (cls.family, cls.name): (cls, True) for cls in _BUILTIN_STAGES
+        }
+
+    def copy(self) -> "Registry":
+        """A registry holding the same stages (registering into it leaves this one as it is)."""
+        new = Registry.__new__(Registry)
+        new._stages = dict(self._stages)
+        return new
+
+    def register(self, stage_cls: type, *, capturable: bool = True) -> type:
+        """Add a stage class (usable as a decorator: returns ``stage_cls``).
+
+        Args:
+            stage_cls: a :class:`Stage` subclass whose ``name`` is namespaced (``"acme.banking"``:
+                the built-ins' plain names are reserved) and whose params have unique plain names.
+            capturable: False for a stage that runs on the host (reads device data back, or
+                calls NumPy): a program holding it runs its regeneration eagerly, and raises
+                ``NotCapturableError`` under a capture.
+
+        Raises:
+            TypeError: not a Stage subclass, or ``capturable`` not a bool.
+            ValueError: a name that is not namespaced, a name (of the same family) already
+                registered, a family other than ``"track"`` / ``"gates"`` / None, or a bad param name.
+        """
+        if not (isinstance(stage_cls, type) and issubclass(stage_cls, Stage)):
+            raise TypeError(f"register() takes a Stage subclass, got {stage_cls!r}")
+        if not isinstance(capturable, bool):
+            raise TypeError(f"capturable must be a bool, got {capturable!r}")
+        name, family = stage_cls.name, stage_cls.family
+        if not isinstance(name, str) or not _NAMESPACED.match(name):
+            raise ValueError(
+                f"a plugin stage needs a namespaced name like 'acme.banking' (the plain names are the built-ins'), "
+                f"got {name!r} ({stage_cls.__name__})"
+            )
+        if family is not None and family not in FAMILIES:
+            raise ValueError(f"stage {name!r}: family must be one of {sorted(FAMILIES)} or None, got {family!r}")
+        taken = [key for key in self._stages if key[1] == name and (family is None or key[0] in (None, family))]
+        if taken:
+            raise ValueError(f"stage {name!r} is already registered ({self._stages[taken[0]][0].__name__}): "
+                             "a name is registered once")
+        seen = set()
+        for p in stage_cls.params:
+            if not _PARAM.match(getattr(p, "name", "")) or p.name in seen:
+                raise ValueError(f"stage {name!r}: param names must be unique identifiers, got {p.name!r}")
+            seen.add(p.name)
+        self._stages[(family, name)] = (stage_cls, capturable)
+        return stage_cls
+
+    def lookup(self, name: str, family: str) -> tuple[type, bool]:
+        """``(stage class, capturable)`` of ``name`` in ``family``.
+
+        Raises:
+            KeyError: no such stage (the message lists the stages of the family).
+        """
+        for key in ((family, name), (None, name)):
+            if key in self._stages:
+                return self._stages[key]
+        raise KeyError(f"unknown stage {name!r} for the {family} family; the known stages are {self.names(family)}")
+
+    def names(self, family: str) -> list[str]:
+        """The stage names a spec of ``family`` may use."""
+        return sorted(n for f, n in self._stages if f in (None, family))
+
+    def family(self, name: str) -> Family:
+        """The built-in family ``name``.
+
+        Raises:
+            ValueError: an unknown family (the message lists them).
+        """
+        if name not in FAMILIES:
+            raise ValueError(f"unknown family {name!r}; the families are {sorted(FAMILIES)}")
+        return FAMILIES[name]
+
+    def __repr__(self) -> str:
+        plugins = sorted(n for (_, n) in self._stages if "." in n)
+        return f"Registry(plugins={plugins})"
+
+
+_DEFAULT = Registry()
+
+
+def default_registry() -> Registry:
+    """The registry ``build`` uses when given none (the built-ins, and what was registered into it)."""
+    return _DEFAULT

@@ -1,0 +1,734 @@
+"""The track family's built-in stages: band, layout, spline, resample, checks, start.
+
+One round of the retry loop, for the pending envs (``Program`` runs it)::
+
+    band     (per env: half width of every control point, from "band.width")
+    layout   (per env: control points from the env's stream, keyed by its attempt)
+    spline   (per env: arc-length table of the closed spline, loop length, point count)
+    resample (per env x point: points every ~point_spacing, tangent, normal, curvature)
+    checks   (per env x point: turn radius, band self-intersection)
+    start    (per env: the start pose on the first point, facing along the loop)
+
+then the masked commit copies the staged rows into ``result``. A given centreline
+(source ``"centerline"``, ``stages.given.CenterlineInput``) replaces band and layout, and
+draws nothing.
+
+Procedural tracks are periodic uniform cubic B-splines through jittered control points
+around the centre (the curve lies in the control points' convex hull, so it stays inside
+the course square); a given centreline is interpolated by a uniform Catmull-Rom spline,
+which passes through every given point. Curve formulas: Catmull & Rom (1974); de Boor,
+*A Practical Guide to Splines* (1978). Arc-length resampling inverts the cumulative chord
+length of a dense sampling of the spline.
+
+The settings and their checks (``check_track``) are the ones ``TrackGenConfig``
+documents; ``track_spec`` compiles them to a :class:`~trackgen_env.pipeline.spec.PipelineSpec`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import warp as wp
+
+from ...checks import check_float, check_int, resolve_device
+from ...polyline import TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
+from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ...types import TrackLayout, TrackResult
+from ..stage import Family, Param, Stage, check_settings
+
+__all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK", "TRACK_STAGES", "CENTERLINE_STAGES",
+           "TRACK_DEFAULTS", "check_track", "SETTINGS", "TRACK_PARAMS", "spec_fields", "MAX_POINTS", "lanes"]
+
+wp.set_module_options({"enable_backward": False})
+
+MAX_POINTS = 1 << 16  # the largest centreline capacity
+
+# Stage names in execution order, of a procedural track and of a given centreline.
+TRACK_STAGES = ("band", "layout", "spline", "resample", "checks", "start")
+CENTERLINE_STAGES = ("centerline", "spline", "resample", "start")
+
+# Dense spline samples per control segment (the arc-length table), per source.
+_DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
+
+
+def lanes(device, points: int) -> int:
+    """Threads per env of a per-point kernel: one on the CPU (a serial loop is fastest
+    there), a warp's worth on CUDA so that small batches still fill the device."""
+    return 1 if wp.get_device(device).is_cpu else min(64, points)
+
+
+_BSPLINE = wp.constant(0)
+_CATMULL_ROM = wp.constant(1)
+_STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
+_STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
+
+
+# --- curve evaluation --------------------------------------------------------------------
+@wp.func
+def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: int):
+    """Position, first and second derivative (per unit t) of one spline segment."""
+    t2 = t * t
+    t3 = t2 * t
+    if kind == _BSPLINE:
+        s = 1.0 / 6.0
+        pos = s * ((1.0 - t) * (1.0 - t) * (1.0 - t) * p0 + (3.0 * t3 - 6.0 * t2 + 4.0) * p1
+                   + (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) * p2 + t3 * p3)
+        d1 = 0.5 * (-(1.0 - t) * (1.0 - t) * p0 + (3.0 * t2 - 4.0 * t) * p1 + (-3.0 * t2 + 2.0 * t + 1.0) * p2 + t2 * p3)
+        d2 = (1.0 - t) * p0 + (3.0 * t - 2.0) * p1 + (-3.0 * t + 1.0) * p2 + t * p3
+        return pos, d1, d2
+    a = -p0 + p2
+    b = 2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3
+    c = -p0 + 3.0 * p1 - 3.0 * p2 + p3
+    pos = 0.5 * (2.0 * p1 + a * t + b * t2 + c * t3)
+    d1 = 0.5 * (a + 2.0 * b * t + 3.0 * c * t2)
+    d2 = 0.5 * (2.0 * b + 6.0 * c * t)
+    return pos, d1, d2
+
+
+# --- kernels -----------------------------------------------------------------------------
+# The layout adapts to the band: the defaults (a 0.8 m band in a 10 m square, turn radius
+# >= 2 half widths, 12 control points) draw their shapes unchanged; a wider band, a smaller
+# square or a larger turn-radius factor (a tighter ratio q = min turn radius / loop radius)
+# draws shallower lobes, and more control points draw less per-point noise, so that the
+# same share of draws passes the checks whatever the documented values.
+_REF_CONTROL_POINTS = wp.constant(12.0)
+_REF_TURN_RATIO = wp.constant(0.8 / 4.6)  # q of the defaults: 2 * 0.4 m over (5 - 0.4) m
+_DEPTH_EXP = wp.constant(1.5)  # measured: the lowest power of those tried (1, 1.5, 2) that keeps >= 99 % valid
+
+
+@wp.func
+def _layout_depth(radius_jitter: float, min_turn_radius: float, r_outer: float) -> float:
+    """Depth of the radial profile: ``radius_jitter`` up to the defaults' ratio q, beyond it
+    the depth whose innermost radius ``r_outer (1 - depth)`` grows as ``(q / q_ref)^1.5``
+    (0 from q = 0.39 on with the default jitter: a round loop)."""
+    q = min_turn_radius / wp.max(r_outer, 1.0e-9)
+    if q <= _REF_TURN_RATIO:
+        return radius_jitter
+    return wp.clamp(1.0 - (1.0 - radius_jitter) * wp.pow(q / _REF_TURN_RATIO, _DEPTH_EXP), 0.0, radius_jitter)
+
+
+@wp.kernel
+def _layout(
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    size: wp.array(dtype=float),
+    radius_jitter: wp.array(dtype=float),
+    angle_jitter: wp.array(dtype=float),
+    elevation: wp.array(dtype=float),
+    ctrl_hw: wp.array2d(dtype=float),
+    num_ctrl: int,
+    min_turn_radius_factor: float,
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+    hw = ctrl_hw[e, 0]
+    r_outer = 0.5 * size[e] - hw
+    depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
+    # per-point noise of a fine loop: its wiggles bend as (noise / control spacing)^2
+    noise = 0.2 * wp.min(1.0, (_REF_CONTROL_POINTS / float(num_ctrl)) * (_REF_CONTROL_POINTS / float(num_ctrl)))
+    phase = TWO_PI * uniform(key, 0)
+    direction = 1.0
+    if uniform(key, 1) < 0.5:
+        direction = -1.0
+    step = TWO_PI / float(num_ctrl)
+    # radial profile: a random mix of the low angular modes 2..4 (elongation, triangle,
+    # square lobes), scaled to [0, 1]; its depth is radius_jitter
+    a2 = uniform(key, 2)
+    a3 = uniform(key, 3)
+    a4 = 0.5 * uniform(key, 4)
+    p2 = TWO_PI * uniform(key, 5)
+    p3 = TWO_PI * uniform(key, 6)
+    p4 = TWO_PI * uniform(key, 7)
+    total = a2 + a3 + a4 + 1.0e-6
+    for k in range(num_ctrl):
+        u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
+        theta = phase + direction * u
+        f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
+        r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
+        z = elevation[e] * uniform(key, 10 + 3 * k)
+        ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
+    ctrl_count[e] = num_ctrl
+
+
+@wp.kernel
+def _spline_table(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    point_spacing: float,
+    max_loop_length: float,
+    max_points: int,
+    ctrl_hw: wp.array2d(dtype=float),
+    min_turn_radius_factor: float,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    table: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    n = ctrl_count[e]
+    if n < 3:
+        ok[e] = 0
+        num_points[e] = 0
+        loop_length[e] = 0.0
+        return
+    total = float(0.0)
+    table[e, 0] = 0.0
+    prev = wp.vec3()
+    for k in range(n):
+        p0 = wrapped_point(ctrl, e, k - 1, n)
+        p1 = wrapped_point(ctrl, e, k, n)
+        p2 = wrapped_point(ctrl, e, k + 1, n)
+        p3 = wrapped_point(ctrl, e, k + 2, n)
+        # turn radius >= factor * half width, checked here on the dense samples already
+        # (0 turns the check off): most rejected draws stop before the resampling
+        limit = min_turn_radius_factor * ctrl_hw[e, k]
+        for i in range(samples):
+            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            d = k * samples + i
+            if d > 0:
+                total = total + wp.length(pos - prev)
+                table[e, d] = total
+            prev = pos
+            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
+            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
+            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
+            if bend * bend > speed2 * speed2 * speed2:
+                ok[e] = 0
+                if attempt[e] < max_retries:
+                    return  # another draw follows: this one needs no table
+    pos0, d10, d20 = _curve(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n), wrapped_point(ctrl, e, 2, n), 0.0, kind)
+    total = total + wp.length(pos0 - prev)
+    table[e, n * samples] = total
+    loop_length[e] = total
+    count = wp.max(8, int(wp.round(total / point_spacing)))
+    if count > max_points or total > max_loop_length:
+        ok[e] = 0
+        count = wp.min(count, max_points)
+    num_points[e] = count
+
+
+@wp.kernel
+def _resample(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_hw: wp.array2d(dtype=float),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    lanes: int,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+    table: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+):
+    e, lane = wp.tid()
+    # a draw already rejected is not resampled, but for the last attempt: an env that ends
+    # invalid still holds its own last draw, whatever its history
+    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
+        return
+    n = ctrl_count[e]
+    count = num_points[e]
+    if n < 3 or count < 1:
+        return
+    total = loop_length[e]
+    last = n * samples
+    # Each lane's samples come in increasing s, so its search of the cumulative chord-length
+    # table (table[lo] <= s < table[lo + 1]) resumes where the previous one stopped: a walk
+    # of a step or two with one lane (the CPU), a binary search over the rest with many.
+    lo = int(0)
+    padded = int(0)
+    pos = wp.vec3()
+    tan = wp.vec3()
+    left = wp.vec3()
+    kappa = float(0.0)
+    hw = float(0.0)
+    s = float(0.0)
+    for j in range(lane, centerline.shape[1], lanes):
+        # padding (j >= count) repeats the last point: evaluated once per lane, then copied
+        if j < count or padded == 0:
+            s = float(wp.min(j, count - 1)) * total / float(count)
+            if lanes == 1:
+                while lo + 1 < last and table[e, lo + 1] <= s:
+                    lo = lo + 1
+            else:
+                hi = last
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if table[e, mid] <= s:
+                        lo = mid
+                    else:
+                        hi = mid
+            seg = table[e, lo + 1] - table[e, lo]
+            frac = float(0.0)
+            if seg > 0.0:
+                frac = (s - table[e, lo]) / seg
+            k = lo // samples
+            t = (float(lo - k * samples) + frac) / float(samples)
+            d1 = wp.vec3()
+            d2 = wp.vec3()
+            pos, d1, d2 = _curve(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n), wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), t, kind)
+            speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
+            tan = wp.normalize(d1)
+            left = wp.vec3(0.0, 0.0, 0.0)
+            kappa = 0.0
+            if speed_xy > 0.0:
+                left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
+                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
+            if kind == _BSPLINE:
+                hw = ctrl_hw[e, 0]
+            else:
+                hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
+            if j >= count:
+                padded = 1
+        centerline[e, j] = pos
+        tangent[e, j] = tan
+        normal[e, j] = left
+        arc_length[e, j] = s
+        curvature[e, j] = kappa
+        half_width[e, j] = hw
+
+
+@wp.kernel
+def _checks(
+    pending: wp.array(dtype=wp.int32),
+    lanes: int,
+    min_turn_radius_factor: float,
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    ok: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    count = num_points[e]
+    total = loop_length[e]
+    for i in range(lane, count, lanes):
+        hw = half_width[e, i]
+        # turn radius >= factor * half width (the inner band edge must not fold over)
+        if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
+            ok[e] = 0
+            return
+        # band self-intersection: points far apart along the loop must be >= 2 half widths
+        # apart. Scan every STRIDE-th point first: a point within STRIDE - 1 steps of a
+        # coarse point p_j is at most (STRIDE - 1) * step from it, so only a coarse point
+        # closer than 2 hw + that bound needs its run of fine points checked.
+        skip = 3.0 * (2.0 * hw)
+        pi = centerline[e, i]
+        si = arc_length[e, i]
+        step = total / float(count)
+        reach = 2.0 * hw + float(_STRIDE - 1) * step
+        for jc in range(i + 1, count, _STRIDE):
+            d = centerline[e, jc] - pi
+            if d[0] * d[0] + d[1] * d[1] < reach * reach:
+                for j in range(jc, wp.min(jc + _STRIDE, count)):
+                    ds = arc_length[e, j] - si
+                    if ds > skip and total - ds > skip:
+                        dj = centerline[e, j] - pi
+                        if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
+                            ok[e] = 0
+                            return
+        if ok[e] == 0:
+            return
+
+
+@wp.kernel
+def _start(
+    pending: wp.array(dtype=wp.int32),
+    num_points: wp.array(dtype=wp.int32),
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    if num_points[e] >= 1:
+        # on the first point, facing along the loop
+        start_position[e] = centerline[e, 0]
+        start_orientation[e] = yaw_quat(tangent[e, 0])
+    else:
+        start_position[e] = wp.vec3()
+        start_orientation[e] = wp.quat_identity()
+
+
+@wp.kernel
+def _band(
+    pending: wp.array(dtype=wp.int32),
+    width: wp.array(dtype=float),
+    ctrl_hw: wp.array2d(dtype=float),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    hw = 0.5 * width[e]
+    for k in range(ctrl_hw.shape[1]):
+        ctrl_hw[e, k] = hw
+
+
+@wp.kernel
+def _commit(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    lanes: int,
+    # staged
+    s_centerline: wp.array2d(dtype=wp.vec3),
+    s_tangent: wp.array2d(dtype=wp.vec3),
+    s_normal: wp.array2d(dtype=wp.vec3),
+    s_arc_length: wp.array2d(dtype=float),
+    s_curvature: wp.array2d(dtype=float),
+    s_half_width: wp.array2d(dtype=float),
+    s_num_points: wp.array(dtype=wp.int32),
+    s_loop_length: wp.array(dtype=float),
+    s_start_position: wp.array(dtype=wp.vec3),
+    s_start_orientation: wp.array(dtype=wp.quat),
+    s_valid: wp.array(dtype=wp.int32),
+    # committed
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    valid: wp.array(dtype=wp.int32),
+    generation: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if use_mask != 0 and mask[e] == 0:
+        return
+    count = s_num_points[e]
+    ok = s_valid[e]
+    if count < 1:
+        ok = 0
+    for j in range(lane, centerline.shape[1], lanes):
+        if count < 1:
+            # nothing usable was drawn: a degenerate, invalid track at the origin
+            centerline[e, j] = wp.vec3()
+            tangent[e, j] = X_AXIS
+            normal[e, j] = Y_AXIS
+            arc_length[e, j] = 0.0
+            curvature[e, j] = 0.0
+            half_width[e, j] = 0.0
+        else:
+            centerline[e, j] = s_centerline[e, j]
+            tangent[e, j] = s_tangent[e, j]
+            normal[e, j] = s_normal[e, j]
+            arc_length[e, j] = s_arc_length[e, j]
+            curvature[e, j] = s_curvature[e, j]
+            half_width[e, j] = s_half_width[e, j]
+    if lane == 0:
+        num_points[e] = wp.max(count, 0)
+        loop_length[e] = s_loop_length[e]
+        valid[e] = ok
+        generation[e] = generation[e] + 1
+        start_position[e] = s_start_position[e]
+        start_orientation[e] = s_start_orientation[e]
+
+
+
+
+# --- the stages ----------------------------------------------------------------------------
+def _e(ctx) -> int:
+    return ctx.num_envs
+
+
+class Band(Stage):
+    """The band's half width at every control point: ``band.width / 2``."""
+
+    name, family = "band", "track"
+    params = (Param("width", 0.8, 0.0, math.inf, "[m] full width of the band", lo_open=True, stream=0),)
+    writes = ("ctrl_hw",)
+
+    def allocate(self, ctx):
+        ctx.field("ctrl_hw", (_e(ctx), ctx.settings["num_control_points"]), float)
+
+    def enqueue(self, ctx, pending):
+        wp.launch(_band, _e(ctx), inputs=[pending, ctx.params["band.width"]], outputs=[ctx.fields["ctrl_hw"]],
+                  device=ctx.device)
+
+
+class Layout(Stage):
+    """Control points around the centre at jittered angles and radii (the env's own stream)."""
+
+    name, family = "layout", "track"
+    params = (
+        Param("size", 10.0, 0.0, math.inf, "[m] side of the square the track is drawn in", lo_open=True, stream=4),
+        Param("radius_jitter", 0.7, 0.0, 1.0, "depth of the radial profile (fraction of the radius)", stream=3),
+        Param("angle_jitter", 0.25, 0.0, 1.0, "fraction of the angular step drawn away", stream=1),
+        Param("elevation", 0.0, 0.0, math.inf, "[m] height amplitude (0: flat)", stream=2),
+    )
+    reads = ("ctrl_hw",)
+    writes = ("ctrl", "ctrl_count")
+    draws = True
+
+    def allocate(self, ctx):
+        c = ctx.settings["num_control_points"]
+        ctx.field("ctrl", (_e(ctx), c), wp.vec3)
+        ctx.field("ctrl_count", _e(ctx), wp.int32)
+
+    def enqueue(self, ctx, pending):
+        p, f, s = ctx.params, ctx.fields, ctx.settings
+        wp.launch(
+            _layout, _e(ctx),
+            inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
+                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], f["ctrl_hw"],
+                    s["num_control_points"], s["min_turn_radius_factor"]],
+            outputs=[f["ctrl"], f["ctrl_count"]], device=ctx.device,
+        )
+
+
+def _procedural(ctx) -> bool:
+    return ctx.settings["source"] == "procedural"
+
+
+class Spline(Stage):
+    """The closed spline's arc-length table, loop length and point count; rejects a loop that
+    turns tighter than the turn-radius bound or is longer than ``max_loop_length``."""
+
+    name, family = "spline", "track"
+    reads = ("ctrl", "ctrl_hw", "ctrl_count")
+    writes = ("table", "loop_length", "num_points")
+
+    def allocate(self, ctx):
+        self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
+        ctx.field("table", (_e(ctx), ctx.fields["ctrl"].shape[1] * self.samples + 1), float)
+        ctx.field("loop_length", _e(ctx), float)
+        ctx.field("num_points", _e(ctx), wp.int32)
+
+    def enqueue(self, ctx, pending):
+        f, s, proc = ctx.fields, ctx.settings, _procedural(ctx)
+        wp.launch(
+            _spline_table, _e(ctx),
+            inputs=[pending, f["ctrl"], f["ctrl_count"], int(_BSPLINE if proc else _CATMULL_ROM), self.samples,
+                    s["point_spacing"], s["max_loop_length"], s["max_points"], f["ctrl_hw"],
+                    s["min_turn_radius_factor"] if proc else 0.0, ctx.max_retries, ctx.attempt],
+            outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
+        )
+
+
+_POINT_FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width")
+
+
+class Resample(Stage):
+    """Centreline points evenly spaced in arc length, with tangent, normal, curvature, half width."""
+
+    name, family = "resample", "track"
+    reads = ("ctrl", "ctrl_hw", "ctrl_count", "table", "loop_length", "num_points")
+    writes = _POINT_FIELDS
+
+    def allocate(self, ctx):
+        shape = (_e(ctx), ctx.settings["max_points"])
+        for name in _POINT_FIELDS:
+            ctx.field(name, shape, wp.vec3 if name in ("centerline", "tangent", "normal") else float)
+        self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
+        self.lanes = lanes(ctx.device, shape[1])
+
+    def enqueue(self, ctx, pending):
+        f = ctx.fields
+        kind = _BSPLINE if _procedural(ctx) else _CATMULL_ROM
+        wp.launch(
+            _resample, (_e(ctx), self.lanes),
+            inputs=[pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
+                    ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
+            outputs=[f[name] for name in _POINT_FIELDS], device=ctx.device,
+        )
+
+
+class Checks(Stage):
+    """Rejects a band that turns tighter than ``min_turn_radius_factor`` half widths or crosses itself."""
+
+    name, family = "checks", "track"
+    reads = ("num_points", "loop_length", "centerline", "arc_length", "curvature", "half_width")
+
+    def allocate(self, ctx):
+        self.lanes = lanes(ctx.device, ctx.settings["max_points"])
+
+    def enqueue(self, ctx, pending):
+        f = ctx.fields
+        wp.launch(
+            _checks, (_e(ctx), self.lanes),
+            inputs=[pending, self.lanes, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+                    f["centerline"], f["arc_length"], f["curvature"], f["half_width"]],
+            outputs=[ctx.ok], device=ctx.device,
+        )
+
+
+class Start(Stage):
+    """The start pose: on the first centreline point, facing along the loop."""
+
+    name, family = "start", "track"
+    reads = ("num_points", "centerline", "tangent")
+    writes = ("start_position", "start_orientation")
+
+    def allocate(self, ctx):
+        ctx.field("start_position", _e(ctx), wp.vec3)
+        ctx.field("start_orientation", _e(ctx), wp.quat, fill="identity")
+
+    def enqueue(self, ctx, pending):
+        f = ctx.fields
+        wp.launch(_start, _e(ctx), inputs=[pending, f["num_points"], f["centerline"], f["tangent"]],
+                  outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
+
+
+# --- the family: result, commit, settings ----------------------------------------------------
+_RESULT = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points", "loop_length",
+           "start_position", "start_orientation", "valid", "generation")
+
+
+class _Track(Family):
+    name, config_name = "track", "TrackGenConfig"
+    commit_reads = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points",
+                    "loop_length", "start_position", "start_orientation")
+
+    def check(self, spec):
+        check_settings(spec, SETTINGS)
+        check_track(spec_fields(spec), fit=False)
+
+    def result_fields(self, spec):
+        E, P = spec.num_envs, spec.settings["max_points"]
+        per_point = {n: ((E, P), wp.vec3 if n in ("centerline", "tangent", "normal") else wp.float32, "zeros")
+                     for n in _POINT_FIELDS}
+        return {**per_point, "num_points": ((E,), wp.int32, "zeros"), "loop_length": ((E,), wp.float32, "zeros"),
+                "start_position": ((E,), wp.vec3, "zeros"), "start_orientation": ((E,), wp.quat, "identity"),
+                "valid": ((E,), wp.int32, "zeros"), "generation": ((E,), wp.int32, "zeros")}
+
+    def make_result(self, arrays):
+        return TrackResult(**{n: arrays[n] for n in _RESULT})
+
+    def layout(self, spec):
+        s = spec.settings
+        elevated = "layout.elevation" in spec.params and spec.construction_value("layout.elevation", "hi") > 0
+        declared = None if elevated or s["source"] != "procedural" else s["max_loop_length"]
+        return TrackLayout(num_envs=spec.num_envs, max_points=s["max_points"], max_loop_length=declared)
+
+    def commit(self, ctx, result, mask, use_mask):
+        f, r = ctx.fields, result
+        n = lanes(ctx.device, ctx.settings["max_points"])
+        wp.launch(
+            _commit, (ctx.num_envs, n),
+            inputs=[mask, use_mask, n] + [f[name] for name in _POINT_FIELDS]
+                   + [f["num_points"], f["loop_length"], f["start_position"], f["start_orientation"], ctx.valid],
+            outputs=[getattr(r, name) for name in _RESULT], device=ctx.device,
+        )
+
+
+TRACK = _Track()
+
+# --- settings: the checks of TrackGenConfig, in one place ------------------------------------
+#: config field -> the ``"stage.param"`` it sets (the other fields are settings)
+TRACK_PARAMS = {"size": "layout.size", "radius_jitter": "layout.radius_jitter", "angle_jitter": "layout.angle_jitter",
+                "elevation": "layout.elevation", "width": "band.width"}
+_DECLARED = {**Band.full_params(), **Layout.full_params()}
+#: every config field's default (a param's default is its declared one)
+TRACK_DEFAULTS = {
+    "num_envs": 1, "device": None,
+    **{field: _DECLARED[name].default for field, name in TRACK_PARAMS.items()},
+    "point_spacing": 0.1, "num_control_points": 12, "max_loop_length": None, "max_points": None,
+    "min_turn_radius_factor": 2.0, "max_retries": 12, "source": "procedural", "max_input_points": 0,
+}
+SETTINGS = tuple(k for k in TRACK_DEFAULTS if k not in TRACK_PARAMS and k not in ("num_envs", "device"))
+
+
+def spec_fields(spec) -> dict:
+    """The config fields of a track spec (settings, and the construction values of its params)."""
+    params = {f: spec.params[n] for f, n in TRACK_PARAMS.items() if n in spec.params}
+    return {**TRACK_DEFAULTS, "num_envs": spec.num_envs, "device": spec.device, **params, **spec.settings}
+
+
+def check_track(fields: dict, *, fit: bool = True) -> dict:
+    """Check the fields of a track config and fill the derived ones (``TrackGenConfig``'s rules).
+
+    Args:
+        fields: every field of ``TrackGenConfig`` by name.
+        fit: also check the construction values of the parameters (``size``, ``width``,
+            the jitters, ``elevation``) against the config's documented ranges and against
+            each other. A spec's construction values are checked against their declared
+            bounds instead (``build``), so a spec may reach beyond the config's ranges (it
+            then warns at construction when few envs are valid).
+
+    Returns:
+        the fields, normalised (``device`` resolved, ``max_loop_length`` / ``max_points``
+        filled in).
+
+    Raises:
+        TypeError / ValueError: a field of the wrong type or range (the message says what
+            was expected and what was received).
+    """
+    v = dict(fields)
+    v["num_envs"] = check_int("num_envs", v["num_envs"], lo=1)
+    v["device"] = resolve_device(v["device"])
+    if v["source"] not in ("procedural", "centerline"):
+        raise ValueError(f"source must be 'procedural' or 'centerline', got {v['source']!r}")
+    procedural = v["source"] == "procedural"
+    v["point_spacing"] = check_float("point_spacing", v["point_spacing"], lo=0.0, lo_open=True)
+    v["num_control_points"] = check_int("num_control_points", v["num_control_points"], lo=5, hi=20)
+    v["min_turn_radius_factor"] = check_float("min_turn_radius_factor", v["min_turn_radius_factor"], lo=1.0)
+    v["max_retries"] = check_int("max_retries", v["max_retries"], lo=12 if procedural else 0, hi=64)
+    if procedural:
+        v["max_input_points"] = check_int("max_input_points", v["max_input_points"], lo=0)
+    else:
+        v["max_input_points"] = check_int("max_input_points", v["max_input_points"], lo=3)
+    if fit:
+        v["size"] = check_float("size", v["size"], lo=0.0, lo_open=True)
+        v["width"] = check_float("width", v["width"], lo=0.0, lo_open=True)
+        v["radius_jitter"] = check_float("radius_jitter", v["radius_jitter"], lo=0.0, hi=0.7)
+        v["angle_jitter"] = check_float("angle_jitter", v["angle_jitter"], lo=0.0, hi=0.3)
+        v["elevation"] = check_float("elevation", v["elevation"], lo=0.0)
+    if fit and procedural:
+        widest = v["size"] / (2.0 * v["min_turn_radius_factor"] + 1.0)
+        if v["width"] > widest:
+            raise ValueError(
+                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m (the loop's outer "
+                f"radius size / 2 - width / 2 must be >= 2 least turn radii), got {v['width']}"
+            )
+        if v["elevation"] > v["size"] / 5.0:
+            raise ValueError(f"elevation must be in [0, size / 5] = [0, {v['size'] / 5.0:.6g}] m, got {v['elevation']}")
+    mll = 4.0 * float(v["size"]) if v["max_loop_length"] is None else v["max_loop_length"]
+    v["max_loop_length"] = check_float("max_loop_length", mll, lo=0.0, lo_open=True)
+    if fit and procedural and v["max_loop_length"] < math.pi * v["size"]:
+        raise ValueError(
+            f"max_loop_length must be >= pi * size = {math.pi * v['size']:.6g} m (the circumference of the "
+            f"square's inscribed circle: a shorter bound rejects most loops), got {v['max_loop_length']}"
+        )
+    if v["max_points"] is None:
+        mp = math.ceil(v["max_loop_length"] / v["point_spacing"]) + 2
+        if mp < 8:
+            raise ValueError(
+                f"point_spacing must be <= max_loop_length / 6 = {v['max_loop_length'] / 6:.6g} m (a centreline "
+                f"needs >= 8 points), got {v['point_spacing']}"
+            )
+    else:
+        mp = v["max_points"]
+    v["max_points"] = check_int("max_points", mp, lo=8)
+    if v["max_points"] > MAX_POINTS:
+        raise ValueError(f"max_points = {v['max_points']} is over 65536: raise point_spacing or lower max_loop_length")
+    return v
