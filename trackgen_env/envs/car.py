@@ -176,10 +176,13 @@ _F1TENTH_TYRES = dict(mass=3.74, yaw_inertia=0.04712, cornering_stiffness_front=
 #: its motor's power limit above 7.3 m/s is modelled by our linear motor line to 20 m/s,
 #: brakes at its 9.51 m/s^2); ``"full"``: a full-size race car (2.7 m wheelbase, 2 m wide, ~1.5 g of
 #: grip) for real circuits, which are km long with 3-14 m half widths, with the mass,
-#: inertia and normalised cornering stiffness of CommonRoad's vehicle 2 (a BMW 320i: 1093 kg,
-#: 1791 kg m^2, C_S = 20.89 / rad, CoG 0.61 m high; Althoff, Koschi and Manzinger, "CommonRoad:
+#: inertia and front normalised cornering stiffness of CommonRoad's vehicle 2 (a BMW 320i:
+#: 1093 kg, 1791 kg m^2, C_S = 20.89 / rad; Althoff, Koschi and Manzinger, "CommonRoad:
 #: Composable benchmarks for motion planning on roads", IEEE IV 2017; the same values are
-#: f1tenth_gym's full-size test vehicle).
+#: f1tenth_gym's full-size test vehicle) and two race-car choices of ours: the CoG 0.3 m high
+#: (the road car's 0.61 m unloads the rear axle so much under 1.5 g of braking that the car
+#: spins into corners) and a rear axle 25% stiffer (wider rear tyres: the car understeers,
+#: K = 0.00065 rad / (m/s^2), where equal stiffnesses make it neutral).
 CAR_PRESETS: dict[str, CarParams] = {
     "rc10": CarParams(
         wheelbase=0.33, cog_to_rear=0.5, max_steer=0.45, max_accel=6.0, max_brake=8.0,
@@ -192,8 +195,8 @@ CAR_PRESETS: dict[str, CarParams] = {
     "full": CarParams(
         wheelbase=2.7, cog_to_rear=0.55, max_steer=0.55, max_accel=9.0, max_brake=15.0,
         max_speed=85.0, friction=1.5, length=4.6, width=2.0, height=1.0,
-        mass=1093.3, yaw_inertia=1791.6, cornering_stiffness_front=20.89, cornering_stiffness_rear=20.89,
-        cog_height=0.614, kinematic_speed=3.0, dynamic_speed=6.0,
+        mass=1093.3, yaw_inertia=1791.6, cornering_stiffness_front=20.89, cornering_stiffness_rear=1.25 * 20.89,
+        cog_height=0.3, kinematic_speed=3.0, dynamic_speed=6.0,
     ),
 }
 
