@@ -96,6 +96,8 @@ def test_the_dynamic_model_needs_tyres():
                      friction=1, length=1, width=1, height=1)
     assert not bare.has_tyres
     with pytest.raises(ValueError, match="tyre parameters"):
+        understeer_gradient(bare)
+    with pytest.raises(ValueError, match="tyre parameters"):
         CarState(bare, 1, "cpu", model="dynamic")
     with pytest.raises(ValueError, match="car_model"):
         CarState(RC, 1, "cpu", model="pacejka")

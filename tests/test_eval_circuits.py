@@ -80,6 +80,8 @@ def test_an_untrained_model_gets_a_row_per_circuit(circuits, tmp_path):
     (["eval", "x.zip", "--circuits", ".", "--controller", "pure_pursuit"], "a model (MODEL) or a controller"),
     (["eval", "x.zip", "--controller", "pure_pursuit"], "--controller applies to --circuits only"),
     (["eval"], "eval needs MODEL"),
+    (["eval", "--circuits", ".", "--controller", "pure_pursuit", "--track-csv", "a.csv"], "--track-csv does not apply"),
+    (["eval", "--circuits", ".", "--controller", "pure_pursuit", "--env", "TrackGen-Gates-v0"], "env must be TrackGen-Track-v0"),
 ])
 def test_bad_circuit_arguments_exit_2(argv, message, capsys):
     assert main(argv) == 2

@@ -118,6 +118,11 @@ def _train(args) -> int:
 
 
 def _eval_circuits(args) -> int:
+    for name in ("track_csv", "gates_file", "episodes"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} does not apply to --circuits (one run per circuit of the folder)")
+    if args.env not in (None, "TrackGen-Track-v0"):
+        raise ValueError(f"--circuits drives the car: env must be TrackGen-Track-v0, got {args.env}")
     results = evaluate_circuits(args.circuits, model=args.model, controller=args.controller, car=args.car,
                                 car_model=args.car_model, scale=args.track_scale, device=args.device,
                                 torch_threads=args.torch_threads)

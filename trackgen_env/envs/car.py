@@ -531,7 +531,7 @@ class CarState:
     """The car's device state for ``E`` envs (stable arrays, SI units).
 
     ``model``: ``"kinematic"`` (default) or ``"dynamic"`` (:data:`CAR_MODELS`; the dynamic one
-    needs ``params.has_tyres``, ValueError otherwise).
+    needs ``params.has_tyres``, ValueError otherwise), kept as ``car_model``.
 
     Attributes:
         position: ``[E]`` vec3 [m] centre of gravity (z from the start pose).
@@ -549,9 +549,8 @@ class CarState:
     """
 
     def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic"):
-        check_car_model(model, params)
         self.params = params
-        self.model = model
+        self.car_model = check_car_model(model, params)
         self._model = car_model(params)
         self._tyres = tyre_model(params)
         self.num_envs = num_envs
@@ -585,7 +584,7 @@ class CarState:
 
         One launch, no host sync: capturable.
         """
-        if self.model == "dynamic":
+        if self.car_model == "dynamic":
             wp.launch(
                 _dynamic_car_step,
                 self.num_envs,

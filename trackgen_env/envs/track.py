@@ -308,7 +308,8 @@ class TrackVectorEnv(CourseVectorEnv):
     * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
       the default behaviour; later ``None`` limits, read-only attributes, a releasing
-      ``close()`` and the memory check, none of which changes a valid run.
+      ``close()`` and the memory check, none of which changes a valid run; then
+      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
