@@ -34,7 +34,7 @@ documented where they are defined.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -93,8 +93,7 @@ class CircuitStats:
 
     def row(self) -> dict[str, float]:
         """The scalar measures (:data:`MEASURES`) as a dict."""
-        d = asdict(self)
-        return {k: float(d[k]) for k in MEASURES}
+        return {k: float(getattr(self, k)) for k in MEASURES}
 
 
 def _check_xy(xy, name: str) -> np.ndarray:
