@@ -10,6 +10,7 @@ from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
+from .localizer import Localizer, frame_record, no_frame, write_frame
 from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
@@ -17,6 +18,52 @@ __all__ = ["BandCollision"]
 wp.set_module_options({"enable_backward": False})
 
 BACKENDS = ("segments", "sdf")
+
+
+@wp.func
+def _clearance(
+    orientation: wp.array(dtype=wp.quat),
+    half_extents: wp.array(dtype=wp.vec3),
+    use_box: int,
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    e: int,
+    n: int,
+    window: int,
+    c: wp.vec3,
+    j: int,
+    lateral: float,
+    hw: float,
+) -> float:
+    """Env ``e``'s clearance: of the point ``c`` (projected on segment ``j`` at ``lateral``,
+    half width ``hw``), or of its box's 4 footprint corners."""
+    clearance = hw - wp.abs(lateral)
+    if use_box != 0:
+        # each corner searches around the centre's segment (being off the band is what is
+        # measured there, not a sign of a teleport), its descent starting at the segment
+        # its offset along segment j points to (the centreline is resampled evenly)
+        rot = orientation[e]
+        h = half_extents[e]
+        a = line[e, j]
+        ab = line[e, next_point(j, n)] - a
+        l2 = wp.dot(ab, ab)
+        along = wp.vec3(0.0)
+        if l2 > 0.0:
+            along = ab / l2
+        clearance = float(BIG)
+        for i in range(4):
+            corner = footprint_corner(c, rot, h, i)
+            u = wp.dot(corner - a, along)
+            if not (wp.abs(u) < float(window)):  # also a NaN position: no undefined int conversion
+                u = wp.where(u > 0.0, float(window), -float(window))
+            jc, tc, lateral_c, hw_c = locate(line, normal, half_width, e, n, j, int(wp.floor(u)), window, 0, corner)
+            corner_clearance = hw_c - wp.abs(lateral_c)
+            if wp.isnan(corner_clearance):
+                clearance = corner_clearance  # wp.min would drop a NaN: keep it, it is a hit
+                break
+            clearance = wp.min(clearance, corner_clearance)
+    return clearance
 
 
 @wp.kernel
@@ -46,31 +93,62 @@ def _band_collision(
     c = position[e]
     j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, c)
     warm[e] = j
-    clearance = hw - wp.abs(lateral)
-    if use_box != 0:
-        # each corner searches around the centre's segment (being off the band is what is
-        # measured there, not a sign of a teleport), its descent starting at the segment
-        # its offset along segment j points to (the centreline is resampled evenly)
-        rot = orientation[e]
-        h = half_extents[e]
-        a = line[e, j]
-        ab = line[e, next_point(j, n)] - a
-        l2 = wp.dot(ab, ab)
-        along = wp.vec3(0.0)
-        if l2 > 0.0:
-            along = ab / l2
-        clearance = float(BIG)
-        for i in range(4):
-            corner = footprint_corner(c, rot, h, i)
-            u = wp.dot(corner - a, along)
-            if not (wp.abs(u) < float(window)):  # also a NaN position: no undefined int conversion
-                u = wp.where(u > 0.0, float(window), -float(window))
-            jc, tc, lateral_c, hw_c = locate(line, normal, half_width, e, n, j, int(wp.floor(u)), window, 0, corner)
-            corner_clearance = hw_c - wp.abs(lateral_c)
-            if wp.isnan(corner_clearance):
-                clearance = corner_clearance  # wp.min would drop a NaN: keep it, it is a hit
-                break
-            clearance = wp.min(clearance, corner_clearance)
+    clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
+    distance[e] = clearance
+    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
+
+
+@wp.kernel
+def _band_collision_frame(
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    half_extents: wp.array(dtype=wp.vec3),
+    use_box: int,
+    valid: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    window: int,
+    # the localizer's inputs (Localizer.frame_arguments)
+    frame_orientation: wp.array(dtype=wp.quat),
+    use_orientation: int,
+    frame: wp.array2d(dtype=frame_record),
+    # state: warm-start segments of the collision and of the localizer (-1: unset)
+    warm: wp.array(dtype=wp.int32),
+    frame_warm: wp.array(dtype=wp.int32),
+    # outputs: the localizer's frame, then the contacts
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+    hit: wp.array(dtype=wp.int32),
+    distance: wp.array(dtype=float),
+):
+    # _band_collision and Localizer's _localize in one pass over env e's line rows: one
+    # search where both warm starts agree (they do while both are stepped and reset
+    # together), the localizer's own search where they do not
+    e = wp.tid()
+    n = line_count(num_points, valid, line.shape[1], e)
+    if n == 0:
+        no_course(e, hit, distance)
+        warm[e] = -1
+        no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
+        frame_warm[e] = -1
+        return
+    c = position[e]
+    start = warm[e]
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, start, 0, window, 1, c)
+    warm[e] = j
+    jf, tf, lateral_f = j, t, lateral
+    if frame_warm[e] != start:
+        jf, tf, lateral_f, hw_f = locate(line, normal, half_width, e, n, frame_warm[e], 0, window, 1, c)
+    frame_warm[e] = jf
+    write_frame(e, n, jf, tf, lateral_f, frame, loop_length, frame_orientation, use_orientation,
+                s, lateral_offset, heading_error, curvature_out, segment)
+    clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
     distance[e] = clearance
     hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
@@ -162,6 +240,11 @@ class BandCollision(Component):
             self.cell = wp.zeros(E, dtype=wp.float32, device=device)
             self._reach = wp.zeros(E, dtype=wp.float32, device=device)
 
+    @property
+    def unused_kernel_modules(self) -> tuple[str, ...]:
+        """The kernel modules this backend never launches (a course does not load them)."""
+        return (band_sdf.__name__,) if self.backend == "segments" else ()
+
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         if self.backend == "segments":
             # the masked envs' courses changed: their warm segment means nothing now
@@ -181,6 +264,26 @@ class BandCollision(Component):
                                self.window, self.segment, out.hit, out.distance])
         else:
             band_sdf.contacts(ctx, body, src, self.origin, self.cell, self.grid, out)
+
+    def step_with(self, ctx: ComponentContext, follower) -> bool:
+        """Run this step and ``follower``'s in one kernel when ``follower`` is a ``Localizer``
+        of the same line, window and position (the point this component tests, or its
+        box's centre): the two searches of that position become one, and each env's line
+        rows are read once. Returns False, launching nothing, otherwise (the course then
+        steps both). The results are those of ``step`` then ``follower.step``, bit for bit.
+        """
+        if not (self.backend == "segments" and isinstance(follower, Localizer)
+                and follower.warm_window == self.window and ctx.source(follower) is ctx.source(self)):
+            return False
+        body = self._body(self.bound)
+        if follower.bound.get("position") is not body[0]:
+            return False
+        src, out = ctx.source(self), self._contacts
+        ctx.launch(_band_collision_frame, ctx.num_envs,
+                   body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
+                           src.loop_length, self.window, *follower.frame_arguments()[:3], self.segment,
+                           *follower.frame_arguments()[3:], out.hit, out.distance])
+        return True
 
     @property
     def result(self) -> Contacts | None:

@@ -41,6 +41,66 @@ def _pack_frame(
         frame[e, j] = frame_record(d[0], d[1], d[2], arc_length[e, j], curvature[e, j])
 
 
+@wp.func
+def no_frame(
+    e: int,
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+):
+    """Write env ``e``'s frame when it has no course: all zero."""
+    s[e] = 0.0
+    lateral_offset[e] = 0.0
+    heading_error[e] = 0.0
+    curvature_out[e] = 0.0
+    segment[e] = 0
+
+
+@wp.func
+def write_frame(
+    e: int,
+    n: int,
+    j: int,
+    t: float,
+    lateral: float,
+    frame: wp.array2d(dtype=frame_record),
+    loop_length: wp.array(dtype=float),
+    orientation: wp.array(dtype=wp.quat),
+    use_orientation: int,
+    # outputs
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+):
+    """Write env ``e``'s frame from its projection ``(j, t, lateral)`` on segment ``j`` of its
+    ``n``-point line (:func:`~trackgen_env.polyline.locate`)."""
+    segment[e] = j
+    j1 = next_point(j, n)
+    r0 = frame[e, j]
+    r1 = frame[e, j1]
+    length = loop_length[e]
+    s0 = r0[3]
+    s1 = length
+    if j + 1 < n:
+        s1 = r1[3]
+    sp = s0 + (s1 - s0) * t
+    if sp >= length:
+        sp = sp - length
+    s[e] = wp.max(sp, 0.0)
+    lateral_offset[e] = lateral
+    curvature_out[e] = r0[4] * (1.0 - t) + r1[4] * t
+    err = float(0.0)
+    if use_orientation != 0:
+        f = wp.quat_rotate(orientation[e], X_AXIS)
+        d = lerp_unit(wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), t)
+        err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
+    heading_error[e] = err
+
+
 @wp.kernel
 def _localize(
     position: wp.array(dtype=wp.vec3),
@@ -66,37 +126,13 @@ def _localize(
     e = wp.tid()
     n = line_count(num_points, valid, line.shape[1], e)
     if n == 0:
-        s[e] = 0.0
-        lateral_offset[e] = 0.0
-        heading_error[e] = 0.0
-        curvature_out[e] = 0.0
-        segment[e] = 0
+        no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
         warm[e] = -1
         return
-    p = position[e]
-    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, p)
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, position[e])
     warm[e] = j
-    segment[e] = j
-    j1 = next_point(j, n)
-    r0 = frame[e, j]
-    r1 = frame[e, j1]
-    length = loop_length[e]
-    s0 = r0[3]
-    s1 = length
-    if j + 1 < n:
-        s1 = r1[3]
-    sp = s0 + (s1 - s0) * t
-    if sp >= length:
-        sp = sp - length
-    s[e] = wp.max(sp, 0.0)
-    lateral_offset[e] = lateral
-    curvature_out[e] = r0[4] * (1.0 - t) + r1[4] * t
-    err = float(0.0)
-    if use_orientation != 0:
-        f = wp.quat_rotate(orientation[e], X_AXIS)
-        d = lerp_unit(wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), t)
-        err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
-    heading_error[e] = err
+    write_frame(e, n, j, t, lateral, frame, loop_length, orientation, use_orientation,
+                s, lateral_offset, heading_error, curvature_out, segment)
 
 
 class Localizer(Component):
@@ -187,19 +223,27 @@ class Localizer(Component):
         unset_warm(ctx, mask, self._warm)
 
     def step(self, ctx: ComponentContext) -> None:
-        src, fr = ctx.source(self), self._frame
-        orientation = self.bound.get("orientation")
+        src, (orientation, use_orientation, points, warm, *outputs) = ctx.source(self), self.frame_arguments()
         ctx.launch(
             _localize,
             ctx.num_envs,
             [
-                self.bound["position"], orientation if orientation is not None else self._no_orientation,
-                0 if orientation is None else 1,
-                ctx.result.valid, src.centerline, src.normal, src.half_width, self._points, src.num_points,
-                src.loop_length, self.warm_window, self._warm,
-                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
+                self.bound["position"], orientation, use_orientation,
+                ctx.result.valid, src.centerline, src.normal, src.half_width, points, src.num_points,
+                src.loop_length, self.warm_window, warm, *outputs,
             ],
         )
+
+    def frame_arguments(self) -> list:
+        """``[orientation, use_orientation, frame records, warm segment, s, lateral_offset,
+        heading_error, curvature, segment]``: what a kernel that writes this localizer's
+        frame with :func:`write_frame` takes besides the line (``BandCollision`` fuses the
+        two searches of one position in one kernel, :meth:`BandCollision.step_with`)."""
+        orientation, fr = self.bound.get("orientation"), self._frame
+        return [
+            orientation if orientation is not None else self._no_orientation, 0 if orientation is None else 1,
+            self._points, self._warm, fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
+        ]
 
     @property
     def result(self) -> TrackFrame | None:
