@@ -95,9 +95,16 @@ def test_no_fusion_unless_the_same_search(change):
     other.bound = dict(loc.bound)
     if change == "position":
         other.bound["position"] = wp.zeros(E, dtype=wp.vec3, device="cpu")
-    other._frame, other._warm, other._points, other._no_orientation = loc._frame, loc._warm, loc._points, loc._no_orientation
+    other._frame, other._warm, other._no_orientation = loc._frame, loc._warm, loc._no_orientation
     subject = col
     if change == "backend":
         subject = BandCollision("sdf")
     assert subject.step_with(ctx, other if change != "backend" else loc) is False
     assert col.step_with(ctx, loc) is True  # the env's own pair fuses
+
+
+def test_the_localizer_keeps_no_per_point_copy_of_the_line():
+    """Its memory is per env only (24 bytes: frame outputs and warm segment), whatever the
+    centreline capacity; the 20-byte-per-point record it once kept cost 8 KiB per env."""
+    parts = TrackVectorEnv.memory_estimate(256).parts
+    assert parts["localizer"] / 256 <= 32, parts["localizer"] / 256

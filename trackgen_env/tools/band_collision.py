@@ -10,7 +10,7 @@ from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
-from .localizer import Localizer, frame_record, no_frame, write_frame
+from .localizer import Localizer, no_frame, write_frame
 from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
@@ -112,9 +112,11 @@ def _band_collision_frame(
     loop_length: wp.array(dtype=float),
     window: int,
     # the localizer's inputs (Localizer.frame_arguments)
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
     frame_orientation: wp.array(dtype=wp.quat),
     use_orientation: int,
-    frame: wp.array2d(dtype=frame_record),
     # state: warm-start segments of the collision and of the localizer (-1: unset)
     warm: wp.array(dtype=wp.int32),
     frame_warm: wp.array(dtype=wp.int32),
@@ -146,7 +148,7 @@ def _band_collision_frame(
     if frame_warm[e] != start:
         jf, tf, lateral_f, hw_f = locate(line, normal, half_width, e, n, frame_warm[e], 0, window, 1, c)
     frame_warm[e] = jf
-    write_frame(e, n, jf, tf, lateral_f, frame, loop_length, frame_orientation, use_orientation,
+    write_frame(e, n, jf, tf, lateral_f, tangent, arc_length, curvature, loop_length, frame_orientation, use_orientation,
                 s, lateral_offset, heading_error, curvature_out, segment)
     clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
     distance[e] = clearance
@@ -278,11 +280,11 @@ class BandCollision(Component):
         body = self._body(self.bound)
         if follower.bound.get("position") is not body[0]:
             return False
-        src, out = ctx.source(self), self._contacts
+        src, out, fa = ctx.source(self), self._contacts, follower.frame_arguments()
         ctx.launch(_band_collision_frame, ctx.num_envs,
                    body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
-                           src.loop_length, self.window, *follower.frame_arguments()[:3], self.segment,
-                           *follower.frame_arguments()[3:], out.hit, out.distance])
+                           src.loop_length, self.window, src.tangent, src.arc_length, src.curvature,
+                           *fa[:2], self.segment, *fa[2:], out.hit, out.distance])
         return True
 
     @property
