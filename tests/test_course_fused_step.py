@@ -108,3 +108,10 @@ def test_the_localizer_keeps_no_per_point_copy_of_the_line():
     centreline capacity; the 20-byte-per-point record it once kept cost 8 KiB per env."""
     parts = TrackVectorEnv.memory_estimate(256).parts
     assert parts["localizer"] / 256 <= 32, parts["localizer"] / 256
+
+
+def test_progress_keeps_no_per_checkpoint_copy_of_the_openings():
+    """It reads the checkpoints' arrays; the 32-byte record per opening it once kept cost
+    2.2 KiB per env."""
+    parts = TrackVectorEnv.memory_estimate(256).parts
+    assert parts["progress"] / 256 <= 64, parts["progress"] / 256
