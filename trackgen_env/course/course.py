@@ -30,7 +30,7 @@ from ..capture import CaptureError, NotCapturableError, caller, retain
 from ..checks import check_mask
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import PipelineSpec, Program
-from ..tools.component import ComponentContext, is_per_step
+from ..tools.component import ComponentContext, is_per_step, step_components
 from ..tools.contract import mark_recorded
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs
 from .config import CourseConfig
@@ -349,12 +349,10 @@ class Course:
         s, capturing = self._resolve(stream)
         ctx = self._ctx
         if s is None:
-            for c in self._step_order:
-                c.step(ctx)
+            step_components(self._step_order, ctx)
         else:
             with OnStream(ctx, s):
-                for c in self._step_order:
-                    c.step(ctx)
+                step_components(self._step_order, ctx)
         if capturing:
             self._note_recorded_step(s)
         return self._result

@@ -10,42 +10,36 @@ from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
+from .localizer import Localizer, no_frame, write_frame
 from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
 
-wp.set_module_options({"enable_backward": False})
+# the corner loop stays a loop (Warp unrolls up to 16 iterations): one inlined copy of the
+# closest-segment search instead of four, so the module compiles faster
+wp.set_module_options({"enable_backward": False, "max_unroll": 1})
 
 BACKENDS = ("segments", "sdf")
 
 
-@wp.kernel
-def _band_collision(
-    position: wp.array(dtype=wp.vec3),
+@wp.func
+def _clearance(
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
     use_box: int,
-    valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
     normal: wp.array2d(dtype=wp.vec3),
     half_width: wp.array2d(dtype=float),
-    num_points: wp.array(dtype=wp.int32),
+    e: int,
+    n: int,
     window: int,
-    # state: warm-start segment (-1: unset)
-    warm: wp.array(dtype=wp.int32),
-    # outputs
-    hit: wp.array(dtype=wp.int32),
-    distance: wp.array(dtype=float),
-):
-    e = wp.tid()
-    n = line_count(num_points, valid, line.shape[1], e)
-    if n == 0:
-        no_course(e, hit, distance)
-        warm[e] = -1
-        return
-    c = position[e]
-    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, c)
-    warm[e] = j
+    c: wp.vec3,
+    j: int,
+    lateral: float,
+    hw: float,
+) -> float:
+    """Env ``e``'s clearance: of the point ``c`` (projected on segment ``j`` at ``lateral``,
+    half width ``hw``), or of its box's 4 footprint corners."""
     clearance = hw - wp.abs(lateral)
     if use_box != 0:
         # each corner searches around the centre's segment (being off the band is what is
@@ -71,6 +65,80 @@ def _band_collision(
                 clearance = corner_clearance  # wp.min would drop a NaN: keep it, it is a hit
                 break
             clearance = wp.min(clearance, corner_clearance)
+    return clearance
+
+
+@wp.kernel
+def _band_collision(
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    half_extents: wp.array(dtype=wp.vec3),
+    use_box: int,
+    valid: wp.array(dtype=wp.int32),
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    window: int,
+    # state: warm-start segment (-1: unset)
+    warm: wp.array(dtype=wp.int32),
+    # with_frame 1: also a Localizer's step of the same position (BandCollision.step_with);
+    # 0: the frame arguments are not read
+    with_frame: int,
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    frame_orientation: wp.array(dtype=wp.quat),
+    use_orientation: int,
+    frame_warm: wp.array(dtype=wp.int32),
+    # outputs: the localizer's frame (with_frame 1), then the contacts
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+    hit: wp.array(dtype=wp.int32),
+    distance: wp.array(dtype=float),
+):
+    e = wp.tid()
+    n = line_count(num_points, valid, line.shape[1], e)
+    if n == 0:
+        no_course(e, hit, distance)
+        warm[e] = -1
+        if with_frame != 0:
+            no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
+            frame_warm[e] = -1
+        return
+    c = position[e]
+    start = warm[e]
+    # one search where both warm starts agree (they do while both components are stepped and
+    # reset together), then the localizer's own where they do not; a loop, so that the
+    # search is inlined once (the module compiles faster)
+    searches = 1
+    if with_frame != 0 and frame_warm[e] != start:
+        searches = 2
+    j = int(0)
+    t = float(0.0)
+    lateral = float(0.0)
+    hw = float(0.0)
+    jf = int(0)
+    tf = float(0.0)
+    lateral_f = float(0.0)
+    for i in range(searches):
+        from_segment = start
+        if i == 1:
+            from_segment = frame_warm[e]
+        js, ts, lateral_s, hw_s = locate(line, normal, half_width, e, n, from_segment, 0, window, 1, c)
+        if i == 0:
+            j, t, lateral, hw = js, ts, lateral_s, hw_s
+        jf, tf, lateral_f = js, ts, lateral_s
+    warm[e] = j
+    if with_frame != 0:
+        frame_warm[e] = jf
+        write_frame(e, n, jf, tf, lateral_f, tangent, arc_length, curvature, loop_length, frame_orientation,
+                    use_orientation, s, lateral_offset, heading_error, curvature_out, segment)
+    clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
     distance[e] = clearance
     hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
@@ -155,12 +223,22 @@ class BandCollision(Component):
         self._body = BodyArguments(device)
         if self.backend == "segments":
             self.segment = wp.full(E, -1, dtype=wp.int32, device=device)
+            # stand for a Localizer's arguments when stepped alone (with_frame 0: not read)
+            f1, i1 = (wp.zeros(1, dtype=d, device=device) for d in (wp.float32, wp.int32))
+            f2 = wp.zeros((1, 1), dtype=wp.float32, device=device)
+            self._no_frame = [0, wp.zeros((1, 1), dtype=wp.vec3, device=device), f2, f2, f1,
+                              wp.zeros(1, dtype=wp.quat, device=device), 0, i1, f1, f1, f1, f1, i1]
         else:
             res = self.resolution
             self.grid = wp.zeros((E, res, res), dtype=wp.float32, device=device)
             self.origin = wp.zeros(E, dtype=wp.vec2, device=device)
             self.cell = wp.zeros(E, dtype=wp.float32, device=device)
             self._reach = wp.zeros(E, dtype=wp.float32, device=device)
+
+    @property
+    def unused_kernel_modules(self) -> tuple[str, ...]:
+        """The kernel modules this backend never launches (a course does not load them)."""
+        return (band_sdf.__name__,) if self.backend == "segments" else ()
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         if self.backend == "segments":
@@ -178,9 +256,29 @@ class BandCollision(Component):
         if self.backend == "segments":
             ctx.launch(_band_collision, ctx.num_envs,
                        body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
-                               self.window, self.segment, out.hit, out.distance])
+                               self.window, self.segment, *self._no_frame, out.hit, out.distance])
         else:
             band_sdf.contacts(ctx, body, src, self.origin, self.cell, self.grid, out)
+
+    def step_with(self, ctx: ComponentContext, follower) -> bool:
+        """Run this step and ``follower``'s in one kernel when ``follower`` is a ``Localizer``
+        of the same line, window and position (the point this component tests, or its
+        box's centre): the two searches of that position become one, and each env's line
+        rows are read once. Returns False, launching nothing, otherwise (the course then
+        steps both). The results are those of ``step`` then ``follower.step``, bit for bit.
+        """
+        if not (self.backend == "segments" and isinstance(follower, Localizer)
+                and follower.warm_window == self.window and ctx.source(follower) is ctx.source(self)):
+            return False
+        body = self._body(self.bound)
+        if follower.bound.get("position") is not body[0]:
+            return False
+        src, out, fa = ctx.source(self), self._contacts, follower.frame_arguments()
+        ctx.launch(_band_collision, ctx.num_envs,
+                   body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
+                           self.window, self.segment, 1, src.tangent, src.arc_length, src.curvature, src.loop_length,
+                           *fa, out.hit, out.distance])
+        return True
 
     @property
     def result(self) -> Contacts | None:

@@ -35,7 +35,7 @@ from .contract import (
     validate_structure,
 )
 
-__all__ = ["Component", "ComponentContext", "is_per_step"]
+__all__ = ["Component", "ComponentContext", "is_per_step", "step_components"]
 
 
 class Component:
@@ -143,6 +143,21 @@ def is_per_step(component) -> bool:
     if isinstance(flag, bool):
         return flag
     return getattr(type(component), "step", None) is not Component.step
+
+
+def step_components(components, ctx) -> None:
+    """Step ``components`` in order: ``c.step(ctx)`` each, except that a component with a
+    ``step_with(ctx, next)`` that returns True has run its own step and the next one's (a
+    fused kernel with the same results), and the next one is skipped."""
+    i, count = 0, len(components)
+    while i < count:
+        c = components[i]
+        fuse = getattr(c, "step_with", None)
+        if i + 1 < count and fuse is not None and fuse(ctx, components[i + 1]):
+            i += 2
+            continue
+        c.step(ctx)
+        i += 1
 
 
 class ComponentContext:

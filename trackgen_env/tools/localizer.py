@@ -17,28 +17,64 @@ wp.set_module_options({"enable_backward": False})
 
 DEFAULT_WARM_WINDOW = 8
 
-#: A course-line point's data the ``Localizer`` reads besides the position, normal and half
-#: width: tangent x, y, z, arc length [m], curvature [1/m]; one record per point, so the
-#: two points of a segment share a cache line or two instead of one per source array.
-frame_record = wp.types.vector(length=5, dtype=wp.float32)
+@wp.func
+def no_frame(
+    e: int,
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
+):
+    """Write env ``e``'s frame when it has no course: all zero."""
+    s[e] = 0.0
+    lateral_offset[e] = 0.0
+    heading_error[e] = 0.0
+    curvature_out[e] = 0.0
+    segment[e] = 0
 
 
-@wp.kernel
-def _pack_frame(
-    mask: wp.array(dtype=wp.int32),
+@wp.func
+def write_frame(
+    e: int,
+    n: int,
+    j: int,
+    t: float,
+    lateral: float,
     tangent: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
     curvature: wp.array2d(dtype=float),
-    lanes: int,
-    # output
-    frame: wp.array2d(dtype=frame_record),
+    loop_length: wp.array(dtype=float),
+    orientation: wp.array(dtype=wp.quat),
+    use_orientation: int,
+    # outputs
+    s: wp.array(dtype=float),
+    lateral_offset: wp.array(dtype=float),
+    heading_error: wp.array(dtype=float),
+    curvature_out: wp.array(dtype=float),
+    segment: wp.array(dtype=wp.int32),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    for j in range(lane, frame.shape[1], lanes):
-        d = tangent[e, j]
-        frame[e, j] = frame_record(d[0], d[1], d[2], arc_length[e, j], curvature[e, j])
+    """Write env ``e``'s frame from its projection ``(j, t, lateral)`` on segment ``j`` of its
+    ``n``-point line (:func:`~trackgen_env.polyline.locate`)."""
+    segment[e] = j
+    j1 = next_point(j, n)
+    length = loop_length[e]
+    s0 = arc_length[e, j]
+    s1 = length
+    if j + 1 < n:
+        s1 = arc_length[e, j1]
+    sp = s0 + (s1 - s0) * t
+    if sp >= length:
+        sp = sp - length
+    s[e] = wp.max(sp, 0.0)
+    lateral_offset[e] = lateral
+    curvature_out[e] = curvature[e, j] * (1.0 - t) + curvature[e, j1] * t
+    err = float(0.0)
+    if use_orientation != 0:
+        f = wp.quat_rotate(orientation[e], X_AXIS)
+        d = lerp_unit(tangent[e, j], tangent[e, j1], t)
+        err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
+    heading_error[e] = err
 
 
 @wp.kernel
@@ -50,7 +86,9 @@ def _localize(
     line: wp.array2d(dtype=wp.vec3),
     normal: wp.array2d(dtype=wp.vec3),
     half_width: wp.array2d(dtype=float),
-    frame: wp.array2d(dtype=frame_record),
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     window: int,
@@ -66,37 +104,13 @@ def _localize(
     e = wp.tid()
     n = line_count(num_points, valid, line.shape[1], e)
     if n == 0:
-        s[e] = 0.0
-        lateral_offset[e] = 0.0
-        heading_error[e] = 0.0
-        curvature_out[e] = 0.0
-        segment[e] = 0
+        no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
         warm[e] = -1
         return
-    p = position[e]
-    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, p)
+    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, position[e])
     warm[e] = j
-    segment[e] = j
-    j1 = next_point(j, n)
-    r0 = frame[e, j]
-    r1 = frame[e, j1]
-    length = loop_length[e]
-    s0 = r0[3]
-    s1 = length
-    if j + 1 < n:
-        s1 = r1[3]
-    sp = s0 + (s1 - s0) * t
-    if sp >= length:
-        sp = sp - length
-    s[e] = wp.max(sp, 0.0)
-    lateral_offset[e] = lateral
-    curvature_out[e] = r0[4] * (1.0 - t) + r1[4] * t
-    err = float(0.0)
-    if use_orientation != 0:
-        f = wp.quat_rotate(orientation[e], X_AXIS)
-        d = lerp_unit(wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), t)
-        err = wrap_angle(wp.atan2(f[1], f[0]) - wp.atan2(d[1], d[0]))
-    heading_error[e] = err
+    write_frame(e, n, j, t, lateral, tangent, arc_length, curvature, loop_length, orientation, use_orientation,
+                s, lateral_offset, heading_error, curvature_out, segment)
 
 
 class Localizer(Component):
@@ -125,11 +139,14 @@ class Localizer(Component):
     fewer than 3 points) reads ``s = lateral_offset = heading_error = curvature = 0``,
     ``segment = 0``.
 
-    ``on_generate(ctx, mask)`` copies the masked envs' per-point tangent, arc length and
-    curvature into one ``[E, P]`` record array (one or two cache lines per step instead of
-    one per source array); ``step`` reads those records, so after writing a source's
-    arrays in place, call ``on_generate`` for the envs changed (a course does, in its
-    regeneration body). Memory: ``20 E P`` bytes.
+    ``step`` reads the source's rows at the env's segment (no copy of them: a packed
+    ``[E, P]`` copy of tangent, arc length and curvature cost ``20 E P`` bytes, 8 KiB per
+    env at default capacities, for ~2 % of a step, ``benchmarks/NOTES.md``);
+    ``on_generate(ctx, mask)`` unsets the masked envs' warm segment, so after writing a
+    source's arrays in place, call it for the envs changed (a course does, in its
+    regeneration body). Memory: ``24 E`` bytes. In a course, a ``BandCollision("segments")``
+    just before it on the same line, window and position runs both steps in one kernel
+    (:meth:`BandCollision.step_with`).
 
     Args:
         warm_window: half width of the warm-started search in segments, an int >= 1
@@ -169,37 +186,38 @@ class Localizer(Component):
             segment=wp.zeros(num_envs, dtype=wp.int32, device=device),
         )
         self._warm = wp.full(num_envs, -1, dtype=wp.int32, device=device)  # -1: search globally
-        # per point: tangent, arc length, curvature in one record (refreshed by on_generate)
-        points = ctx.source(self).centerline.shape[1]
-        self._points = wp.zeros((num_envs, points), dtype=frame_record, device=device)
         # stands for an unbound orientation (the kernel does not read it)
         self._no_orientation = wp.zeros(1, dtype=wp.quat, device=device)
 
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
-        m, src = ctx.mask(mask), ctx.source(self)
-        lanes = ctx.lanes(self._points.shape[1])
-        ctx.launch(_pack_frame, (ctx.num_envs, lanes),
-                   [m, src.tangent, src.arc_length, src.curvature, lanes, self._points])
         # the masked envs' lines changed: their warm segment means nothing now
-        unset_warm(ctx, m, self._warm)
+        unset_warm(ctx, mask, self._warm)
 
     def reset(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         unset_warm(ctx, mask, self._warm)
 
     def step(self, ctx: ComponentContext) -> None:
-        src, fr = ctx.source(self), self._frame
-        orientation = self.bound.get("orientation")
+        src, (orientation, use_orientation, warm, *outputs) = ctx.source(self), self.frame_arguments()
         ctx.launch(
             _localize,
             ctx.num_envs,
             [
-                self.bound["position"], orientation if orientation is not None else self._no_orientation,
-                0 if orientation is None else 1,
-                ctx.result.valid, src.centerline, src.normal, src.half_width, self._points, src.num_points,
-                src.loop_length, self.warm_window, self._warm,
-                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
+                self.bound["position"], orientation, use_orientation,
+                ctx.result.valid, src.centerline, src.normal, src.half_width, src.tangent, src.arc_length,
+                src.curvature, src.num_points, src.loop_length, self.warm_window, warm, *outputs,
             ],
         )
+
+    def frame_arguments(self) -> list:
+        """``[orientation, use_orientation, warm segment, s, lateral_offset,
+        heading_error, curvature, segment]``: what a kernel that writes this localizer's
+        frame with :func:`write_frame` takes besides the line (``BandCollision`` fuses the
+        two searches of one position in one kernel, :meth:`BandCollision.step_with`)."""
+        orientation, fr = self.bound.get("orientation"), self._frame
+        return [
+            orientation if orientation is not None else self._no_orientation, 0 if orientation is None else 1,
+            self._warm, fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
+        ]
 
     @property
     def result(self) -> TrackFrame | None:

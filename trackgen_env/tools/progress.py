@@ -14,20 +14,24 @@ __all__ = ["Progress"]
 
 wp.set_module_options({"enable_backward": False})
 
-#: A checkpoint's opening as ``Progress`` reads it: centre x, y, z [m], direction x, y, z,
-#: half width [m], half height [m]; 32 bytes, so an opening and its neighbour often share
-#: one cache line (instead of a line in each of 4 arrays).
-opening_record = wp.types.vector(length=8, dtype=wp.float32)
-
-
 @wp.func
-def _crosses_opening(opening: opening_record, q: wp.vec3, p: wp.vec3, forward: int) -> int:
-    """1 when the step ``q -> p`` crosses the opening at ``c`` (plane normal ``d``) in the
+def _crosses_opening(
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    e: int,
+    k: int,
+    q: wp.vec3,
+    p: wp.vec3,
+    forward: int,
+) -> int:
+    """1 when the step ``q -> p`` crosses env ``e``'s opening ``k`` at ``c`` (plane normal ``d``) in the
     given sense (``forward`` 1: from behind to in front; 0: from in front to behind)
     inside ``|lateral| <= half_width`` and ``|vertical| <= half_height``, where
     lateral = normalize(z x d) and vertical = d x lateral."""
-    c = wp.vec3(opening[0], opening[1], opening[2])
-    d = wp.vec3(opening[3], opening[4], opening[5])
+    c = cp_position[e, k]
+    d = cp_direction[e, k]
     dq = wp.dot(q - c, d)
     dp = wp.dot(p - c, d)
     if forward != 0:
@@ -44,29 +48,9 @@ def _crosses_opening(opening: opening_record, q: wp.vec3, p: wp.vec3, forward: i
     else:
         lat = Y_AXIS
     vert = wp.cross(d, lat)
-    if wp.abs(wp.dot(x, lat)) <= opening[6] and wp.abs(wp.dot(x, vert)) <= opening[7]:
+    if wp.abs(wp.dot(x, lat)) <= cp_half_width[e, k] and wp.abs(wp.dot(x, vert)) <= cp_half_height[e, k]:
         return 1
     return 0
-
-
-@wp.kernel
-def _pack_openings(
-    mask: wp.array(dtype=wp.int32),
-    cp_position: wp.array2d(dtype=wp.vec3),
-    cp_direction: wp.array2d(dtype=wp.vec3),
-    cp_half_width: wp.array2d(dtype=float),
-    cp_half_height: wp.array2d(dtype=float),
-    lanes: int,
-    # output
-    openings: wp.array2d(dtype=opening_record),
-):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    for k in range(lane, openings.shape[1], lanes):
-        c = cp_position[e, k]
-        d = cp_direction[e, k]
-        openings[e, k] = opening_record(c[0], c[1], c[2], d[0], d[1], d[2], cp_half_width[e, k], cp_half_height[e, k])
 
 
 @wp.kernel
@@ -114,7 +98,10 @@ def _progress_reset(
 @wp.kernel
 def _progress_step(
     position: wp.array(dtype=wp.vec3),
-    openings: wp.array2d(dtype=opening_record),
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
     num_checkpoints: wp.array(dtype=wp.int32),
     # state
     start_checkpoint: wp.array(dtype=wp.int32),
@@ -140,7 +127,7 @@ def _progress_step(
         return
     q = prev_position[e]
     prev_position[e] = p
-    n = wp.min(num_checkpoints[e], openings.shape[1])
+    n = wp.min(num_checkpoints[e], cp_position.shape[1])
     if n < 1:
         return
     s0 = start_checkpoint[e]
@@ -153,7 +140,7 @@ def _progress_step(
     n_passed = int(0)
     n_forward = int(0)
     while n_forward < n:
-        if _crosses_opening(openings[e, k_next], q, p, 1) == 0:
+        if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_next, q, p, 1) == 0:
             break
         n_forward = n_forward + 1
         k_net = k_net + 1
@@ -173,7 +160,7 @@ def _progress_step(
         n_back = int(0)
         while n_back < n:
             k_prev = prev_point(k_next, n)
-            if _crosses_opening(openings[e, k_prev], q, p, 0) == 0:
+            if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_prev, q, p, 0) == 0:
                 break
             n_back = n_back + 1
             k_net = k_net - 1
@@ -223,11 +210,10 @@ class Progress(Component):
     The crossing test is the segment-plane intersection of Ericson, *Real-Time Collision
     Detection* (2005), section 5.3.1, followed by a bounds check in the plane.
 
-    ``on_generate(ctx, mask)`` packs the masked envs' openings (centre, direction, half
-    width, half height: one 32-byte record each, so that a step reads one or two cache
-    lines instead of one in each of 4 arrays); ``step`` reads those records, so after
-    writing the checkpoints' arrays in place, call ``on_generate`` for the envs changed (a
-    course does, in its regeneration body, after the ``checkpoints`` component's).
+    ``step`` reads the ``checkpoints`` component's arrays at the openings it tests (no copy
+    of them: a packed 32-byte record per opening cost 2.2 KiB per env at default capacities
+    for ~1 % of a step, ``benchmarks/NOTES.md``). Memory: per env only (the events, the
+    counters and the previous position, ~52 bytes).
 
     ``reset(ctx, mask)`` starts the masked envs on checkpoint 0 (``next_checkpoint = 1``)
     with zero counters; ``reset_to(ctx, mask, start)`` starts them on checkpoint
@@ -263,18 +249,9 @@ class Progress(Component):
         self._net = zeros()  # forward minus backward crossings since the reset
         self._has_prev = zeros()  # 0 until the first step after a reset
         self._prev = zeros(wp.vec3)
-        # the openings packed one record each (refreshed by on_generate)
-        capacity = self._checkpoints(ctx).position.shape[1]
-        self._openings = wp.zeros((num_envs, capacity), dtype=opening_record, device=device)
 
     def _checkpoints(self, ctx: ComponentContext):
         return ctx.components["checkpoints"].result
-
-    def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
-        cps = self._checkpoints(ctx)
-        lanes = ctx.lanes(self._openings.shape[1])
-        ctx.launch(_pack_openings, (ctx.num_envs, lanes),
-                   [ctx.mask(mask), cps.position, cps.direction, cps.half_width, cps.half_height, lanes, self._openings])
 
     def _reset(self, ctx: ComponentContext, mask, start) -> None:
         cps, ev = self._checkpoints(ctx), self._events
@@ -310,7 +287,8 @@ class Progress(Component):
             _progress_step,
             ctx.num_envs,
             [
-                self.bound["position"], self._openings, cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,
+                self.bound["position"], cps.position, cps.direction, cps.half_width, cps.half_height,
+                cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,
                 ev.passed, ev.lap_completed, ev.wrong_way, ev.next_checkpoint, ev.checkpoints_passed, ev.laps,
                 ev.lap_fraction,
             ],
