@@ -38,38 +38,58 @@ def _stub_pixels(env) -> None:
     env.unwrapped._render = lambda mode, frame=frame: frame
 
 
-def _run(env, seconds: float, min_steps: int, num_envs: int = 1, seed: int = 0) -> dict:
-    env.action_space.seed(seed)
-    pool = [env.action_space.sample() for _ in range(64)]
-    env.reset(seed=seed)
-    n, resets, t0 = 0, 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds or n < min_steps:
-        _, _, term, trunc, _ = env.step(pool[n % 64])
-        n += 1
-        if num_envs == 1 and (term or trunc):
-            env.reset()
-            resets += 1
-    elapsed = time.perf_counter() - t0
-    return {"steps": n, "seconds": elapsed, "env_steps_per_s": n * num_envs / elapsed, "resets": resets}
+class _Runner:
+    """Steps a CarRacing env (or a vector env of ``num_envs``) with random actions in timed slices."""
+
+    def __init__(self, env, num_envs: int = 1, seed: int = 0):
+        self.env, self.num_envs = env, num_envs
+        env.action_space.seed(seed)
+        self.pool = [env.action_space.sample() for _ in range(64)]
+        env.reset(seed=seed)
+        self.n, self.elapsed, self.resets = 0, 0.0, 0
+
+    def run(self, seconds: float, min_steps: int = 1) -> None:
+        spent, steps = 0.0, 0
+        while spent < seconds or steps < min_steps:
+            t0 = time.perf_counter()
+            _, _, term, trunc, _ = self.env.step(self.pool[self.n % 64])
+            if self.num_envs == 1 and (term or trunc):
+                self.env.reset()  # the reset is part of running it (a vector env resets itself)
+                self.resets += 1
+            dt = time.perf_counter() - t0
+            spent, steps, self.elapsed, self.n = spent + dt, steps + 1, self.elapsed + dt, self.n + 1
+
+    def result(self) -> dict:
+        return {"steps": self.n, "seconds": self.elapsed, "env_steps_per_s": self.n * self.num_envs / self.elapsed,
+                "resets": self.resets, "num_envs": self.num_envs}
 
 
 def measure(seconds: float = 2.0, num_vector_envs: int = 8, tracks: int = 10, min_steps: int = 20,
-            seed: int = 0) -> dict:
-    """``{"pixels", "physics", "sync_vector", "track_generation"}`` (see the module docstring)."""
+            seed: int = 0, others: dict | None = None, rounds: int = 5) -> dict:
+    """``{"pixels", "physics", "sync_vector", "track_generation"}`` (see the module docstring).
+
+    ``others``: ``{name: timer}`` (objects with ``run(seconds, min_steps)`` and ``result()``, e.g.
+    :class:`benchmarks.measure.Timer`), timed in turns with the CarRacing runs (``rounds`` round-robin
+    turns of ``seconds / rounds`` each), so that their ratios see the same load; their results are
+    returned under their names.
+    """
     import gymnasium
 
-    env = gymnasium.make(ENV_ID)
-    pixels = _run(env, seconds, min_steps, seed=seed)
-    _stub_pixels(env)
-    physics = _run(env, seconds, min_steps, seed=seed)
+    physics_env = gymnasium.make(ENV_ID)
+    _stub_pixels(physics_env)
+    runners = {"pixels": _Runner(gymnasium.make(ENV_ID), seed=seed), "physics": _Runner(physics_env, seed=seed),
+               "sync_vector": _Runner(gymnasium.make_vec(ENV_ID, num_envs=num_vector_envs, vectorization_mode="sync"),
+                                      num_envs=num_vector_envs, seed=seed)}
+    timers = {**runners, **(others or {})}
+    for _ in range(rounds):
+        for name, t in timers.items():
+            t.run(seconds / rounds, max(1, min_steps // rounds) if name in runners else 1)
+    out = {name: t.result() for name, t in timers.items()}
     t0 = time.perf_counter()
     for i in range(tracks):
-        env.reset(seed=seed + 1 + i)
+        physics_env.reset(seed=seed + 1 + i)
     per_track = (time.perf_counter() - t0) / tracks
-    env.close()
-    vec = gymnasium.make_vec(ENV_ID, num_envs=num_vector_envs, vectorization_mode="sync")
-    sync = _run(vec, seconds, max(1, min_steps // num_vector_envs), num_envs=num_vector_envs, seed=seed)
-    sync["num_envs"] = num_vector_envs
-    vec.close()
-    return {"pixels": pixels, "physics": physics, "sync_vector": sync,
-            "track_generation": {"tracks": tracks, "s_per_track": per_track, "tracks_per_s": 1.0 / per_track}}
+    out["track_generation"] = {"tracks": tracks, "s_per_track": per_track, "tracks_per_s": 1.0 / per_track}
+    for r in runners.values():
+        r.env.close()
+    return out

@@ -5,12 +5,15 @@
   ``trackgen_env/envs/car.py`` (same substeps, friction-limited slip, motor line, brakes),
   a windowed localisation on the centreline (closest of the segments within ``+-window`` of
   the previous one; Ericson, *Real-Time Collision Detection*, 2005, 5.1.2), the band check
-  (the body box's lateral extent against the half width), checkpoint progress (``max(3, floor(L / spacing))``
-  evenly spaced checkpoints, as ``tools.Checkpoints``, passed in order; laps), the observation of ``OBS_FIELDS`` + lookahead points
-  and the reward, with ``NEXT_STEP`` auto-reset semantics (the step after an env ends puts its
-  car back at the start at rest). It reads ``centerline``, ``normal``, ``curvature``,
-  ``half_width`` of the env's :class:`~trackgen_env.types.TrackResult`; it does NOT
-  regenerate a track when an env ends (the car restarts on the same track).
+  (the body box's lateral extent against the half width), checkpoint progress
+  (``max(3, floor(L / spacing))`` evenly spaced checkpoints, as ``tools.Checkpoints``, passed
+  in order by arc length; laps), the observation of ``OBS_FIELDS`` + lookahead points and the
+  reward, with ``NEXT_STEP`` auto-reset semantics (the step after an env ends puts its car back
+  at the start at rest). It reads ``centerline``, ``curvature`` and ``half_width`` of the env's
+  :class:`~trackgen_env.types.TrackResult`, packed once into one ``(x, y, half width,
+  curvature)`` record per point (the layout a plain-Warp author picks: one read per point; the
+  lateral offset is the signed distance to the closest segment, as the env's Localizer). It
+  does NOT regenerate a track when an env ends (the car restarts on the same track).
 * :class:`NumpyStep`: the same step written with NumPy over all envs at once (what a user
   would write without this package), minus the observation's lookahead (a user's first
   version: speed, pose in the track frame, progress).
@@ -38,11 +41,8 @@ def _fused_step(
     # the car
     wheelbase: float, l_r: float, max_steer: float, max_accel: float, max_brake: float, max_speed: float,
     max_lat: float, dt: float, substeps: int, half_length: float, half_width_car: float,
-    # the track
-    line: wp.array2d(dtype=wp.vec3),
-    normal: wp.array2d(dtype=wp.vec3),
-    track_curvature: wp.array2d(dtype=float),
-    half_width: wp.array2d(dtype=float),
+    # the track: one (x, y, half width, curvature) record per point
+    track: wp.array2d(dtype=wp.vec4),
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     valid: wp.array(dtype=wp.int32),
@@ -123,9 +123,10 @@ def _fused_step(
         jj = w0 + k
         jj = jj - n * int(wp.floor(float(jj) / float(n)))
         jn = wp.where(jj < n - 1, jj + 1, 0)
-        pa = line[e, jj]
-        d = line[e, jn] - pa
-        q = p - pa
+        pa = track[e, jj]
+        pb = track[e, jn]
+        d = wp.vec2(pb[0] - pa[0], pb[1] - pa[1])
+        q = wp.vec2(p[0] - pa[0], p[1] - pa[1])
         tt = wp.clamp((q[0] * d[0] + q[1] * d[1]) / wp.max(d[0] * d[0] + d[1] * d[1], 1.0e-12), 0.0, 1.0)
         rx = q[0] - tt * d[0]
         ry = q[1] - tt * d[1]
@@ -136,11 +137,12 @@ def _fused_step(
             t = tt
     warm[e] = j
     j1 = wp.where(j < n - 1, j + 1, 0)
-    p0 = line[e, j]
-    d = line[e, j1] - p0
-    nrm = wp.lerp(normal[e, j], normal[e, j1], t)
-    lateral = (p[0] - p0[0] - t * d[0]) * nrm[0] + (p[1] - p0[1] - t * d[1]) * nrm[1]
-    hw = wp.lerp(half_width[e, j], half_width[e, j1], t)
+    r0 = track[e, j]
+    r1 = track[e, j1]
+    d = wp.vec2(r1[0] - r0[0], r1[1] - r0[1])
+    # signed distance to the segment, left > 0 (its left normal is (-d_y, d_x) / |d|)
+    lateral = ((p[1] - r0[1] - t * d[1]) * d[0] - (p[0] - r0[0] - t * d[0]) * d[1]) / wp.max(wp.length(d), 1.0e-9)
+    hw = wp.lerp(r0[2], r1[2], t)
     spacing = length / float(n)
     s = (float(j) + t) * spacing
     err = psi - wp.atan2(d[1], d[0])
@@ -173,7 +175,7 @@ def _fused_step(
     obs[e, 3] = lateral
     obs[e, 4] = err
     obs[e, 5] = hw
-    obs[e, 6] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+    obs[e, 6] = wp.lerp(r0[3], r1[3], t)
     obs[e, 7] = float(next_cp[e] - 1) / float(num_cp)  # checkpoints passed this lap / checkpoints
     cs = wp.cos(psi)
     sn = wp.sin(psi)
@@ -185,12 +187,12 @@ def _fused_step(
         i0 = wp.clamp(int(uu), 0, n - 1)
         i1 = wp.where(i0 < n - 1, i0 + 1, 0)
         f = wp.clamp(uu - float(i0), 0.0, 1.0)
-        q = wp.lerp(line[e, i0], line[e, i1], f)
-        dx = q[0] - p[0]
-        dy = q[1] - p[1]
+        ahead_point = wp.lerp(track[e, i0], track[e, i1], f)
+        dx = ahead_point[0] - p[0]
+        dy = ahead_point[1] - p[1]
         obs[e, 8 + 3 * k] = cs * dx + sn * dy
         obs[e, 9 + 3 * k] = -sn * dx + cs * dy
-        obs[e, 10 + 3 * k] = wp.lerp(track_curvature[e, i0], track_curvature[e, i1], f)
+        obs[e, 10 + 3 * k] = ahead_point[3]
 
     if was_reset:
         reward[e] = 0.0
@@ -235,8 +237,11 @@ class FusedWarpStep:
         m = car_model(c)
         self._car = [m.wheelbase, m.l_r, m.max_steer, m.max_accel, m.max_brake, m.max_speed,
                      m.max_lateral_accel, m.dt, m.substeps, 0.5 * c.length, 0.5 * c.width]
-        self._track = [r.centerline, r.normal, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
-                       r.start_position,
+        # packed once per track (as a component's on_generate would): one record read per point
+        line = r.centerline.numpy()
+        packed = np.stack([line[..., 0], line[..., 1], r.half_width.numpy(), r.curvature.numpy()], -1)
+        self._track = [wp.array(packed.astype(np.float32), dtype=wp.vec4, device=dev), r.num_points, r.loop_length,
+                       r.valid, r.start_position,
                        wp.array(_yaw(r.start_orientation.numpy()).astype(np.float32), dtype=float, device=dev)]
         look = _lookahead(env)
         self._settings = [_window(env), env.checkpoint_spacing, 1, 1000, env.off_track_penalty, len(look),
@@ -288,7 +293,6 @@ class NumpyStep:
         r, c = env.course.result, env.car
         self.E = E = env.num_envs
         self.line = r.centerline.numpy()[:, :, :2].astype(np.float64)
-        self.normal = r.normal.numpy()[:, :, :2].astype(np.float64)
         self.curv = r.curvature.numpy().astype(np.float64)
         self.hw = r.half_width.numpy().astype(np.float64)
         self.n = r.num_points.numpy().astype(np.int64)
@@ -342,8 +346,8 @@ class NumpyStep:
         j, j1, t = jj[rows, k], jn[rows, k], t[rows, k]
         self.warm = j
         a0, dd = self.line[rows, j], self.line[rows, j1] - self.line[rows, j]
-        nrm = self.normal[rows, j] * (1 - t)[:, None] + self.normal[rows, j1] * t[:, None]
-        lateral = ((p - a0 - t[:, None] * dd) * nrm).sum(1)
+        rel = p - a0 - t[:, None] * dd  # signed distance to the segment, left > 0
+        lateral = (dd[:, 0] * rel[:, 1] - dd[:, 1] * rel[:, 0]) / np.maximum(np.hypot(dd[:, 0], dd[:, 1]), 1e-9)
         hw = self.hw[rows, j] * (1 - t) + self.hw[rows, j1] * t
         s = (j + t) * self.L / self.n
         err = psi - np.arctan2(dd[:, 1], dd[:, 0])

@@ -171,21 +171,25 @@ def run_carracing(cfg) -> dict:
     if reason is not None:
         return {"skipped": f"CarRacing-v3 unavailable ({reason}); install it with pip install -e .[bench] "
                            "(gymnasium[box2d])"}
-    return carracing.measure(seconds=cfg.seconds, num_vector_envs=2 if cfg.quick else 8,
-                             tracks=2 if cfg.quick else 10, min_steps=5 if cfg.quick else 20)
+    # TrackGen-Track-v0 at work_envs timed in turns with CarRacing: the ratios see the same load
+    env, timer = measure.env_timer("TrackGen-Track-v0", cfg.work_envs, cfg.device)
+    out = carracing.measure(seconds=cfg.seconds, num_vector_envs=2 if cfg.quick else 8, tracks=2 if cfg.quick else 10,
+                            min_steps=5 if cfg.quick else 20, others={"track_in_turns": timer.warm_up()},
+                            rounds=2 if cfg.quick else 5)
+    env.close()
+    return out
 
 
 def run_sharding(cfg) -> dict:
     E, env_id = cfg.work_envs, "TrackGen-Track-v0"
     out = {"num_envs": E, "cpu_cores": len(os.sched_getaffinity(0)), "load_average_before": os.getloadavg()[0]}
-    for shards in (1, 2):
-        env = ShardedVectorEnv(env_id, E, shards, seed=0, device=cfg.device)
-        pursuit = PurePursuit(env.shards[0].car)
+    envs, timers = {}, {}
+    for shards in (1, 2):  # timed in turns: the speedup sees the same load
+        env = envs[shards] = ShardedVectorEnv(env_id, E, shards, seed=0, device=cfg.device)
         obs, _ = env.reset(seed=0)
-        wall, cpu = time.perf_counter(), time.process_time()
-        out[f"shards_{shards}"] = r = measure.steps_per_second(env.step, obs, pursuit, E, cfg.seconds, device=cfg.device)
-        # > 1: the shards' threads ran at the same time (the policy and warm-up included)
-        r["cpu_s_per_wall_s"] = (time.process_time() - cpu) / (time.perf_counter() - wall)
+        timers[f"shards_{shards}"] = measure.Timer(env.step, obs, PurePursuit(env.shards[0].car), E, cfg.device)
+    out.update(measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5))
+    for env in envs.values():
         env.close()
     out["speedup_2"] = out["shards_2"]["transitions_per_s"] / out["shards_1"]["transitions_per_s"]
     out["equal_to_one_env"] = _shards_equal(env_id, min(E, 256), cfg.device)
@@ -323,11 +327,11 @@ def ratios(result: dict, work_envs: int) -> dict:
         out[f"track_step_time_over_floor_{work_envs}"] = tp(track["floor"]) / tp(track["replay_numpy"])
         out[f"track_over_numpy_step_{work_envs}"] = tp(track["replay_numpy"]) / tp(track["numpy_step"])
         out[f"track_replay_over_eager_{work_envs}"] = tp(track["replay_numpy"]) / tp(track["eager_numpy"])
-        cr = result.get("carracing", {})
-        if "pixels" in cr:
-            for kind in ("pixels", "physics", "sync_vector"):
-                out[f"track_over_carracing_{kind}"] = tp(track["replay_numpy"]) / cr[kind]["env_steps_per_s"]
-    gen, cr = result.get("generation"), result.get("carracing", {})
+    cr = result.get("carracing", {})
+    if "pixels" in cr:  # against the Track env timed in turns with CarRacing
+        for kind in ("pixels", "physics", "sync_vector"):
+            out[f"track_over_carracing_{kind}"] = tp(cr["track_in_turns"]) / cr[kind]["env_steps_per_s"]
+    gen = result.get("generation")
     if gen is not None:
         out[f"track_courses_per_s_{work_envs}"] = gen["track"]["courses_per_s"]
         if "track_generation" in cr:
@@ -345,6 +349,10 @@ def ratios(result: dict, work_envs: int) -> dict:
 
 def _f(x, digits=0):
     return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _x(ratio):
+    return "-" if ratio is None else f"{ratio:,.0f}x"
 
 
 def markdown(result: dict, command: str) -> str:
@@ -381,7 +389,7 @@ def markdown(result: dict, command: str) -> str:
             v = lambda r, k: r[k]["transitions_per_s"] if r is not None and k in r else None  # noqa: E731
             ratio = v(t, "floor") / v(t, "replay_numpy") if t is not None else None
             add(f"| {E} | {_f(v(t, 'replay_numpy'))} | {_f(v(t, 'eager_numpy'))} | {_f(v(t, 'replay_torch'))} | "
-                f"{_f(v(t, 'floor'))} | {_f(ratio, 2)}x | {_f(v(t, 'numpy_step'))} | {_f(v(g, 'replay_numpy'))} | "
+                f"{_f(v(t, 'floor'))} | {'-' if ratio is None else f'{ratio:.2f}x'} | {_f(v(t, 'numpy_step'))} | {_f(v(g, 'replay_numpy'))} | "
                 f"{_f(v(g, 'eager_numpy'))} | {_f(v(g, 'replay_torch'))} |")
         for env_id, skipped in tp["num_envs_skipped"].items():
             add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
@@ -456,15 +464,16 @@ def markdown(result: dict, command: str) -> str:
             add("Random actions; pixels: `gymnasium.make(\"CarRacing-v3\")` as users run it; physics: its pixel "
                 "drawing stubbed out; sync vector: `make_vec(..., vectorization_mode=\"sync\")`; track generation: "
                 "a `reset()` of the physics-only env (new track with its retries, the car).\n")
-            add("| CarRacing-v3 | env-steps/s (tracks/s) | TrackGen-Track-v0 replay at "
-                f"{cfg['work_envs']} envs over it |")
+            add(f"TrackGen-Track-v0 (graph replay, NumPy outputs, {cfg['work_envs']} envs) timed in turns with them: "
+                f"{cr['track_in_turns']['transitions_per_s']:,.0f} transitions/s.\n")
+            add("| CarRacing-v3 | env-steps/s (tracks/s) | TrackGen-Track-v0 over it |")
             add("|---|---:|---:|")
             r = result.get("ratios", {})
             for kind, label in (("pixels", "one env, pixels"), ("physics", "one env, physics only"),
                                 ("sync_vector", f"make_vec sync, {cr['sync_vector']['num_envs']} envs")):
-                add(f"| {label} | {_f(cr[kind]['env_steps_per_s'], 1)} | {_f(r.get('track_over_carracing_' + kind))}x |")
+                add(f"| {label} | {_f(cr[kind]['env_steps_per_s'], 1)} | {_x(r.get('track_over_carracing_' + kind))} |")
             add(f"| track generation | {_f(cr['track_generation']['tracks_per_s'], 1)} | "
-                f"{_f(r.get('track_generation_over_carracing'))}x |")
+                f"{_x(r.get('track_generation_over_carracing'))} |")
         add("")
     if "sharding" in result:
         s = result["sharding"]
@@ -472,11 +481,10 @@ def markdown(result: dict, command: str) -> str:
         add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
             f"graph, stepped in a ThreadPoolExecutor; {s['cpu_cores']} cores, load average "
             f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores).\n")
-        add("| shards | transitions/s | process CPU s per wall s |")
-        add("|---:|---:|---:|")
-        add(f"| 1 | {_f(s['shards_1']['transitions_per_s'])} | {s['shards_1']['cpu_s_per_wall_s']:.2f} |")
-        add(f"| 2 | {_f(s['shards_2']['transitions_per_s'])} ({s['speedup_2']:.2f}x) | "
-            f"{s['shards_2']['cpu_s_per_wall_s']:.2f} |")
+        add("| shards | transitions/s (timed in turns) |")
+        add("|---:|---:|")
+        add(f"| 1 | {_f(s['shards_1']['transitions_per_s'])} |")
+        add(f"| 2 | {_f(s['shards_2']['transitions_per_s'])} ({s['speedup_2']:.2f}x) |")
         tt = s["two_threads"]
         add(f"\nTwo jobs in 2 threads against in turn, same run: two Warp CPU graph replays "
             f"{tt['warp_graph_replay']:.2f}x, two SHA-256 hashes (C code without the GIL, the control) "
