@@ -8,10 +8,11 @@ and an ``entry_point`` (one env as a ``gymnasium.Env``, :mod:`trackgen_env.envs.
 import gymnasium
 
 from .gates import GatesVectorEnv
+from .sharded import ShardedVectorEnv
 from .single import GatesEnv, TrackEnv
 from .track import TrackVectorEnv
 
-__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "TrackEnv", "GatesEnv"]
+__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "TrackEnv", "GatesEnv", "ShardedVectorEnv"]
 
 #: id -> (entry_point, vector_entry_point)
 _ENVS = {

@@ -1,0 +1,286 @@
+"""The measurements of ``benchmarks/run.py`` on this package's envs (each a function returning a dict).
+
+* :class:`Timer`, :func:`steps_per_second`, :func:`in_turns`: env-steps/s and transitions/s of a
+  step function driven by a policy (several steppers timed in turns, so their ratios see the same load);
+* :func:`env_timer`: that for TrackGen-Track-v0 / TrackGen-Gates-v0 (graph replay or eager,
+  NumPy or torch outputs);
+* :func:`courses_per_second`: checked, valid courses per second of a generator (retries included);
+* :func:`reset_cost`: a step's time with a given share of envs auto-resetting;
+* :func:`breakdown`: where an eager step's time goes;
+* :func:`memory_per_env`, :func:`first_use`: device memory per env per part, and import +
+  construction + first step in a fresh interpreter on a cold / warm kernel cache.
+
+Only the step is timed, never the policy. Warp runs CPU kernels on one thread: CPU numbers are per core.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import warp as wp
+
+import trackgen_env  # noqa: F401  (registers the envs)
+from trackgen_env import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator
+from trackgen_env.envs.controllers import CourseLinePilot, PurePursuit
+from trackgen_env.envs.gates import GatesVectorEnv
+from trackgen_env.envs.track import TrackVectorEnv
+
+ENVS = {"TrackGen-Track-v0": TrackVectorEnv, "TrackGen-Gates-v0": GatesVectorEnv}
+#: the issue's target for TrackGen-Track-v0 at default capacities, excluding user buffers
+TARGET_BYTES_PER_ENV = 16 * 1024
+#: parts of a memory estimate that are host copies of the outputs (not the env's device memory)
+OUTPUT_PARTS = ("numpy outputs",)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Timer:
+    """Times ``step(policy(obs))`` (only ``step``, up to a synchronisation of ``device``: torch outputs
+    on CUDA return before the work is done), in as many :meth:`run` slices as wanted, so that
+    several steppers can be timed in turns (their ratios then see the same machine load).
+
+    ``step(action) -> (obs, reward, terminated, truncated, ...)``, NEXT_STEP semantics: the
+    step after an env ends only resets it, so transitions leave those reset steps out.
+    """
+
+    def __init__(self, step, obs, policy, num_envs: int, device: str = "cpu"):
+        self.step, self.obs, self.policy, self.num_envs, self.device = step, obs, policy, num_envs, device
+        self.last = np.zeros(num_envs, dtype=bool)
+        self.n, self.elapsed, self.ended, self.reset_steps = 0, 0.0, 0, 0
+
+    def _one(self) -> float:
+        action = self.policy(self.obs)
+        self.reset_steps += int(self.last.sum())
+        t0 = time.perf_counter()
+        out = self.step(action)
+        wp.synchronize_device(self.device)
+        dt = time.perf_counter() - t0
+        self.obs = out[0]
+        self.last = _host(out[2]) | _host(out[3])
+        self.ended += int(self.last.sum())
+        self.n += 1
+        return dt
+
+    def warm_up(self, steps: int = 10) -> Timer:
+        """``steps`` untimed steps (not counted)."""
+        for _ in range(steps):
+            self._one()
+        self.n, self.ended, self.reset_steps = 0, 0, 0
+        return self
+
+    def run(self, seconds: float, min_steps: int = 1) -> Timer:
+        """Timed steps for ``seconds`` of step time (at least ``min_steps``)."""
+        spent, steps = 0.0, 0
+        while spent < seconds or steps < min_steps:
+            dt = self._one()
+            spent += dt
+            self.elapsed += dt
+            steps += 1
+        return self
+
+    def result(self) -> dict:
+        """``{"steps", "seconds", "env_steps_per_s", "transitions_per_s", "reset_steps", "step_us",
+        "resets_per_step"}`` of the timed steps so far."""
+        n, E, t = self.n, self.num_envs, self.elapsed
+        return {"steps": n, "seconds": t, "env_steps_per_s": n * E / t,
+                "transitions_per_s": (n * E - self.reset_steps) / t, "reset_steps": self.reset_steps,
+                "step_us": 1e6 * t / n, "resets_per_step": self.ended / n}
+
+
+def steps_per_second(step, obs, policy, num_envs: int, seconds: float, min_steps: int = 5, warm_steps: int = 10,
+                     device: str = "cpu") -> dict:
+    """:class:`Timer`'s result of ``seconds`` of timed steps after ``warm_steps`` untimed ones."""
+    return Timer(step, obs, policy, num_envs, device).warm_up(warm_steps).run(seconds, min_steps).result()
+
+
+def in_turns(timers: dict, seconds: float, rounds: int = 5, min_steps: int = 2) -> dict:
+    """Time every :class:`Timer` of ``timers`` for ``seconds`` in all, in ``rounds`` turns each
+    (round robin), after a warm-up: ``{name: result}``."""
+    for t in timers.values():
+        t.warm_up()
+    for _ in range(rounds):
+        for t in timers.values():
+            t.run(seconds / rounds, min_steps)
+    return {name: t.result() for name, t in timers.items()}
+
+
+def _host(x) -> np.ndarray:
+    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+
+
+def make_env(env_id: str, num_envs: int, device: str, *, capture: bool = True, output: str = "numpy", seed: int = 0):
+    """The env and its reference policy (``obs -> action``, host NumPy in, the env's output kind out)."""
+    env = ENVS[env_id](num_envs, device, seed=seed, capture=capture, output=output)
+    controller = PurePursuit(env.car) if env_id == "TrackGen-Track-v0" else CourseLinePilot(env)
+    if output == "torch":
+        import torch
+
+        dev = torch.device("cuda", wp.get_device(device).ordinal) if wp.get_device(device).is_cuda else torch.device("cpu")
+        return env, lambda obs: torch.from_numpy(controller(_host(obs))).to(dev)
+    return env, controller
+
+
+def env_timer(env_id: str, num_envs: int, device: str, *, capture: bool = True, output: str = "numpy",
+              seed: int = 0) -> tuple:
+    """``(env, Timer)`` of ``env.step`` with the reference controller (pure pursuit / CourseLinePilot)."""
+    env, policy = make_env(env_id, num_envs, device, capture=capture, output=output, seed=seed)
+    obs, _ = env.reset(seed=seed)
+    return env, Timer(env.step, obs, policy, num_envs, device)
+
+
+def courses_per_second(family: str, num_envs: int, device: str, seconds: float, min_runs: int = 2) -> dict:
+    """Valid, checked courses per second of a full generation of every env (``enqueue(advance=True)``:
+    layout, resampling, the checks and their retries), counting only the envs left valid."""
+    gen = (TrackGenerator(TrackGenConfig(num_envs=num_envs, device=device), seeds=0) if family == "track"
+           else GateGenerator(GateGenConfig(num_envs=num_envs, device=device), seeds=0))
+    gen.enqueue(advance=True)
+    wp.synchronize_device(device)
+    n, valid, t0 = 0, 0.0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds or n < min_runs:
+        gen.enqueue(advance=True)
+        wp.synchronize_device(device)
+        n += 1
+    elapsed = time.perf_counter() - t0
+    valid = float(gen.result.valid.numpy().mean())  # the last batch's share (the batches are alike)
+    return {"generations": n, "seconds": elapsed, "valid_rate": valid,
+            "courses_per_s": n * num_envs * valid / elapsed, "us_per_generation": 1e6 * elapsed / n}
+
+
+def reset_cost(env_id: str, num_envs: int, device: str, fractions=(0.0, 0.01, 1.0), steps: int = 20,
+               seed: int = 0) -> dict:
+    """Microseconds per ``env.step`` (graph replay, NumPy outputs) with a share of the envs auto-resetting.
+
+    Before each timed step the env's auto-reset mask (what the previous step ended; NEXT_STEP)
+    is overwritten with a fixed mask holding ``round(f * num_envs)`` ones, so exactly those envs
+    regenerate their course and restart in the step. Returns ``{str(f): {"envs", "step_us"}}``
+    and ``"regeneration_us_per_env"`` ((t(1) - t(0)) / num_envs).
+    """
+    env, policy = make_env(env_id, num_envs, device, seed=seed)
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for f in fractions:
+        k = int(round(f * num_envs))
+        mask = np.zeros(num_envs, np.int32)
+        mask[rng.choice(num_envs, k, replace=False)] = 1
+        mask_wp = wp.array(mask, dtype=wp.int32, device=device)
+        elapsed = 0.0
+        for i in range(steps + 3):
+            action = policy(obs)
+            wp.copy(env._autoreset, mask_wp)  # the recorded step reads this mask
+            t0 = time.perf_counter()
+            obs, *_ = env.step(action)
+            if i >= 3:
+                elapsed += time.perf_counter() - t0
+        out[str(f)] = {"envs": k, "step_us": 1e6 * elapsed / steps}
+    env.close()
+    if "0.0" in out and "1.0" in out:
+        out["regeneration_us_per_env"] = (out["1.0"]["step_us"] - out["0.0"]["step_us"]) / num_envs
+    return out
+
+
+def breakdown(num_envs: int, device: str, steps: int = 100, seed: int = 0) -> dict:
+    """Microseconds per step of each part of an eager TrackGen-Track-v0 step (pure pursuit), each
+    part wrapped with a device synchronisation: ``regeneration``, ``car``, ``course.step()``,
+    ``observations`` (reward, termination, observations), ``outputs copy out``."""
+    env = TrackVectorEnv(num_envs, device, seed=seed, capture=False)
+    pursuit = PurePursuit(env.car)
+    totals: dict[str, float] = {}
+
+    def timed(name, fn):
+        def run(*args, **kwargs):
+            wp.synchronize_device(device)
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            wp.synchronize_device(device)
+            totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
+            return out
+
+        return run
+
+    env.course.regenerate = timed("regeneration", env.course.regenerate)
+    # CarState is read-only after construction (a recorded graph holds it); an eager timing probe may wrap it
+    object.__setattr__(env.state, "step", timed("car", env.state.step))
+    env.course.step = timed("course.step()", env.course.step)
+    env._advance = timed("advance", env._advance)
+    env._io.outputs = timed("outputs copy out", env._io.outputs)
+    obs, _ = env.reset(seed=seed)
+    for _ in range(10):
+        obs, *_ = env.step(pursuit(obs))
+    totals.clear()
+    ended = 0
+    for _ in range(steps):
+        obs, _, term, trunc, _ = env.step(pursuit(obs))
+        ended += int((term | trunc).sum())
+    out = {name: 1e6 * t / steps for name, t in totals.items()}
+    out["observations"] = out.pop("advance") - out["car"] - out["course.step()"]
+    out["resets_per_step"] = ended / steps
+    env.close()
+    return out
+
+
+def memory_per_env(env_id: str, num_envs: int, device: str) -> dict:
+    """Bytes of each part of the env's ``memory_estimate(num_envs, device=device)``, in all and per env.
+
+    Returns ``{"num_envs", "parts": {name: bytes}, "per_env": {name: bytes / num_envs}, "total",
+    "total_per_env", "device_total_per_env" (without :data:`OUTPUT_PARTS`), "marginal_per_env"}``.
+    """
+    est = ENVS[env_id].memory_estimate(num_envs, device=device)
+    parts = dict(est.parts)
+    device_total = sum(b for name, b in parts.items() if name not in OUTPUT_PARTS)
+    return {"num_envs": num_envs, "parts": parts, "per_env": {k: b / num_envs for k, b in parts.items()},
+            "total": est.total, "total_per_env": est.total / num_envs,
+            "device_total_per_env": device_total / num_envs, "marginal_per_env": est.per_env}
+
+
+# run in a fresh interpreter: each phase timed from the child's own start of work
+_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import gymnasium, numpy as np, warp as wp
+wp.config.quiet = True
+import trackgen_env
+t1 = time.perf_counter()
+env = gymnasium.make_vec(sys.argv[1], num_envs=int(sys.argv[2]), device=sys.argv[3])
+t2 = time.perf_counter()
+env.reset(seed=0)
+env.step(np.zeros(env.action_space.shape, np.float32))
+wp.synchronize()
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "construction_s": t2 - t1, "first_step_s": t3 - t2,
+                  "total_s": t3 - t0, "cache": wp.config.kernel_cache_dir}))
+"""
+
+
+def first_use(env_id: str, num_envs: int, device: str, cache: str | None) -> dict:
+    """Seconds of import / construction (``make_vec``) / reset + first step in a fresh subprocess,
+    with Warp's kernel cache at ``cache`` (``WARP_CACHE_PATH``, read at ``wp.init()``; None: the user's)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
+    if cache is not None:
+        env["WARP_CACHE_PATH"] = cache
+    run = subprocess.run([sys.executable, "-c", _CHILD, env_id, str(num_envs), device], env=env,
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"the first-use run of {env_id} failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    used = result.pop("cache")
+    if cache is not None and not os.path.realpath(used).startswith(os.path.realpath(cache)):
+        raise RuntimeError(f"warp did not use the kernel cache {cache!r} (WARP_CACHE_PATH)")
+    return result
+
+
+def latency(env_id: str, num_envs: int, device: str, cold: bool = True) -> dict:
+    """``{"cold", "warm"}`` of :func:`first_use`: a new, empty kernel cache folder, then the same folder
+    again; ``cold=False``: only warm, on the user's kernel cache (``cold`` is then None)."""
+    if not cold:
+        first_use(env_id, num_envs, device, None)  # make sure the user's cache holds the kernels
+        return {"num_envs": num_envs, "cold": None, "warm": first_use(env_id, num_envs, device, None)}
+    with tempfile.TemporaryDirectory(prefix="warp-cache-") as cache:
+        c = first_use(env_id, num_envs, device, cache)
+        w = first_use(env_id, num_envs, device, cache)
+    return {"num_envs": num_envs, "cold": c, "warm": w}

@@ -1,0 +1,583 @@
+"""One benchmark run: TrackGen-Track-v0 and TrackGen-Gates-v0 side by side with their floor and peers.
+
+Usage::
+
+    python benchmarks/run.py [--device cpu|cuda:0] [--quick] [--out DIR] [--seconds S]
+                             [--only SECTION ...]
+
+Sections (``--only`` runs a subset; every section's figures come from the same run otherwise):
+
+* ``throughput``: env-steps/s (transitions: the NEXT_STEP reset steps left out) of ``env.step``
+  for num_envs in {1, 64, 1024, 4096, 16384, 65536, 262144} (CPU: up to 16384, see
+  :data:`CPU_MAX_ENVS`; CUDA: those whose memory estimate fits), graph replay and eager with
+  NumPy outputs, graph replay with torch outputs; for TrackGen-Track-v0 also the floor (one
+  fused plain-Warp kernel, :class:`benchmarks.floor.FusedWarpStep`) and a NumPy-vectorised
+  step (:class:`benchmarks.floor.NumpyStep`) on the same tracks, with the same controller;
+* ``generation``: valid, checked courses per second (retries included);
+* ``resets``: a step's time with 0 %, 1 % and 100 % of the envs auto-resetting;
+* ``breakdown``: where an eager TrackGen-Track-v0 step's time goes;
+* ``memory``: device memory per env, per part (the envs' ``memory_estimate``);
+* ``first_use``: import + construction + first step in a fresh interpreter, cold (new empty
+  Warp kernel cache) and warm (``--quick``: warm only, on the user's cache);
+* ``carracing``: Gymnasium's CarRacing-v3 (pixels, physics only, ``make_vec`` sync, track
+  generation); skipped with the reason when ``gymnasium[box2d]`` is missing;
+* ``sharding``: :class:`trackgen_env.envs.sharded.ShardedVectorEnv` with 1 and 2 shards
+  (threads), whether its outputs equal one env's, and whether a graph replay releases the GIL.
+
+Writes ``results.json``, ``results.md`` (the tables, each with its command) and
+``throughput.png`` into ``--out`` (default ``benchmarks/results/latest/``, untracked) and prints
+the tables. Only the env's step is timed, never the policy; torch runs on one thread
+(``torch.set_num_threads(1)``); Warp runs a CPU kernel on one thread, so CPU figures are per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shlex
+import sys
+import threading
+import time
+
+import numpy as np
+import warp as wp
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `benchmarks` as a package
+
+from benchmarks import carracing, measure  # noqa: E402
+from benchmarks.floor import FusedWarpStep, NumpyStep  # noqa: E402
+from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
+from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
+
+NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 262144)
+#: the largest num_envs on the CPU: a 65536-env step takes ~0.2 s a core, its construction
+#: (generation of every track) seconds more; the curve is flat from 4096 on
+CPU_MAX_ENVS = 16384
+QUICK_NUM_ENVS = (1, 64)
+ENV_IDS = tuple(measure.ENVS)
+SECTIONS = ("throughput", "generation", "resets", "breakdown", "memory", "first_use", "carracing", "sharding")
+#: the issue's targets (ratios measured in one run); see benchmarks/NOTES.md
+TARGETS = {
+    "track_step_time_over_floor_4096": ("<=", 3.0),
+    "track_over_carracing_physics": (">=", 200.0),
+    "sharding_speedup_2": (">=", 1.8),
+    "track_courses_per_s_4096": (">=", 50_000.0),
+    "track_cold_first_use_s": ("<=", 4.0),
+    "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
+}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def _fits(env_id: str, num_envs: int, device: str) -> bool:
+    """Whether ``num_envs`` envs are worth building here: CPU up to :data:`CPU_MAX_ENVS`; a GPU
+    while the memory estimate stays under 60 % of its free memory."""
+    dev = wp.get_device(device)
+    if dev.is_cpu:
+        return num_envs <= CPU_MAX_ENVS
+    return measure.ENVS[env_id].memory_estimate(num_envs, device=device).total < 0.6 * dev.free_memory
+
+
+# -- the sections ------------------------------------------------------------------------------
+def run_throughput(cfg) -> dict:
+    out = {"num_envs_skipped": {}, "rows": {}}
+    torch = _torch()
+    for env_id in ENV_IDS:
+        rows = []
+        for E in cfg.num_envs:
+            if not _fits(env_id, E, cfg.device):
+                out["num_envs_skipped"].setdefault(env_id, []).append(E)
+                continue
+            envs, timers = [], {}
+            for key, kw in (("replay_numpy", {}), ("eager_numpy", {"capture": False}), ("replay_torch", {"output": "torch"})):
+                if key == "replay_torch" and torch is None:
+                    continue
+                env, timers[key] = measure.env_timer(env_id, E, cfg.device, **kw)
+                envs.append(env)
+            if env_id == "TrackGen-Track-v0":
+                timers.update(_references(E, cfg, envs))
+            # in turns: the ratios between the columns see the same load on shared cores
+            row = {"num_envs": E, **measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5)}
+            for env in envs:
+                env.close()
+            rows.append(row)
+            _say(f"{env_id} num_envs={E}: " + ", ".join(
+                f"{k} {v['transitions_per_s']:,.0f}" for k, v in row.items() if isinstance(v, dict)))
+        out["rows"][env_id] = rows
+    if torch is None:
+        out["torch"] = "skipped: torch is not installed (pip install -e .[torch])"
+    return out
+
+
+def _references(E: int, cfg, envs: list) -> dict:
+    """Timers of the floor and the NumPy step on the tracks of a TrackGen-Track-v0 of ``E`` envs (seed 0,
+    the timed envs' first tracks), which is never stepped (appended to ``envs`` to be closed)."""
+    env, pursuit = measure.make_env("TrackGen-Track-v0", E, cfg.device, capture=False)
+    envs.append(env)
+    env.reset(seed=0)
+    fused = FusedWarpStep(env)
+    timers = {"floor": measure.Timer(fused.step, fused.reset(), pursuit, E, cfg.device)}
+    # the NumPy step has no lookahead to pursue: replay the actions pure pursuit took on the floor
+    recorded, obs = [], fused.reset()
+    for _ in range(64):
+        recorded.append(pursuit(obs))
+        obs = fused.step(recorded[-1])[0]
+    numpy_step, count = NumpyStep(env), iter(range(10**12))
+    timers["numpy_step"] = measure.Timer(numpy_step.step, numpy_step.reset(), lambda _: recorded[next(count) % 64],
+                                         E, cfg.device)
+    fused.reset()
+    return timers
+
+
+def run_generation(cfg) -> dict:
+    E = cfg.work_envs
+    return {family: {"num_envs": E, **measure.courses_per_second(family, E, cfg.device, cfg.seconds)}
+            for family in ("track", "gates")}
+
+
+def run_resets(cfg) -> dict:
+    return {env_id: {"num_envs": cfg.work_envs, **measure.reset_cost(env_id, cfg.work_envs, cfg.device,
+                                                                        steps=5 if cfg.quick else 20)}
+            for env_id in ENV_IDS}
+
+
+def run_breakdown(cfg) -> dict:
+    return {"num_envs": cfg.work_envs, "us_per_step": measure.breakdown(cfg.work_envs, cfg.device,
+                                                                         steps=10 if cfg.quick else 100)}
+
+
+def run_memory(cfg) -> dict:
+    return {env_id: measure.memory_per_env(env_id, cfg.memory_envs, cfg.device) for env_id in ENV_IDS}
+
+
+def run_first_use(cfg) -> dict:
+    # --quick: TrackGen-Track-v0 only, warm only (a cold compile alone takes ~10 s)
+    return {env_id: measure.latency(env_id, 64, cfg.device, cold=not cfg.quick)
+            for env_id in (ENV_IDS[:1] if cfg.quick else ENV_IDS)}
+
+
+def run_carracing(cfg) -> dict:
+    reason = carracing.available()
+    if reason is not None:
+        return {"skipped": f"CarRacing-v3 unavailable ({reason}); install it with pip install -e .[bench] "
+                           "(gymnasium[box2d])"}
+    # TrackGen-Track-v0 at work_envs timed in turns with CarRacing: the ratios see the same load
+    env, timer = measure.env_timer("TrackGen-Track-v0", cfg.work_envs, cfg.device)
+    out = carracing.measure(seconds=cfg.seconds, num_vector_envs=2 if cfg.quick else 8, tracks=2 if cfg.quick else 10,
+                            min_steps=5 if cfg.quick else 20, others={"track_in_turns": timer.warm_up()},
+                            rounds=2 if cfg.quick else 5)
+    env.close()
+    return out
+
+
+def run_sharding(cfg) -> dict:
+    E, env_id = cfg.work_envs, "TrackGen-Track-v0"
+    out = {"num_envs": E, "cpu_cores": len(os.sched_getaffinity(0)), "load_average_before": os.getloadavg()[0]}
+    envs, timers = {}, {}
+    for shards in (1, 2):  # timed in turns: the speedup sees the same load
+        env = envs[shards] = ShardedVectorEnv(env_id, E, shards, seed=0, device=cfg.device)
+        obs, _ = env.reset(seed=0)
+        timers[f"shards_{shards}"] = measure.Timer(env.step, obs, PurePursuit(env.shards[0].car), E, cfg.device)
+    out.update(measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5))
+    for env in envs.values():
+        env.close()
+    out["speedup_2"] = out["shards_2"]["transitions_per_s"] / out["shards_1"]["transitions_per_s"]
+    out["equal_to_one_env"] = _shards_equal(env_id, min(E, 256), cfg.device)
+    out["gil"] = _gil_probe("cpu", 2_000_000 if cfg.quick else 20_000_000)
+    out["two_threads"] = _two_threads(2_000_000 if cfg.quick else 10_000_000)
+    out["load_average_after"] = os.getloadavg()[0]
+    return out
+
+
+def _shards_equal(env_id: str, E: int, device: str, steps: int = 50) -> bool:
+    """Outputs of a 2-shard env equal one env's, step for step (random actions: many auto-resets)."""
+    import gymnasium
+
+    one = gymnasium.make_vec(env_id, num_envs=E, seed=7, device=device)
+    two = ShardedVectorEnv(env_id, E, 2, seed=7, device=device)
+    rng = np.random.default_rng(0)
+    same = np.array_equal(one.reset(seed=7)[0], two.reset(seed=7)[0])
+    for _ in range(steps):
+        a = rng.uniform(-1, 1, one.action_space.shape).astype(np.float32)
+        r1, r2 = one.step(a), two.step(a)
+        same &= all(np.array_equal(x, y) for x, y in zip(r1[:4], r2[:4]))
+        same &= all(np.array_equal(r1[4][k], r2[4][k]) for k in r1[4])
+    one.close()
+    two.close()
+    return bool(same)
+
+
+@wp.kernel
+def _burn(x: wp.array(dtype=float), iterations: int):
+    i = wp.tid()
+    v = x[i]
+    for _ in range(iterations):
+        v = wp.sin(v) + 1.0
+    x[i] = v
+
+
+def _gil_probe(device: str, iterations: int) -> dict:
+    """Does Warp hold the GIL during a CPU graph replay / kernel launch? A Python thread ticks
+    (``time.sleep(0.001)`` between ticks) while the main thread (a) replays a recorded graph of a
+    one-thread kernel that computes for ~1 s, (b) launches that kernel, (c) spins in Python. A call
+    holding the GIL would leave no tick during it (the switch interval cannot interrupt a C call);
+    the load of other jobs only stretches the gaps between ticks."""
+    x = wp.zeros(1, dtype=float, device=device)
+    wp.launch(_burn, 1, inputs=[x, 1], device=device)  # load the module outside the capture
+    with wp.ScopedCapture(device=device) as cap:
+        wp.launch(_burn, 1, inputs=[x, iterations], device=device)
+
+    def ticks(main):
+        stop, stamps = [False], []
+
+        def tick():
+            while not stop[0]:
+                stamps.append(time.perf_counter())
+                time.sleep(0.001)
+
+        th = threading.Thread(target=tick)
+        th.start()
+        time.sleep(0.02)
+        t0 = time.perf_counter()
+        main()
+        t1 = time.perf_counter()
+        stop[0] = True
+        th.join()
+        inside = [t for t in stamps if t0 <= t <= t1]
+        points = [t0, *inside, t1]
+        return {"seconds": t1 - t0, "ticks_per_s": len(inside) / (t1 - t0),
+                "longest_gap_s": max(b - a for a, b in zip(points, points[1:]))}
+
+    replay = ticks(lambda: wp.capture_launch(cap.graph))
+
+    def spin():
+        t = time.perf_counter()
+        while time.perf_counter() - t < replay["seconds"]:
+            pass
+
+    out = {"replay": replay, "launch": ticks(lambda: wp.launch(_burn, 1, inputs=[x, iterations], device=device)),
+           "python": ticks(spin)}
+    # a held GIL would make the longest gap the whole call
+    out["released"] = bool(out["replay"]["longest_gap_s"] < 0.5 * replay["seconds"]
+                           and out["launch"]["longest_gap_s"] < 0.5 * out["launch"]["seconds"])
+    return out
+
+
+def _two_threads(iterations: int) -> dict:
+    """What 2 threads give on this machine now: two jobs in turn against the same two in 2 threads,
+    for two Warp CPU graph replays (separate graphs) and, as the control, two SHA-256 hashes of a
+    20 MB buffer (C code that releases the GIL): ``{kind: serial wall / threaded wall}``. Near 2 where
+    two cores are free; near 1 for both while other jobs hold a core (then no sharding can scale)."""
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    xs = [wp.zeros(1, dtype=float, device="cpu") for _ in range(2)]
+    wp.launch(_burn, 1, inputs=[xs[0], 1], device="cpu")
+    graphs = []
+    for x in xs:
+        with wp.ScopedCapture(device="cpu") as cap:
+            wp.launch(_burn, 1, inputs=[x, iterations], device="cpu")
+        graphs.append(cap.graph)
+    data = os.urandom(20_000_000)
+    reps = max(1, iterations // 1_000_000)
+    jobs = {"warp_graph_replay": lambda k: wp.capture_launch(graphs[k]),
+            "sha256_control": lambda k: [hashlib.sha256(data).digest() for _ in range(reps)]}
+    out = {}
+    with ThreadPoolExecutor(2) as pool:
+        for name, job in jobs.items():
+            t0 = time.perf_counter()
+            job(0)
+            job(1)
+            serial = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            list(pool.map(job, (0, 1)))
+            out[name] = serial / (time.perf_counter() - t0)
+    return out
+
+
+RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
+           "breakdown": run_breakdown, "memory": run_memory, "first_use": run_first_use,
+           "carracing": run_carracing, "sharding": run_sharding}
+
+
+# -- the ratios, the tables, the plot ----------------------------------------------------------
+def _row(result, env_id, E):
+    for r in result.get("throughput", {}).get("rows", {}).get(env_id, []):
+        if r["num_envs"] == E:
+            return r
+    return None
+
+
+def ratios(result: dict, work_envs: int) -> dict:
+    """The ratios measured side by side (absent where a section did not run or was skipped)."""
+    out = {}
+    tp = lambda d: d["transitions_per_s"]  # noqa: E731
+    track = _row(result, "TrackGen-Track-v0", work_envs)
+    if track is not None:
+        out[f"track_step_time_over_floor_{work_envs}"] = tp(track["floor"]) / tp(track["replay_numpy"])
+        out[f"track_over_numpy_step_{work_envs}"] = tp(track["replay_numpy"]) / tp(track["numpy_step"])
+        out[f"track_replay_over_eager_{work_envs}"] = tp(track["replay_numpy"]) / tp(track["eager_numpy"])
+    cr = result.get("carracing", {})
+    if "pixels" in cr:  # against the Track env timed in turns with CarRacing
+        for kind in ("pixels", "physics", "sync_vector"):
+            out[f"track_over_carracing_{kind}"] = tp(cr["track_in_turns"]) / cr[kind]["env_steps_per_s"]
+    gen = result.get("generation")
+    if gen is not None:
+        out[f"track_courses_per_s_{work_envs}"] = gen["track"]["courses_per_s"]
+        if "track_generation" in cr:
+            out["track_generation_over_carracing"] = (gen["track"]["courses_per_s"]
+                                                      / cr["track_generation"]["tracks_per_s"])
+    if "sharding" in result:
+        out["sharding_speedup_2"] = result["sharding"]["speedup_2"]
+    fu = result.get("first_use", {}).get("TrackGen-Track-v0")
+    if fu is not None and fu["cold"] is not None:
+        out["track_cold_first_use_s"] = fu["cold"]["total_s"]
+    if "memory" in result:
+        out["track_device_bytes_per_env"] = result["memory"]["TrackGen-Track-v0"]["device_total_per_env"]
+    return out
+
+
+def _f(x, digits=0):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _x(ratio):
+    return "-" if ratio is None else f"{ratio:,.0f}x"
+
+
+def markdown(result: dict, command: str) -> str:
+    cfg, lines = result["config"], []
+    add = lines.append
+    add(f"# Benchmarks: {result['device']}, {result['machine']}, warp {result['warp']}, {result['date']}\n")
+    add(f"All figures from one run: `{command}` (load average {result['load_average_before']:.2f} before, "
+        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores). Transitions/s: env-steps/s "
+        "of the step alone, without the NEXT_STEP reset steps; CPU figures are one core. "
+        "Rerun one table with `--only SECTION`.\n")
+    if "ratios" in result:
+        add("## Ratios (measured side by side)\n")
+        add("| ratio | value | target |")
+        add("|---|---:|---:|")
+        for name, value in result["ratios"].items():
+            target = TARGETS.get(name)
+            add(f"| {name} | {value:,.2f} | {'' if target is None else f'{target[0]} {target[1]:,g}'} |")
+        add("")
+    tp = result.get("throughput")
+    if tp is not None:
+        add(f"## Throughput [transitions/s] (`{command} --only throughput`)\n")
+        add("Graph replay and eager with NumPy outputs, replay with torch outputs, driven by the reference "
+            "controller (pure pursuit / CourseLinePilot). Floor: the same step as one plain-Warp kernel on "
+            "the same tracks (no regeneration: a car that ends restarts on its track); floor / ours: its "
+            "throughput over ours (our step time over its). NumPy step: bicycle model, windowed "
+            "localisation and progress in NumPy over all envs (no lookahead).\n")
+        add("| num_envs | Track replay | Track eager | Track torch | floor | floor / ours | NumPy step "
+            "| Gates replay | Gates eager | Gates torch |")
+        add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for E in cfg["num_envs"]:
+            t, g = _row(result, "TrackGen-Track-v0", E), _row(result, "TrackGen-Gates-v0", E)
+            if t is None and g is None:
+                continue
+            v = lambda r, k: r[k]["transitions_per_s"] if r is not None and k in r else None  # noqa: E731
+            ratio = v(t, "floor") / v(t, "replay_numpy") if t is not None else None
+            add(f"| {E} | {_f(v(t, 'replay_numpy'))} | {_f(v(t, 'eager_numpy'))} | {_f(v(t, 'replay_torch'))} | "
+                f"{_f(v(t, 'floor'))} | {'-' if ratio is None else f'{ratio:.2f}x'} | {_f(v(t, 'numpy_step'))} | {_f(v(g, 'replay_numpy'))} | "
+                f"{_f(v(g, 'eager_numpy'))} | {_f(v(g, 'replay_torch'))} |")
+        for env_id, skipped in tp["num_envs_skipped"].items():
+            add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
+                f"({'CPU cap ' + str(CPU_MAX_ENVS) if result['device'] == 'cpu' else 'over 60 % of free memory'}).")
+        if "torch" in tp:
+            add(f"\nTorch outputs {tp['torch']}.")
+        add("")
+    if "generation" in result:
+        add(f"## Generation (`{command} --only generation`)\n")
+        add("A full generation of every env (`enqueue(advance=True)`: layout, resampling, the checks and "
+            "their retries), counting the valid courses.\n")
+        add("| family | num_envs | courses/s | us per generation | valid |")
+        add("|---|---:|---:|---:|---:|")
+        for fam, g in result["generation"].items():
+            add(f"| {fam} | {g['num_envs']} | {_f(g['courses_per_s'])} | {_f(g['us_per_generation'])} | "
+                f"{100 * g['valid_rate']:.1f}% |")
+        add("")
+    if "resets" in result:
+        add(f"## Auto-reset cost (`{command} --only resets`)\n")
+        add("us per graph-replayed step with a fixed share of the envs auto-resetting (the auto-reset "
+            "mask is overwritten before each step; those envs get a new course and restart).\n")
+        add("| env | num_envs | 0 % | 1 % | 100 % | regeneration us per env |")
+        add("|---|---:|---:|---:|---:|---:|")
+        for env_id, r in result["resets"].items():
+            add(f"| {env_id} | {r['num_envs']} | {_f(r['0.0']['step_us'])} | {_f(r['0.01']['step_us'])} | "
+                f"{_f(r['1.0']['step_us'])} | {_f(r.get('regeneration_us_per_env'), 2)} |")
+        add("")
+    if "breakdown" in result:
+        b = result["breakdown"]
+        add(f"## Where an eager TrackGen-Track-v0 step's time goes (`{command} --only breakdown`)\n")
+        add(f"num_envs={b['num_envs']}, pure pursuit, {b['us_per_step']['resets_per_step']:.1f} auto-resets per "
+            "step; each part between device synchronisations.\n")
+        add("| part | us per step |")
+        add("|---|---:|")
+        for name in ("regeneration", "car", "course.step()", "observations", "outputs copy out"):
+            add(f"| {name} | {_f(b['us_per_step'].get(name))} |")
+        add("")
+    if "memory" in result:
+        mem = result["memory"]
+        add(f"## Memory per env (`{command} --only memory`)\n")
+        add(f"Bytes per env of each part of `memory_estimate(num_envs={cfg['memory_envs']})`, default capacities; "
+            f"target for TrackGen-Track-v0: <= {measure.TARGET_BYTES_PER_ENV:,} B without the output copies.\n")
+        add("| part | " + " | ".join(mem) + " |")
+        add("|---|" + "---:|" * len(mem))
+        for name in dict.fromkeys(n for m in mem.values() for n in m["parts"]):
+            add(f"| {name} | " + " | ".join(_f(m["per_env"].get(name)) for m in mem.values()) + " |")
+        add("| **total** | " + " | ".join(f"**{_f(m['total_per_env'])}**" for m in mem.values()) + " |")
+        add("| device total (no output copies) | " + " | ".join(_f(m["device_total_per_env"]) for m in mem.values())
+            + " |")
+        add("")
+    if "first_use" in result:
+        add(f"## First use [s] (`{command} --only first_use`)\n")
+        add("A fresh interpreter: import, `gymnasium.make_vec(id, 64)`, reset + one step; cold: a new empty Warp "
+            "kernel cache (`WARP_CACHE_PATH`), warm: the same folder again.\n")
+        add("| env | cache | import | construction | first step | total |")
+        add("|---|---|---:|---:|---:|---:|")
+        for env_id, r in result["first_use"].items():
+            for kind in ("cold", "warm"):
+                t = r[kind]
+                if t is None:
+                    add(f"| {env_id} | {kind} | not run (--quick) | | | |")
+                else:
+                    add(f"| {env_id} | {kind} | {t['import_s']:.2f} | {t['construction_s']:.2f} | "
+                        f"{t['first_step_s']:.2f} | {t['total_s']:.2f} |")
+        add("")
+    if "carracing" in result:
+        cr = result["carracing"]
+        add(f"## Gymnasium CarRacing-v3 (`{command} --only carracing`)\n")
+        if "skipped" in cr:
+            add(f"Skipped: {cr['skipped']}\n")
+        else:
+            add("Random actions; pixels: `gymnasium.make(\"CarRacing-v3\")` as users run it; physics: its pixel "
+                "drawing stubbed out; sync vector: `make_vec(..., vectorization_mode=\"sync\")`; track generation: "
+                "a `reset()` of the physics-only env (new track with its retries, the car).\n")
+            add(f"TrackGen-Track-v0 (graph replay, NumPy outputs, {cfg['work_envs']} envs) timed in turns with them: "
+                f"{cr['track_in_turns']['transitions_per_s']:,.0f} transitions/s.\n")
+            add("| CarRacing-v3 | env-steps/s (tracks/s) | TrackGen-Track-v0 over it |")
+            add("|---|---:|---:|")
+            r = result.get("ratios", {})
+            for kind, label in (("pixels", "one env, pixels"), ("physics", "one env, physics only"),
+                                ("sync_vector", f"make_vec sync, {cr['sync_vector']['num_envs']} envs")):
+                add(f"| {label} | {_f(cr[kind]['env_steps_per_s'], 1)} | {_x(r.get('track_over_carracing_' + kind))} |")
+            add(f"| track generation | {_f(cr['track_generation']['tracks_per_s'], 1)} | "
+                f"{_x(r.get('track_generation_over_carracing'))} |")
+        add("")
+    if "sharding" in result:
+        s = result["sharding"]
+        add(f"## Sharding over threads (`{command} --only sharding`)\n")
+        add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
+            f"graph, stepped in a ThreadPoolExecutor; {s['cpu_cores']} cores, load average "
+            f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores).\n")
+        add("| shards | transitions/s (timed in turns) |")
+        add("|---:|---:|")
+        add(f"| 1 | {_f(s['shards_1']['transitions_per_s'])} |")
+        add(f"| 2 | {_f(s['shards_2']['transitions_per_s'])} ({s['speedup_2']:.2f}x) |")
+        tt = s["two_threads"]
+        add(f"\nTwo jobs in 2 threads against in turn, same run: two Warp CPU graph replays "
+            f"{tt['warp_graph_replay']:.2f}x, two SHA-256 hashes (C code without the GIL, the control) "
+            f"{tt['sha256_control']:.2f}x: where the control is near 1, other jobs hold the second core and "
+            "no sharding can scale.")
+        g = s["gil"]
+        add(f"\nOutputs of 2 shards equal one env's (same seeds, 50 random-action steps): {s['equal_to_one_env']}.\n")
+        add("GIL: a Python thread ticks (1 ms sleeps) while the main thread replays a recorded CPU graph of a "
+            "long one-thread kernel, launches it, or spins in Python; a call holding the GIL would leave no tick "
+            f"during it. Released: {g['released']}.\n")
+        add("| main thread | seconds | ticks/s | longest gap [s] |")
+        add("|---|---:|---:|---:|")
+        for kind in ("replay", "launch", "python"):
+            add(f"| {kind} | {g[kind]['seconds']:.2f} | {g[kind]['ticks_per_s']:,.0f} | {g[kind]['longest_gap_s']:.3f} |")
+        add("")
+    return "\n".join(lines)
+
+
+def plot(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series = [("TrackGen-Track-v0", "replay_numpy", "Track, replay"), ("TrackGen-Track-v0", "eager_numpy", "Track, eager"),
+              ("TrackGen-Track-v0", "replay_torch", "Track, replay, torch"), ("TrackGen-Track-v0", "floor", "floor (one kernel)"),
+              ("TrackGen-Track-v0", "numpy_step", "NumPy step"), ("TrackGen-Gates-v0", "replay_numpy", "Gates, replay"),
+              ("TrackGen-Gates-v0", "eager_numpy", "Gates, eager"),
+              ("TrackGen-Gates-v0", "replay_torch", "Gates, replay, torch")]
+    for env_id, key, label in series:
+        rows = [r for r in result["throughput"]["rows"].get(env_id, []) if key in r]
+        if rows:
+            ax.loglog([r["num_envs"] for r in rows], [r[key]["transitions_per_s"] for r in rows], "o-", label=label)
+    cr = result.get("carracing", {})
+    if "physics" in cr:
+        ax.axhline(cr["physics"]["env_steps_per_s"], color="grey", ls="--", label="CarRacing-v3, physics only")
+        ax.axhline(cr["pixels"]["env_steps_per_s"], color="grey", ls=":", label="CarRacing-v3, pixels")
+    ax.set_xlabel("num_envs")
+    ax.set_ylabel("transitions/s")
+    ax.set_title(f"{result['device']} ({'one core' if result['device'] == 'cpu' else result['device']}), "
+                 f"warp {result['warp']}, {result['date']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _say(msg: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and times (seconds; for tests)")
+    parser.add_argument("--out", default=None, help="output folder (default benchmarks/results/latest/, untracked)")
+    parser.add_argument("--seconds", type=float, default=None, help="time per measurement (default 1, --quick 0.05)")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run")
+    args = parser.parse_args(argv)
+    wp.config.quiet = True
+    device = str(wp.get_device(args.device))
+    cfg = argparse.Namespace(
+        device=device, quick=args.quick, seconds=args.seconds if args.seconds is not None else (0.05 if args.quick else 1.0),
+        num_envs=list(QUICK_NUM_ENVS if args.quick else NUM_ENVS), work_envs=64 if args.quick else 4096,
+        memory_envs=64 if args.quick else 4096)
+    command = "python benchmarks/run.py" + (f" --device {device}" if device != "cpu" else "") + (" --quick" if args.quick else "")
+    _torch()
+    result = {"device": device, "warp": wp.__version__, "machine": platform.machine(), "date": time.strftime("%Y-%m-%d"),
+              "command": command, "argv": " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+              "config": {k: v for k, v in vars(cfg).items()}, "load_average_before": os.getloadavg()[0]}
+    for section in SECTIONS:
+        if section in args.only:
+            t0 = time.perf_counter()
+            result[section] = RUNNERS[section](cfg)
+            _say(f"{section}: {time.perf_counter() - t0:.1f} s")
+    result["load_average_after"] = os.getloadavg()[0]
+    result["ratios"] = ratios(result, cfg.work_envs)
+
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest")
+    os.makedirs(out, exist_ok=True)
+    text = markdown(result, command)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(result, f, indent=2, default=lambda x: None if isinstance(x, float) and math.isnan(x) else str(x))
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(text + "\n")
+    if "throughput" in result:
+        plot(result, os.path.join(out, "throughput.png"))
+    print("\n" + text)
+    print(f"\nwrote {out}/results.json, results.md" + (", throughput.png" if "throughput" in result else ""))
+    return result
+
+
+if __name__ == "__main__":
+    main()
