@@ -109,3 +109,31 @@ def test_a_gates_spec_flies_the_same_courses_as_its_config_and_a_track_spec_is_r
         GatesVectorEnv(2, "cpu", seed=0, gates=presets.track())
     with pytest.raises(TypeError, match="registry= holds the plugin stages"):
         GatesVectorEnv(2, "cpu", seed=0, gates=config, registry=REG)
+
+
+class HostWidth(pipeline.Stage):
+    """A host stage (reads back, writes with NumPy): registered capturable=False."""
+
+    name, family = "test_env.host_width", "track"
+    reads = writes = ("ctrl_hw",)
+
+    def enqueue(self, ctx, pending):
+        hw = ctx.fields["ctrl_hw"]
+        rows = ctx.pending.numpy() != 0
+        values = hw.numpy()
+        values[rows] = 0.3
+        hw.assign(values)
+
+
+HOST = pipeline.Registry()
+HOST.register(HostWidth, capturable=False)
+
+
+def test_a_spec_with_a_host_stage_steps_eagerly_with_one_warning():
+    spec = presets.track().with_stage("test_env.host_width", after="band", registry=HOST)
+    with pytest.warns(RuntimeWarning) as record:
+        env = TrackVectorEnv(2, "cpu", seed=0, track=spec, registry=HOST, max_episode_steps=2)
+    assert len([w for w in record if issubclass(w.category, RuntimeWarning)]) == 1
+    assert env.graph is None
+    _rollout(env, 4)  # through an auto-reset: the host stage regenerates eagerly
+    np.testing.assert_allclose(env.course.result.half_width.numpy(), 0.3)
