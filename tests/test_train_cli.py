@@ -258,3 +258,13 @@ def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, c
     argv = [str(tmp_path / f"{a}.json") if a in (*files, "MISSING") else a for a in argv]
     assert main(["train", "--steps", "10", "--out", str(tmp_path / "out"), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_train_refuses_a_spec_and_env_kwargs_that_set_the_courses_too(tmp_path):
+    from trackgen_env.generators import TrackGenConfig
+    from trackgen_env.pipeline import presets
+
+    with pytest.raises(ValueError, match=r"set the env arguments \['track'\]: do not pass them in env_kwargs too"):
+        train_module.train("TrackGen-Track-v0", 10, spec=presets.track(), env_kwargs={"track": TrackGenConfig()},
+                           out=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()  # refused before anything was written

@@ -289,13 +289,17 @@ def train(
 
     Raises:
         ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``;
-            a spec of the other family, a ``plugin`` without a spec or that names no Registry.
+            a spec of the other family, a ``plugin`` without a spec or that names no Registry, a
+            spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``).
         TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``), or the plugin's module.
     """
     _check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
     spec_kwargs = _spec_kwargs(env_id, spec, plugin)
+    clash = sorted(set(spec_kwargs) & set(env_kwargs or {}))
+    if clash:
+        raise ValueError(f"spec= (and plugin=) set the env arguments {clash}: do not pass them in env_kwargs too")
     if num_envs is None:
         num_envs = defaults["num_envs"] if spec is None else spec.num_envs
     check_int("steps", steps, lo=1)
