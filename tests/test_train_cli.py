@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 
+import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -182,3 +183,88 @@ def test_train_says_the_envs_it_used_when_num_envs_is_not_given(tmp_path, monkey
     monkeypatch.setattr(cli, "train", fake_train)
     assert main(["train", "--env", "TrackGen-Track-v0", "--steps", "10", "--out", str(tmp_path), "--no-progress"]) == 0
     assert "rounded up to whole rollouts of 4096 (16 envs x 256 steps)" in capsys.readouterr().out
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def spec_run(tmp_path_factory):
+    """``train --spec spec.json --plugin plugin_stage:REGISTRY``: the plugin example's spec, saved as JSON."""
+    import sys
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import plugin_stage
+
+        tmp = tmp_path_factory.mktemp("spec_run")
+        spec = plugin_stage.make_spec(2, "cpu").with_params({"band.width": 0.7})
+        (tmp / "in.json").write_text(json.dumps(spec.to_dict()))
+        before = torch.get_num_threads()
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = main(["train", "--spec", str(tmp / "in.json"), "--plugin", "plugin_stage:REGISTRY", "--steps", "64",
+                       "--seed", "3", "--device", "cpu", "--out", str(tmp / "run"), "--no-progress"])
+        torch.set_num_threads(before)
+        assert rc == 0
+        yield tmp / "run", spec, plugin_stage
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+def test_train_with_a_spec_and_a_plugin_saves_the_spec_that_rebuilds_the_same_courses(spec_run):
+    from trackgen_env.envs.track import TrackVectorEnv
+    from trackgen_env.pipeline import PipelineSpec, build
+
+    run, spec, plugin_stage = spec_run
+    record = json.loads((run / "train.json").read_text())
+    assert record["num_envs"] == 2 and record["plugin"] == "plugin_stage:REGISTRY"  # num_envs: the spec's
+    saved = PipelineSpec.from_dict(json.loads((run / "spec.json").read_text()))
+    assert saved == spec and record["spec"] == spec.to_dict()
+    assert "acme.chicane" in saved.stages and "track" not in record["env_kwargs"]
+    env = TrackVectorEnv(2, "cpu", seed=3, track=saved, registry=plugin_stage.REGISTRY)
+    again = build(saved, registry=plugin_stage.REGISTRY, seeds=3)
+    np.testing.assert_array_equal(env.course.result.centerline.numpy(), again.result.centerline.numpy())
+
+
+def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatch):
+    run, _, plugin_stage = spec_run
+    seen = []
+    make = train_module.make_sb3_vec_env
+
+    def recording_make(env_id, num_envs, **kwargs):
+        seen.append(kwargs)
+        return make(env_id, num_envs, **kwargs)
+
+    monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    results = evaluate(run / "model.zip", episodes=2, device="cpu", random_policy=False)
+    assert results[0].episodes == 2
+    assert "acme.chicane" in seen[0]["track"].stages and seen[0]["registry"] is plugin_stage.REGISTRY
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--plugin", "plugin_stage:REGISTRY"], "a plugin registry (--plugin) holds the stages of a spec"),
+    (["--spec", "GATES", "--env", "TrackGen-Track-v0"], "the spec is of the gates family, which TrackGen-Gates-v0 drives"),
+    (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"], "No module named 'no_such_module_xyz'"),
+    (["--spec", "TRACK", "--plugin", "json"], "a plugin registry is named 'module:attribute'"),
+    (["--spec", "TRACK", "--plugin", "json:dumps"], "must be a pipeline.Registry"),
+    (["--spec", "MISSING"], "No such file"),
+])
+def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, capsys):
+    from trackgen_env.pipeline import presets
+
+    files = {"GATES": presets.gates(gate_width=0.6), "TRACK": presets.track()}
+    for name, spec in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(spec.to_dict()))
+    argv = [str(tmp_path / f"{a}.json") if a in (*files, "MISSING") else a for a in argv]
+    assert main(["train", "--steps", "10", "--out", str(tmp_path / "out"), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_train_refuses_a_spec_and_env_kwargs_that_set_the_courses_too(tmp_path):
+    from trackgen_env.generators import TrackGenConfig
+    from trackgen_env.pipeline import presets
+
+    with pytest.raises(ValueError, match=r"set the env arguments \['track'\]: do not pass them in env_kwargs too"):
+        train_module.train("TrackGen-Track-v0", 10, spec=presets.track(), env_kwargs={"track": TrackGenConfig()},
+                           out=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()  # refused before anything was written

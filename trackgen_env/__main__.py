@@ -27,7 +27,8 @@ import warp as wp
 
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
-from .integrations.train import ENV_IDS, EVAL_SEED, eval_results_json, evaluate, format_eval_table, train
+from .integrations.train import ENV_IDS, EVAL_SEED, SPEC_ENVS, eval_results_json, evaluate, format_eval_table, train
+from .pipeline import PipelineSpec
 
 DEMO_ENVS = ("track", "gates")
 
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
-    train.add_argument("--env", choices=sorted(ENV_IDS), default="TrackGen-Track-v0", help="env id (default: TrackGen-Track-v0)")
+    train.add_argument("--env", choices=sorted(ENV_IDS), default=None,
+                       help="env id (default: the --spec's family's, else TrackGen-Track-v0)")
     train.add_argument("--steps", type=int, required=True, help="env steps to train for, all envs together")
     train.add_argument("--num-envs", type=int, default=None, help="parallel envs (default: the env's, 16 track / 64 gates)")
     train.add_argument("--seed", type=int, default=0, help="seed of the training courses, torch and numpy (default: 0)")
@@ -73,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument("--torch-threads", type=int, default=None, metavar="N",
                        help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
+    train.add_argument("--spec", default=None, metavar="FILE.json",
+                       help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
+                            "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
+    train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
+                       help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
+                            "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")
 
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
     ev.add_argument("model", metavar="MODEL", nargs="?", default=None,
@@ -106,9 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _train(args) -> int:
-    out = args.out or f"out/ppo_{args.env.split('-')[1].lower()}_s{args.seed}"
-    path = train(args.env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
-                 logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads)
+    spec = None
+    if args.spec is not None:
+        with open(args.spec) as f:
+            spec = PipelineSpec.from_dict(json.load(f))
+    env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
+    out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
+    path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
+                 logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
+                 plugin=args.plugin)
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -17,8 +16,10 @@ from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..generators.gate_layouts import RaceLayout
 from ..generators.gates import GateGenConfig, GateGenerator
+from ..pipeline import PipelineSpec, Registry
 from .base import INT32_MAX, CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
+from .source import generated_source
 
 __all__ = ["GatesVectorEnv", "OBS_FIELDS", "OBS_DIM", "DEFAULT_GATE_WIDTH", "START_MODES", "RewardWeights"]
 
@@ -518,8 +519,13 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``quadrotor``: a :class:`~trackgen_env.envs.quadrotor.QuadrotorParams` (mass, thrust,
       rate limits, lag, drag, ``dt``, ``substeps``, body box); default the 250 g micro quad
       at 50 Hz.
-    * ``gates``: a :class:`~trackgen_env.GateGenConfig` (its ``num_envs`` and ``device`` are
-      replaced by the env's); default ``GateGenConfig(gate_width=0.6)``.
+    * ``gates``: a :class:`~trackgen_env.GateGenConfig` or a gates
+      :class:`~trackgen_env.pipeline.PipelineSpec` (``presets.gates(...)``, with plugin stages
+      or randomized parameters; its ``num_envs`` and ``device`` are replaced by the env's,
+      ``docs/pipelines.md``); default ``GateGenConfig(gate_width=0.6)``. ``gates_config``
+      keeps it. A spec of the track family raises TypeError.
+    * ``registry``: the :class:`~trackgen_env.pipeline.Registry` holding a spec's plugin
+      stages (None: the default registry); TypeError with a config or ``layout``.
     * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
       ``load_gate_layout("split_s.yaml")``): fly this given course in every env instead of
       generated ones (``gates`` must then be None; ``GateGenerator.from_layout``).
@@ -562,7 +568,8 @@ class GatesVectorEnv(CourseVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         output: str = "numpy",
         quadrotor: QuadrotorParams | None = None,
-        gates: GateGenConfig | None = None,
+        gates: GateGenConfig | PipelineSpec | None = None,
+        registry: Registry | None = None,
         layout: RaceLayout | None = None,
         start: str = "first_gate",
         random_start_prob: float = 0.5,
@@ -594,17 +601,18 @@ class GatesVectorEnv(CourseVectorEnv):
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
                            render_size=render_size, auto_steps=min(auto_steps, INT32_MAX))
         self.quadrotor = quadrotor
-        if gates is not None and not isinstance(gates, GateGenConfig):
-            raise TypeError(f"gates must be a GateGenConfig or None, got {type(gates).__name__}")
+        self.registry = registry
         if layout is None:
-            base = gates if gates is not None else GateGenConfig(gate_width=DEFAULT_GATE_WIDTH)
-            source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
-            seeds = {"seeds": seed}
+            source, seeds, self.gates_config = generated_source(
+                GateGenConfig(gate_width=DEFAULT_GATE_WIDTH) if gates is None else gates, argument="gates",
+                family="gates", config_cls=GateGenConfig, registry=registry, num_envs=self.num_envs,
+                device=self.device, seed=seed)
         else:
             if not isinstance(layout, RaceLayout):
                 raise TypeError(f"layout must be a RaceLayout (load_gate_layout) or None, got {type(layout).__name__}")
-            if gates is not None:
-                raise TypeError("pass either gates= (generated courses) or layout= (a given race layout), not both")
+            if gates is not None or registry is not None:
+                raise TypeError("pass either gates= (generated courses, with registry= for a spec's plugins) or "
+                                "layout= (a given race layout), not both")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
         if start not in START_MODES:
@@ -628,7 +636,8 @@ class GatesVectorEnv(CourseVectorEnv):
         self._spaces(OBS_DIM, 4)
 
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
-        self.gates_config = source if isinstance(source, GateGenConfig) else source.config
+        if layout is not None:
+            self.gates_config = source.config
         self.layout = layout  # the race layout flown (None: generated courses)
 
         E, dev = self.num_envs, self.device

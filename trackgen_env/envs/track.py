@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -13,8 +12,10 @@ from .. import render, tools
 from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
+from ..pipeline import PipelineSpec, Registry
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params, check_car_model
+from .source import generated_source
 
 __all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD"]
 
@@ -280,9 +281,14 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``car_model``: ``"kinematic"`` (default: the kinematic single-track model) or
       ``"dynamic"`` (the dynamic single-track model with slip angles and saturating linear
       tyres, blended to the kinematic one at low speed; :mod:`trackgen_env.envs.car`).
-    * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
-      are replaced by the env's); default ``TrackGenConfig()`` (a ~19 m loop in a 10 m
-      square, 0.8 m wide).
+    * ``track``: a :class:`~trackgen_env.TrackGenConfig` or a track
+      :class:`~trackgen_env.pipeline.PipelineSpec` (``presets.track(...)``, with plugin
+      stages or randomized parameters, or ``PipelineSpec.from_dict`` of a saved one; its
+      ``num_envs`` and ``device`` are replaced by the env's, ``docs/pipelines.md``); default
+      ``TrackGenConfig()`` (a ~19 m loop in a 10 m square, 0.8 m wide). ``track_config``
+      keeps it. A spec of the gates family raises TypeError.
+    * ``registry``: the :class:`~trackgen_env.pipeline.Registry` holding a spec's plugin
+      stages (None: the default registry); TypeError with a config or ``centerline``.
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
@@ -330,7 +336,8 @@ class TrackVectorEnv(CourseVectorEnv):
         output: str = "numpy",
         car: str | CarParams = "rc10",
         car_model: str = "kinematic",
-        track: TrackGenConfig | None = None,
+        track: TrackGenConfig | PipelineSpec | None = None,
+        registry: Registry | None = None,
         centerline: np.ndarray | None = None,
         checkpoint_spacing: float | None = None,
         off_track_penalty: float = 1.0,
@@ -352,15 +359,17 @@ class TrackVectorEnv(CourseVectorEnv):
         self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
         self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
+        self.registry = registry
         if centerline is None:
-            if track is not None and not isinstance(track, TrackGenConfig):
-                raise TypeError(f"track must be a TrackGenConfig or None, got {type(track).__name__}")
-            base = TrackGenConfig() if track is None else track
-            source = dataclasses.replace(base, num_envs=self.num_envs, device=str(self.device))
-            spacing, seeds = source.point_spacing, {"seeds": seed}
+            source, seeds, self.track_config = generated_source(
+                TrackGenConfig() if track is None else track, argument="track", family="track",
+                config_cls=TrackGenConfig, registry=registry, num_envs=self.num_envs, device=self.device, seed=seed)
+            kept = self.track_config
+            spacing = kept.settings["point_spacing"] if isinstance(kept, PipelineSpec) else kept.point_spacing
         else:
-            if track is not None:
-                raise TypeError("pass either track= (generated tracks) or centerline= (a given circuit), not both")
+            if track is not None or registry is not None:
+                raise TypeError("pass either track= (generated tracks, with registry= for a spec's plugins) or "
+                                "centerline= (a given circuit), not both")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             source = TrackGenerator.from_centerline(
                 centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
@@ -373,7 +382,8 @@ class TrackVectorEnv(CourseVectorEnv):
             source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
             extra=[tools.Localizer(warm_window=window)], **seeds,
         )
-        self.track_config = source if isinstance(source, TrackGenConfig) else source.config
+        if centerline is not None:
+            self.track_config = source.config
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)

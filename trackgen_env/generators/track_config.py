@@ -101,6 +101,9 @@ class TrackGenConfig:
     def from_spec(cls, spec: PipelineSpec) -> "TrackGenConfig":
         """The config of a track spec's settings and construction values.
 
+        What has no config field is left out: randomize ranges, plugin stages and their
+        parameters, and ``"layout.num_turns"`` (a config uses all ``num_control_points``).
+
         Raises:
             ValueError: ``spec`` is not of the track family, or its values break the config's rules.
         """

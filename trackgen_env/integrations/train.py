@@ -12,7 +12,10 @@ normalisation), a tqdm progress bar and TensorBoard logs, and writes into ``--ou
 * ``train.json``: the env, its arguments, the seed, the resolved env and policy devices, the
   env steps requested and trained (whole rollouts), torch's thread count, the PPO settings
   and the wall time;
-* ``learning_curve.png``: episode return and lap rate vs env steps (:func:`plot_learning_curve`).
+* ``learning_curve.png``: episode return and lap rate vs env steps (:func:`plot_learning_curve`);
+* ``spec.json``: with ``spec=`` (``--spec FILE.json``, plugins' registry ``--plugin module:attr``),
+  the env's pipeline spec (``PipelineSpec.from_dict`` rebuilds the same courses), also in
+  ``train.json`` with the plugin reference, so ``eval`` runs on the same pipeline.
 
 ``eval`` runs the saved policy deterministically, one episode per env, on **held-out
 courses**: the vector env is seeded with ``--seed`` (default :data:`EVAL_SEED`), env ``i``
@@ -28,6 +31,7 @@ penalty), the mean track length, and for gates the mean number of gates passed.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -45,11 +49,12 @@ from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
 from ..generators.track_config import TrackGenConfig
+from ..pipeline import PipelineSpec, Registry
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 
-__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "EvalResult", "train", "evaluate",
-           "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for"]
+__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
+           "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -94,6 +99,45 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         "env": {"start": "random_gate", "random_start_prob": 0.5},
     },
 }
+
+
+#: The env of each spec family, and the constructor argument that takes the spec.
+SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-v0", "gates")}
+
+
+def load_registry(reference: str) -> Registry:
+    """The plugin registry named by ``"module:attribute"`` (``--plugin``): ``attribute`` of the
+    importable ``module``, a :class:`~trackgen_env.pipeline.Registry` (e.g. ``"plugin_stage:REGISTRY"``
+    with ``examples/`` on ``PYTHONPATH``; importing the module registers its stages).
+
+    Raises:
+        ValueError: not ``"module:attribute"``, no such attribute, or not a Registry.
+        ImportError: the module cannot be imported.
+    """
+    module_name, _, attribute = str(reference).partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"a plugin registry is named 'module:attribute' (e.g. plugin_stage:REGISTRY), got {reference!r}")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, attribute):
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r} (the plugin registry {reference!r})")
+    registry = getattr(module, attribute)
+    if not isinstance(registry, Registry):
+        raise ValueError(f"{reference!r} must be a pipeline.Registry, got {type(registry).__name__}")
+    return registry
+
+
+def _spec_kwargs(env_id: str, spec, plugin: str | None) -> dict[str, Any]:
+    """The env arguments of a spec (and its plugins' registry), checked against the env."""
+    if spec is None:
+        if plugin is not None:
+            raise ValueError("a plugin registry (--plugin) holds the stages of a spec: pass the spec too (--spec)")
+        return {}
+    if not isinstance(spec, PipelineSpec):
+        raise TypeError(f"spec must be a pipeline.PipelineSpec or None, got {type(spec).__name__}")
+    want, argument = SPEC_ENVS[spec.family]
+    if want != env_id:
+        raise ValueError(f"the spec is of the {spec.family} family, which {want} drives: pass --env {want} (got {env_id})")
+    return {argument: spec, **({"registry": load_registry(plugin)} if plugin is not None else {})}
 
 
 def _check_env_id(env_id: str) -> None:
@@ -208,6 +252,8 @@ def train(
     env_kwargs: dict[str, Any] | None = None,
     torch_threads: int | None = None,
     callbacks: list | None = None,
+    spec: PipelineSpec | None = None,
+    plugin: str | None = None,
 ) -> Path:
     """Train PPO on ``env_id`` for ``steps`` env steps (all envs together) and save it under ``out``.
 
@@ -216,7 +262,7 @@ def train(
         steps: env steps to train for (>= 1), rounded up to whole rollouts of ``num_envs *
             n_steps`` (SB3 collects whole rollouts); ``train.json`` records both
             (``steps_requested``, ``steps``).
-        num_envs: envs in the one vector env (>= 1; None: the env's :data:`ENV_DEFAULTS`).
+        num_envs: envs in the one vector env (>= 1; None: the spec's, else the env's :data:`ENV_DEFAULTS`).
         seed: seed of the training courses (env ``i``: ``hash(seed, i)``), torch and NumPy; in [0, 2**31).
         device: the env's Warp device (None: ``cuda:0`` when present, else ``cpu``); the
             policy runs on CUDA next to a CUDA env, else on the CPU.
@@ -230,18 +276,32 @@ def train(
         torch_threads: torch's thread count while training (:func:`torch_threads_for`: default 1
             with the policy on the CPU, torch's own on CUDA); the caller's count is restored after.
         callbacks: extra SB3 callbacks (e.g. ``CheckpointCallback`` for a learning curve of evaluations).
+        spec: a :class:`~trackgen_env.pipeline.PipelineSpec` of the env's family (``track=`` /
+            ``gates=`` of the env; its ``num_envs`` is the default of ``num_envs``, ``device``
+            replaces its device: env ``i``'s courses depend on ``(seed, i)`` only). The run
+            saves it as ``spec.json`` (the env's, ``PipelineSpec.from_dict`` rebuilds the same
+            courses) and records it in ``train.json``, where ``eval`` finds it.
+        plugin: ``"module:attribute"``, the registry of the spec's plugin stages (:func:`load_registry`),
+            recorded in ``train.json``.
 
     Returns:
         The path of ``model.zip``.
 
     Raises:
-        ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``.
-        TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int.
-        ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``).
+        ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``;
+            a spec of the other family, a ``plugin`` without a spec or that names no Registry, a
+            spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``).
+        TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
+        ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``), or the plugin's module.
     """
     _check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
-    num_envs = defaults["num_envs"] if num_envs is None else num_envs
+    spec_kwargs = _spec_kwargs(env_id, spec, plugin)
+    clash = sorted(set(spec_kwargs) & set(env_kwargs or {}))
+    if clash:
+        raise ValueError(f"spec= (and plugin=) set the env arguments {clash}: do not pass them in env_kwargs too")
+    if num_envs is None:
+        num_envs = defaults["num_envs"] if spec is None else spec.num_envs
     check_int("steps", steps, lo=1)
     check_int("num_envs", num_envs, lo=1)
     _check_seed("seed", seed)
@@ -257,6 +317,8 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     logdir = Path(logdir) if logdir is not None else out / "tb"
     env_kwargs = {**defaults["env"], **(env_kwargs or {})}
+    recorded_kwargs = dict(env_kwargs)  # JSON-safe: the spec is recorded as data, the registry as its name
+    env_kwargs.update(spec_kwargs)
     hyper = {**PPO_DEFAULTS, **defaults["ppo"], **(ppo_kwargs or {})}
     policy_kwargs = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}, "activation_fn": torch.nn.Tanh, **defaults["policy"]}
 
@@ -281,9 +343,13 @@ def train(
             "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
             "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
             "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
-            "env_kwargs": env_kwargs, "ppo": hyper,
+            "env_kwargs": recorded_kwargs, "ppo": hyper,
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
         }
+        if spec is not None:
+            built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
+            record.update(spec=built.to_dict(), plugin=plugin)
+            (out / "spec.json").write_text(json.dumps(built.to_dict(), indent=2) + "\n")
         (out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
         venv.close()
     plot_learning_curve(out / "monitor.csv", out / "learning_curve.png", title=f"PPO on {env_id}")
@@ -405,7 +471,8 @@ def evaluate(
 
     Each of ``episodes`` envs drives one episode on its own course (env ``i`` of the
     vector env seeded ``seed``: ``hash(seed, i)``), so every episode counts the same
-    whatever its length. With ``track_csv``, every env drives that real circuit instead,
+    whatever its length. A run trained on a spec (``train.json``'s ``spec`` and ``plugin``)
+    is evaluated on courses of the same spec. With ``track_csv``, every env drives that real circuit instead,
     scaled by ``track_scale`` (default: so that its mean width equals the training
     tracks' width; the policy knows the training car's scale only) with the training car.
 
@@ -454,6 +521,9 @@ def evaluate(
             raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed {meta['seed']}): "
                              f"pick another --seed (default {EVAL_SEED})")
     env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}
+    if meta.get("spec") is not None and meta.get("env_id") == env_id and track_csv is None and gates_file is None:
+        # the training run's pipeline (and its plugins), on held-out seeds
+        env_kwargs.update(_spec_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
     if env_id == "TrackGen-Gates-v0":
         env_kwargs["start"] = "first_gate"  # evaluation flies from the race start, whatever training started from
     if track_csv is not None:

@@ -27,6 +27,7 @@ def track(**kwargs) -> PipelineSpec:
     if v["source"] == "centerline":
         return PipelineSpec("track", v["num_envs"], v["device"], settings, _track.CENTERLINE_STAGES, {})
     params = {name: v[field] for field, name in _track.TRACK_PARAMS.items()}
+    params["layout.num_turns"] = v["num_control_points"]  # every control point bends the loop
     return PipelineSpec("track", v["num_envs"], v["device"], settings, _track.TRACK_STAGES, params)
 
 

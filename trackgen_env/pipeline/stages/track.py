@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import warp as wp
 
 from ...checks import check_float, check_int, resolve_device
@@ -117,8 +118,9 @@ def _layout(
     radius_jitter: wp.array(dtype=float),
     angle_jitter: wp.array(dtype=float),
     elevation: wp.array(dtype=float),
+    num_turns: wp.array(dtype=float),
     ctrl_hw: wp.array2d(dtype=float),
-    num_ctrl: int,
+    capacity: int,
     min_turn_radius_factor: float,
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_count: wp.array(dtype=wp.int32),
@@ -127,6 +129,8 @@ def _layout(
     if pending[e] == 0:
         return
     key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+    # the active control points: layout.num_turns floored, within [4, the capacity]
+    num_ctrl = wp.clamp(int(wp.floor(num_turns[e])), 4, capacity)
     hw = ctrl_hw[e, 0]
     r_outer = 0.5 * size[e] - hw
     depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
@@ -485,6 +489,8 @@ class Layout(Stage):
         Param("radius_jitter", 0.7, 0.0, 1.0, "depth of the radial profile (fraction of the radius)", stream=3),
         Param("angle_jitter", 0.25, 0.0, 1.0, "fraction of the angular step drawn away", stream=1),
         Param("elevation", 0.0, 0.0, math.inf, "[m] height amplitude (0: flat)", stream=2),
+        Param("num_turns", 20.0, 4.0, 20.0, "active control points, floored (each bends the loop once): "
+              "<= the capacity num_control_points, which presets.track sets it to", stream=5),
     )
     reads = ("ctrl_hw",)
     writes = ("ctrl", "ctrl_count")
@@ -492,6 +498,7 @@ class Layout(Stage):
 
     def allocate(self, ctx):
         c = ctx.settings["num_control_points"]
+        ctx.params.add_validator("layout.num_turns", _turns_within(c))
         ctx.field("ctrl", (_e(ctx), c), wp.vec3)
         ctx.field("ctrl_count", _e(ctx), wp.int32)
 
@@ -500,10 +507,34 @@ class Layout(Stage):
         wp.launch(
             _layout, _e(ctx),
             inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
-                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], f["ctrl_hw"],
+                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"], f["ctrl_hw"],
                     s["num_control_points"], s["min_turn_radius_factor"]],
             outputs=[f["ctrl"], f["ctrl_count"]], device=ctx.device,
         )
+
+
+def _turns_within(capacity: int):
+    """A live-set check of ``"layout.num_turns"``: at most the ``capacity`` control points."""
+
+    def check(name, values):
+        if np.any(np.asarray(values) >= capacity + 1):
+            raise ValueError(f"params[{name!r}] must be < num_control_points + 1 = {capacity + 1} (the capacity of "
+                             f"control points, floored), got {values!r}")
+
+    return check
+
+
+def check_num_turns(spec) -> None:
+    """Refuse a ``"layout.num_turns"`` construction value or randomize range beyond the
+    ``num_control_points`` capacity (values are floored: below ``capacity + 1``).
+
+    Raises:
+        ValueError: naming the value and the capacity.
+    """
+    name, capacity = "layout.num_turns", spec.settings["num_control_points"]
+    if name in spec.params and spec.construction_value(name, "hi") >= capacity + 1:
+        raise ValueError(f"stage 'layout': {name} (construction value or randomize hi) must be < num_control_points "
+                         f"+ 1 = {capacity + 1} (the capacity, floored), got {spec.construction_value(name, 'hi')}")
 
 
 def _procedural(ctx) -> bool:
@@ -612,6 +643,7 @@ class _Track(Family):
     def check(self, spec):
         check_settings(spec, SETTINGS)
         check_track(spec_fields(spec), fit=False)
+        check_num_turns(spec)
 
     def result_fields(self, spec):
         E, P = spec.num_envs, spec.settings["max_points"]

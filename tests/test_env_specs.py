@@ -1,0 +1,139 @@
+"""The envs take a PipelineSpec: ``track=`` / ``gates=`` with ``registry=`` for plugin stages (issue 10)."""
+
+import gymnasium
+import numpy as np
+import pytest
+import warp as wp
+
+import trackgen_env  # noqa: F401  (registers the env ids)
+from trackgen_env import pipeline
+from trackgen_env.envs.gates import GatesVectorEnv
+from trackgen_env.envs.track import TrackVectorEnv
+from trackgen_env.generators import GateGenConfig, TrackGenConfig
+from trackgen_env.pipeline import PipelineSpec, presets
+
+
+@wp.kernel
+def _lift(pending: wp.array(dtype=wp.int32), height: wp.array(dtype=float), centerline: wp.array2d(dtype=wp.vec3)):
+    e, j = wp.tid()
+    if pending[e] == 0:
+        return
+    p = centerline[e, j]
+    centerline[e, j] = wp.vec3(p[0], p[1], p[2] + height[e])
+
+
+class Lift(pipeline.Stage):
+    name, family = "test_env.lift", "track"
+    params = (pipeline.Param("height", 0.0, 0.0, 5.0, "[m]"),)
+    reads = writes = ("centerline",)
+
+    def enqueue(self, ctx, pending):
+        c = ctx.fields["centerline"]
+        wp.launch(_lift, c.shape, inputs=[pending, ctx.params["test_env.lift.height"]], outputs=[c], device=ctx.device)
+
+
+REG = pipeline.Registry()
+REG.register(Lift)
+
+
+def _rollout(env, steps=6):
+    obs, _ = env.reset(seed=3)
+    out = [obs]
+    action = np.tile(np.array([0.2, 0.5], np.float32), (env.num_envs, 1))
+    for _ in range(steps):
+        out.append(env.step(action)[0])
+    return np.stack(out)
+
+
+def test_a_track_spec_drives_the_same_courses_as_its_config_and_the_env_overrides_num_envs_and_device():
+    config = TrackGenConfig(size=9.0, width=0.7)
+    a = TrackVectorEnv(4, "cpu", seed=3, track=config)
+    b = TrackVectorEnv(4, "cpu", seed=3, track=config.to_spec().with_params({}))
+    assert isinstance(b.track_config, PipelineSpec) and b.track_config.num_envs == 4 and b.track_config.device == "cpu"
+    np.testing.assert_array_equal(_rollout(a), _rollout(b))
+    np.testing.assert_array_equal(a.course.result.centerline.numpy(), b.course.result.centerline.numpy())
+
+
+def test_a_spec_with_a_plugin_stage_and_its_registry_changes_the_courses_and_randomizes_per_env():
+    spec = (presets.track(num_envs=1).with_stage("test_env.lift", after="resample", registry=REG)
+            .with_randomize({"test_env.lift.height": (0.5, 1.5)}))
+    env = TrackVectorEnv(8, "cpu", seed=5, track=spec, registry=REG)
+    plain = TrackVectorEnv(8, "cpu", seed=5)
+    assert env.registry is REG and "test_env.lift" in env.course.generator.stages
+    heights = env.course.generator.params["test_env.lift.height"].numpy()
+    assert ((heights >= 0.5) & (heights < 1.5)).all() and np.unique(heights).size == 8
+    z = env.course.result.centerline.numpy()[..., 2]
+    np.testing.assert_allclose(z, np.broadcast_to(heights[:, None], z.shape), rtol=1e-6)
+    np.testing.assert_array_equal(env.course.result.centerline.numpy()[..., :2],
+                                  plain.course.result.centerline.numpy()[..., :2])
+    _rollout(env, 3)  # steps through its graph
+
+
+def test_make_vec_takes_a_spec_and_a_registry():
+    spec = presets.track(num_envs=1).with_stage("test_env.lift", registry=REG, params={"height": 0.25})
+    env = gymnasium.make_vec("TrackGen-Track-v0", num_envs=2, vectorization_mode="vector_entry_point", device="cpu",
+                             seed=1, track=spec, registry=REG)
+    np.testing.assert_allclose(env.unwrapped.course.result.centerline.numpy()[..., 2], 0.25)
+    env.close()
+
+
+def test_a_saved_spec_rebuilds_the_same_env_courses():
+    spec = presets.track(num_envs=1).with_randomize({"band.width": (0.6, 1.0), "layout.num_turns": (6.0, 12.999)})
+    again = PipelineSpec.from_dict(__import__("json").loads(__import__("json").dumps(spec.to_dict())))
+    a, b = TrackVectorEnv(4, "cpu", seed=2, track=spec), TrackVectorEnv(4, "cpu", seed=2, track=again)
+    np.testing.assert_array_equal(_rollout(a), _rollout(b))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"track": presets.gates(gate_width=0.6)}, TypeError, "track= takes a track PipelineSpec, got a gates one"),
+    ({"track": TrackGenConfig(), "registry": REG}, TypeError, "registry= holds the plugin stages of a PipelineSpec"),
+    ({"track": presets.track(), "registry": "acme"}, TypeError, "registry must be a pipeline.Registry or None, got str"),
+    ({"track": {"family": "track"}}, TypeError, "track must be a TrackGenConfig, a track PipelineSpec or None, got dict"),
+    ({"track": presets.track().with_stage("test_env.lift", registry=REG)}, KeyError, "unknown stage 'test_env.lift'"),
+    ({"registry": REG, "centerline": np.zeros((8, 4))}, TypeError, "not both"),
+])
+def test_the_track_env_refuses_a_wrong_source_clearly(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        TrackVectorEnv(2, "cpu", seed=0, **kwargs)
+
+
+def test_a_gates_spec_flies_the_same_courses_as_its_config_and_a_track_spec_is_refused():
+    config = GateGenConfig(gate_width=0.7, size=9.0)
+    a = GatesVectorEnv(4, "cpu", seed=3, gates=config)
+    b = GatesVectorEnv(4, "cpu", seed=3, gates=config.to_spec())
+    assert b.gates_config.num_envs == 4
+    oa, _ = a.reset(seed=3)
+    ob, _ = b.reset(seed=3)
+    np.testing.assert_array_equal(oa, ob)
+    with pytest.raises(TypeError, match="gates= takes a gates PipelineSpec, got a track one"):
+        GatesVectorEnv(2, "cpu", seed=0, gates=presets.track())
+    with pytest.raises(TypeError, match="registry= holds the plugin stages"):
+        GatesVectorEnv(2, "cpu", seed=0, gates=config, registry=REG)
+
+
+class HostWidth(pipeline.Stage):
+    """A host stage (reads back, writes with NumPy): registered capturable=False."""
+
+    name, family = "test_env.host_width", "track"
+    reads = writes = ("ctrl_hw",)
+
+    def enqueue(self, ctx, pending):
+        hw = ctx.fields["ctrl_hw"]
+        rows = ctx.pending.numpy() != 0
+        values = hw.numpy()
+        values[rows] = 0.3
+        hw.assign(values)
+
+
+HOST = pipeline.Registry()
+HOST.register(HostWidth, capturable=False)
+
+
+def test_a_spec_with_a_host_stage_steps_eagerly_with_one_warning():
+    spec = presets.track().with_stage("test_env.host_width", after="band", registry=HOST)
+    with pytest.warns(RuntimeWarning) as record:
+        env = TrackVectorEnv(2, "cpu", seed=0, track=spec, registry=HOST, max_episode_steps=2)
+    assert len([w for w in record if issubclass(w.category, RuntimeWarning)]) == 1
+    assert env.graph is None
+    _rollout(env, 4)  # through an auto-reset: the host stage regenerates eagerly
+    np.testing.assert_allclose(env.course.result.half_width.numpy(), 0.3)
