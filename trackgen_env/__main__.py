@@ -8,7 +8,10 @@ through generated gates (or a real race layout with ``--gates-file``).
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
 courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
-They need ``pip install trackgen_env[sb3]``.
+They need ``pip install trackgen_env[sb3]``. ``eval [MODEL] --circuits DIR`` drives a model
+or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
+folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
+(:mod:`trackgen_env.integrations.circuits`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import sys
 
 import warp as wp
 
+from .envs.car import CAR_MODELS, CAR_PRESETS
+from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.train import ENV_IDS, EVAL_SEED, eval_results_json, evaluate, format_eval_table, train
 
 DEMO_ENVS = ("track", "gates")
@@ -70,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
 
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
-    ev.add_argument("model", metavar="MODEL", help="a model.zip written by train")
+    ev.add_argument("model", metavar="MODEL", nargs="?", default=None,
+                    help="a model.zip written by train (optional with --circuits --controller)")
     ev.add_argument("--env", choices=sorted(ENV_IDS), default=None, help="env id (default: the model's, from train.json)")
     ev.add_argument("--episodes", type=int, default=None,
                     help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a deterministic policy)")
@@ -83,7 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                                      "mean width -> the training track width)")
     ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                     help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
+    ev.add_argument("--circuits", default=None, metavar="DIR",
+                    help="drive every circuit CSV of DIR once (scaled to the training width; true scale for the "
+                         "full-size car); the reference lap times use DIR/racelines/<name>.csv where present")
+    ev.add_argument("--controller", choices=sorted(CONTROLLERS), default=None,
+                    help="with --circuits: drive with this built-in controller instead of a model")
+    ev.add_argument("--car", choices=sorted(CAR_PRESETS), default=None,
+                    help="with --circuits: the car (default: the model's, else rc10)")
+    ev.add_argument("--car-model", choices=CAR_MODELS, default=None,
+                    help="with --circuits: the car model (default: the model's, else kinematic)")
     ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    ev.add_argument("--md", default=None, metavar="FILE", help="with --circuits: also write the table as Markdown")
     ev.add_argument("--torch-threads", type=int, default=None, metavar="N",
                     help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
     return parser
@@ -101,7 +117,35 @@ def _train(args) -> int:
     return 0
 
 
+def _eval_circuits(args) -> int:
+    for name in ("track_csv", "gates_file", "episodes"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} does not apply to --circuits (one run per circuit of the folder)")
+    if args.env not in (None, "TrackGen-Track-v0"):
+        raise ValueError(f"--circuits drives the car: env must be TrackGen-Track-v0, got {args.env}")
+    results = evaluate_circuits(args.circuits, model=args.model, controller=args.controller, car=args.car,
+                                car_model=args.car_model, scale=args.track_scale, device=args.device,
+                                torch_threads=args.torch_threads)
+    driver = args.model or args.controller
+    table = format_circuits_table(results, title=f"{driver} on the circuits of {args.circuits}")
+    print(table)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(table + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(circuits_json(results) + "\n")
+    return 0
+
+
 def _eval(args) -> int:
+    if args.circuits:
+        return _eval_circuits(args)
+    for name in ("controller", "car", "car_model", "md"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} applies to --circuits only")
+    if args.model is None:
+        raise ValueError("eval needs MODEL (a model.zip written by train), or --circuits DIR --controller NAME")
     episodes = args.episodes or (1 if args.track_csv or args.gates_file else 100)
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
                        track_csv=args.track_csv, track_scale=args.track_scale, gates_file=args.gates_file,

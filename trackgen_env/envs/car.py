@@ -22,6 +22,30 @@ Two extensions keep it honest at racing speeds:
 Each control step of ``dt`` is split into ``substeps`` midpoint-rule steps (heading at
 the middle of the substep, mean speed over it).
 
+``car_model="dynamic"`` (:class:`CarState`): the dynamic single-track model with tyre
+forces, the CommonRoad "ST" model (Althoff, Koschi and Manzinger, "CommonRoad: Composable
+benchmarks for motion planning on roads", IEEE IV 2017; CommonRoad vehicle models
+documentation, sec. "Single-track model"; the model f1tenth_gym steps), states slip angle
+beta at the CoG and yaw rate r besides the pose and speed::
+
+    F_zf = m (g l_r - a h) / L,  F_zr = m (g l_f + a h) / L     axle loads, load transfer
+    alpha_f = delta - beta - l_f r / v,  alpha_r = -beta + l_r r / v
+    F_yi = clip(mu C_Si F_zi alpha_i, -mu F_zi, mu F_zi)         linear tyres, saturating
+    beta' = (F_yf + F_yr) / (m v) - r
+    r'    = (l_f F_yf - l_r F_yr) / I_z
+    x' = v cos(psi + beta),  y' = v sin(psi + beta),  psi' = r,  v' = a
+
+(``a`` the motor/brake acceleration as above; the friction circle between longitudinal and
+lateral force is not modelled; a spin is held at |beta| = 45 deg, where the small-angle
+model has long stopped holding). Its ``1 / v`` terms make it singular at standstill, so it is
+blended with the kinematic model by speed, as Kabzan et al. do ("Learning-based model
+predictive control for autonomous racing", IEEE RA-L 4(4), 2019): below ``kinematic_speed``
+(beta, r) are the kinematic model's, above ``dynamic_speed`` the dynamic model's, and in
+between the linear mix of the two after each substep. Each substep integrates (beta, r) by
+explicit Euler micro steps, as many as keep it stable (``h * |eigenvalue| <= 1/2``; the
+stiffness grows as ``1 / v``). The default ``"kinematic"`` runs the kinematic kernel,
+unchanged.
+
 Action (both in [-1, 1]): ``steering * max_steer`` is the front wheel angle delta [rad]
 (positive = left); ``throttle > 0`` accelerates with ``throttle * max_accel * (1 - v /
 max_speed)`` [m/s^2], ``throttle < 0`` brakes with ``throttle * max_brake`` [m/s^2].
@@ -38,7 +62,15 @@ from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw
 from .base import INT32_MAX
 
-__all__ = ["CarParams", "CAR_PRESETS", "car_params", "CarState"]
+__all__ = ["CarParams", "CAR_PRESETS", "CAR_MODELS", "car_params", "check_car_model", "CarState", "understeer_gradient"]
+
+#: The car models of :class:`CarState` (and ``TrackVectorEnv(car_model=...)``).
+#: ``"kinematic"``: the kinematic single-track model above (the default). ``"dynamic"``:
+#: the dynamic single-track model with tyre forces of ``_dynamic_car_step``.
+CAR_MODELS = ("kinematic", "dynamic")
+#: The :class:`CarParams` fields the dynamic model needs (None in a kinematic-only CarParams).
+DYNAMIC_FIELDS = ("mass", "yaw_inertia", "cornering_stiffness_front", "cornering_stiffness_rear", "cog_height",
+                  "kinematic_speed", "dynamic_speed")
 
 wp.set_module_options({"enable_backward": False})
 
@@ -59,6 +91,15 @@ class CarParams:
         length, width, height: [m] body box (what the collision checks against the band edges).
         dt: [s] control period (one env step).
         substeps: integration substeps per env step (>= 1).
+        mass: [kg] (dynamic model; None: kinematic only, as every field below).
+        yaw_inertia: [kg m^2] moment of inertia about the vertical axis through the CoG.
+        cornering_stiffness_front, cornering_stiffness_rear: [1/rad] normalised cornering
+            stiffness ``C_S`` of an axle: its lateral force is ``mu * C_S * F_z * alpha`` for a
+            slip angle ``alpha`` and normal load ``F_z`` (CommonRoad's ``C_Sf``, ``C_Sr``),
+            saturating at ``mu * F_z``.
+        cog_height: [m] height of the CoG (longitudinal load transfer; 0 = none).
+        kinematic_speed, dynamic_speed: [m/s] below ``kinematic_speed`` the dynamic model is the
+            kinematic one; above ``dynamic_speed`` it is fully dynamic; linear blend between.
 
     Raises:
         TypeError / ValueError: a field of the wrong type or out of range.
@@ -76,11 +117,22 @@ class CarParams:
     height: float
     dt: float = 0.05
     substeps: int = 2
+    mass: float | None = None
+    yaw_inertia: float | None = None
+    cornering_stiffness_front: float | None = None
+    cornering_stiffness_rear: float | None = None
+    cog_height: float | None = None
+    kinematic_speed: float | None = None
+    dynamic_speed: float | None = None
 
     def __post_init__(self):
         for f in fields(self):
+            if f.name in DYNAMIC_FIELDS and getattr(self, f.name) is None:
+                continue
             if f.name == "substeps":
                 value = check_int(f.name, self.substeps, lo=1)
+            elif f.name == "cog_height":
+                value = check_float(f.name, self.cog_height, lo=0.0)
             else:
                 hi = {"cog_to_rear": 1.0, "max_steer": math.pi / 2}.get(f.name)
                 value = check_float(f.name, getattr(self, f.name), lo=0.0, lo_open=True, hi=hi)
@@ -89,6 +141,16 @@ class CarParams:
             raise ValueError(
                 f"cog_to_rear must be < 1 and max_steer < pi/2, got {self.cog_to_rear} and {self.max_steer}"
             )
+        unset = [name for name in DYNAMIC_FIELDS if getattr(self, name) is None]
+        if unset and len(unset) < len(DYNAMIC_FIELDS):
+            raise ValueError(f"the dynamic model's fields are all set or all None; unset: {unset}")
+        if not unset and self.dynamic_speed <= self.kinematic_speed:
+            raise ValueError(f"dynamic_speed must be > kinematic_speed, got {self.dynamic_speed} <= {self.kinematic_speed}")
+
+    @property
+    def has_tyres(self) -> bool:
+        """Whether every field of the dynamic model is set."""
+        return all(getattr(self, name) is not None for name in DYNAMIC_FIELDS)
 
     @property
     def half_extents(self) -> tuple[float, float, float]:
@@ -101,23 +163,63 @@ class CarParams:
         return self.friction * GRAVITY
 
 
+# F1TENTH's published parameters: f1tenth_gym's default vehicle ``params`` (the 1:10 car of the
+# F1TENTH races; the gym: O'Kelly et al., "F1TENTH: An open-source evaluation environment for
+# continuous control and reinforcement learning", PMLR 123, 2020)
+_F1TENTH_TYRES = dict(mass=3.74, yaw_inertia=0.04712, cornering_stiffness_front=4.718,
+                      cornering_stiffness_rear=5.4562, cog_height=0.074, kinematic_speed=1.0, dynamic_speed=2.0)
+
 #: Car presets. ``"rc10"``: a 1:10 RC car (F1TENTH-sized: 0.33 m wheelbase) for the
-#: default generated tracks (~19 m loops in a 10 m square); ``"full"``: a full-size race car (2.7 m wheelbase, 2 m
-#: wide, ~1.5 g of grip) for real circuits, which are km long with 3-14 m half widths.
+#: default generated tracks (~19 m loops in a 10 m square), with F1TENTH's mass, inertia
+#: and tyres for ``car_model="dynamic"``; ``"f1tenth"``: the F1TENTH car's published
+#: parameters throughout (f1tenth_gym: 0.3302 m wheelbase, mu 1.0489, 9.51 m/s^2, 20 m/s, 0.4189 rad;
+#: its motor's power limit above 7.3 m/s is modelled by our linear motor line to 20 m/s,
+#: brakes at its 9.51 m/s^2); ``"full"``: a full-size race car (2.7 m wheelbase, 2 m wide, ~1.5 g of
+#: grip) for real circuits, which are km long with 3-14 m half widths, with the mass,
+#: inertia and front normalised cornering stiffness of CommonRoad's vehicle 2 (a BMW 320i:
+#: 1093 kg, 1791 kg m^2, C_S = 20.89 / rad; Althoff, Koschi and Manzinger, "CommonRoad:
+#: Composable benchmarks for motion planning on roads", IEEE IV 2017; the same values are
+#: f1tenth_gym's full-size test vehicle) and two race-car choices of ours: the CoG 0.3 m high
+#: (the road car's 0.61 m unloads the rear axle so much under 1.5 g of braking that the car
+#: spins into corners) and a rear axle 25% stiffer (wider rear tyres: the car understeers,
+#: K = 0.00065 rad / (m/s^2), where equal stiffnesses make it neutral).
 CAR_PRESETS: dict[str, CarParams] = {
     "rc10": CarParams(
         wheelbase=0.33, cog_to_rear=0.5, max_steer=0.45, max_accel=6.0, max_brake=8.0,
-        max_speed=6.0, friction=0.9, length=0.45, width=0.2, height=0.1,
+        max_speed=6.0, friction=0.9, length=0.45, width=0.2, height=0.1, **_F1TENTH_TYRES,
+    ),
+    "f1tenth": CarParams(
+        wheelbase=0.3302, cog_to_rear=0.17145 / 0.3302, max_steer=0.4189, max_accel=9.51, max_brake=9.51,
+        max_speed=20.0, friction=1.0489, length=0.58, width=0.31, height=0.1, **_F1TENTH_TYRES,
     ),
     "full": CarParams(
         wheelbase=2.7, cog_to_rear=0.55, max_steer=0.55, max_accel=9.0, max_brake=15.0,
         max_speed=85.0, friction=1.5, length=4.6, width=2.0, height=1.0,
+        mass=1093.3, yaw_inertia=1791.6, cornering_stiffness_front=20.89, cornering_stiffness_rear=1.25 * 20.89,
+        cog_height=0.3, kinematic_speed=3.0, dynamic_speed=6.0,
     ),
 }
 
 
+def understeer_gradient(p: CarParams) -> float:
+    """[rad / (m/s^2)] the understeer gradient ``K`` of the dynamic model in its linear range.
+
+    Steady-state cornering of the linear single-track model (Rajamani, *Vehicle Dynamics and
+    Control*, 2nd ed., 2012, sec. 3.3; Milliken and Milliken, *Race Car Vehicle Dynamics*,
+    1995, ch. 5): ``delta = L / R + K a_y`` with ``K = m / L (l_r / C_f - l_f / C_r)``; with
+    CommonRoad's axle stiffness ``C_f = mu C_Sf m g l_r / L`` (``C_r`` alike) this is
+    ``K = (1 / C_Sf - 1 / C_Sr) / (mu g)``. The steady yaw rate is ``v delta / (L + K v^2)``.
+
+    Raises:
+        ValueError: ``p`` has no tyre parameters.
+    """
+    if not p.has_tyres:
+        raise ValueError("the car has no tyre parameters (mass, cornering stiffness, ...): set them for the dynamic model")
+    return (1.0 / p.cornering_stiffness_front - 1.0 / p.cornering_stiffness_rear) / (p.friction * GRAVITY)
+
+
 def car_params(car: str | CarParams) -> CarParams:
-    """A preset name (``"rc10"``, ``"full"``) or a :class:`CarParams` -> :class:`CarParams`.
+    """A preset name (``"rc10"``, ``"f1tenth"``, ``"full"``) or a :class:`CarParams` -> :class:`CarParams`.
 
     Raises:
         ValueError: an unknown preset name.
@@ -130,6 +232,23 @@ def car_params(car: str | CarParams) -> CarParams:
             raise ValueError(f"car must be one of {sorted(CAR_PRESETS)} or a CarParams, got {car!r}")
         return CAR_PRESETS[car]
     raise TypeError(f"car must be a preset name or a CarParams, got {type(car).__name__}")
+
+
+def check_car_model(model: str, params: CarParams) -> str:
+    """``model`` if it is one of :data:`CAR_MODELS` that ``params`` can run.
+
+    Raises:
+        TypeError: not a str.
+        ValueError: an unknown model, or ``"dynamic"`` for a car without tyre parameters.
+    """
+    if not isinstance(model, str):
+        raise TypeError(f"car_model must be a str, one of {CAR_MODELS}, got {type(model).__name__}")
+    if model not in CAR_MODELS:
+        raise ValueError(f"car_model must be one of {CAR_MODELS}, got {model!r}")
+    if model == "dynamic" and not params.has_tyres:
+        raise ValueError(f"car_model='dynamic' needs the car's tyre parameters ({', '.join(DYNAMIC_FIELDS)}); "
+                         "use a preset (rc10, f1tenth, full) or set them in the CarParams")
+    return model
 
 
 @wp.struct
@@ -162,6 +281,51 @@ def car_model(p: CarParams) -> CarModel:
     return m
 
 
+@wp.struct
+class TyreModel:
+    """The kernel-side dynamic-model fields of :class:`CarParams`."""
+
+    l_f: float
+    mass: float
+    yaw_inertia: float
+    stiffness_front: float  # mu * C_Sf [1/rad]
+    stiffness_rear: float  # mu * C_Sr [1/rad]
+    friction: float
+    cog_height: float
+    kinematic_speed: float
+    dynamic_speed: float
+    rate: float  # [m/s^2] and
+    rate_const: float  # [1/s]: |eigenvalue| of the linear model <= rate / v + rate_const (sizes the micro steps)
+
+
+def tyre_model(p: CarParams) -> TyreModel:
+    """The :class:`TyreModel` struct of ``p`` (zeros when ``p`` has no tyres: unused then)."""
+    m = TyreModel()
+    if not p.has_tyres:
+        return m
+    L = p.wheelbase
+    l_r = p.cog_to_rear * L
+    l_f = L - l_r
+    m.l_f, m.mass, m.yaw_inertia = l_f, p.mass, p.yaw_inertia
+    m.stiffness_front = p.friction * p.cornering_stiffness_front
+    m.stiffness_rear = p.friction * p.cornering_stiffness_rear
+    m.friction, m.cog_height = p.friction, p.cog_height
+    m.kinematic_speed, m.dynamic_speed = p.kinematic_speed, p.dynamic_speed
+    # the heaviest axle loads the longitudinal transfer allows, per unit mass
+    load_f = (GRAVITY * l_r + max(p.max_accel, p.max_brake) * p.cog_height) / L
+    load_r = (GRAVITY * l_f + max(p.max_accel, p.max_brake) * p.cog_height) / L
+    cf, cr = m.stiffness_front * load_f, m.stiffness_rear * load_r  # axle stiffness / mass [m/s^2 / rad]
+    # the linear model's Jacobian in (beta, r) is [[-kb / v, c1 / v^2 - 1], [c2, -ky / v]];
+    # |eigenvalue| <= |trace| + sqrt(|det|) <= (kb + ky + sqrt(kb ky + |c1 c2|)) / v + sqrt(|c2|)
+    ky = p.mass * (l_f * l_f * cf + l_r * l_r * cr) / p.yaw_inertia
+    kb = cf + cr
+    c1 = l_r * cr - l_f * cf
+    c2 = p.mass * c1 / p.yaw_inertia
+    m.rate = kb + ky + math.sqrt(kb * ky + abs(c1 * c2))
+    m.rate_const = math.sqrt(abs(c2))
+    return m
+
+
 @wp.func
 def yaw_of(q: wp.quat) -> float:
     """Yaw [rad] of a quaternion (rotation about z of its x axis)."""
@@ -179,6 +343,7 @@ def slip_angle(m: CarModel, steer: float, v: float) -> float:
 
 
 _ELAPSED_MAX = wp.constant(INT32_MAX)
+_GRAVITY = wp.constant(GRAVITY)
 
 
 @wp.kernel
@@ -248,8 +413,125 @@ def _car_step(
     elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
 
 
+#: micro steps per substep of the dynamic model at most (their count keeps explicit Euler
+#: stable: h * rate / v <= 1 / 2 for v >= kinematic_speed)
+_MAX_MICRO_STEPS = wp.constant(256)
+#: [rad] the slip angle beta is held within +-45 deg: the small-angle slip angles of the model
+#: stop holding well before, and a spinning car's beta would otherwise wind up without bound
+#: (held there, the saturated tyres brake the yaw rate)
+_MAX_SLIP = wp.constant(0.25 * math.pi)
+
+
+@wp.func
+def _axle_force(stiffness: float, friction: float, load: float, alpha: float) -> float:
+    """[N] lateral force of an axle: linear in the slip angle, saturating at mu * F_z."""
+    limit = friction * load
+    return wp.clamp(stiffness * load * alpha, -limit, limit)
+
+
+@wp.kernel
+def _dynamic_car_step(
+    # inputs
+    model: CarModel,
+    tyres: TyreModel,
+    action: wp.array(dtype=wp.vec2),
+    reset_mask: wp.array(dtype=wp.int32),
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    reset_only: int,
+    # state (in/out)
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    yaw: wp.array(dtype=float),
+    speed: wp.array(dtype=float),
+    yaw_rate: wp.array(dtype=float),
+    steer: wp.array(dtype=float),
+    slip: wp.array(dtype=float),
+    elapsed: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if reset_mask[e] != 0:
+        p0 = start_position[e]
+        psi0 = yaw_of(start_orientation[e])
+        position[e] = wp.vec3(p0[0], p0[1], p0[2])
+        orientation[e] = quat_from_yaw(psi0)
+        yaw[e] = psi0
+        speed[e] = 0.0
+        yaw_rate[e] = 0.0
+        steer[e] = 0.0
+        slip[e] = 0.0
+        elapsed[e] = 0
+        return
+    if reset_only != 0:
+        return
+
+    u = action[e]
+    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer
+    throttle = wp.clamp(u[1], -1.0, 1.0)
+    p = position[e]
+    psi = yaw[e]
+    v = speed[e]
+    beta = slip[e]
+    omega = yaw_rate[e]
+    h = model.dt / float(model.substeps)
+    l_r = model.l_r
+    l_f = tyres.l_f
+    for _ in range(model.substeps):
+        if throttle >= 0.0:
+            a = throttle * model.max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+        else:
+            a = throttle * model.max_brake
+        v1 = wp.max(0.0, v + a * h)
+        vm = 0.5 * (v + v1)
+        # the kinematic model's state at this speed (what it is below kinematic_speed)
+        beta_k = slip_angle(model, delta, vm)
+        omega_k = vm / l_r * wp.sin(beta_k)
+        lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
+        b = beta_k
+        r = omega_k
+        if lam > 0.0:
+            # the single-track model (CommonRoad ST): axle loads with longitudinal transfer,
+            # small-angle slip angles, saturating axle forces; explicit Euler micro steps
+            m = tyres.mass
+            load_f = wp.max(0.0, m * (_GRAVITY * l_r - a * tyres.cog_height) / model.wheelbase)
+            load_r = wp.max(0.0, m * (_GRAVITY * l_f + a * tyres.cog_height) / model.wheelbase)
+            n = wp.clamp(int(wp.ceil(2.0 * h * (tyres.rate / vm + tyres.rate_const))), 1, _MAX_MICRO_STEPS)
+            hh = h / float(n)
+            bd = beta
+            rd = omega
+            for _k in range(n):
+                alpha_f = delta - bd - l_f * rd / vm
+                alpha_r = -bd + l_r * rd / vm
+                f_f = _axle_force(tyres.stiffness_front, tyres.friction, load_f, alpha_f)
+                f_r = _axle_force(tyres.stiffness_rear, tyres.friction, load_r, alpha_r)
+                bd_dot = (f_f + f_r) / (m * vm) - rd
+                rd_dot = (l_f * f_f - l_r * f_r) / tyres.yaw_inertia
+                bd = wp.clamp(bd + hh * bd_dot, -_MAX_SLIP, _MAX_SLIP)
+                rd = rd + hh * rd_dot
+            b = lam * bd + (1.0 - lam) * beta_k
+            r = lam * rd + (1.0 - lam) * omega_k
+        heading = psi + b + 0.5 * r * h
+        p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
+        psi = psi + r * h
+        v = v1
+        beta = b
+        omega = r
+    psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
+    position[e] = p
+    orientation[e] = quat_from_yaw(psi)
+    yaw[e] = psi
+    speed[e] = v
+    yaw_rate[e] = omega
+    steer[e] = delta
+    slip[e] = beta
+    elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
+
+
 class CarState:
     """The car's device state for ``E`` envs (stable arrays, SI units).
+
+    ``model``: ``"kinematic"`` (default) or ``"dynamic"`` (:data:`CAR_MODELS`; the dynamic one
+    needs ``params.has_tyres``, ValueError otherwise), kept as ``car_model``.
 
     Attributes:
         position: ``[E]`` vec3 [m] centre of gravity (z from the start pose).
@@ -258,6 +540,7 @@ class CarState:
         speed: ``[E]`` float32 [m/s] speed v >= 0.
         yaw_rate: ``[E]`` float32 [rad/s] psi' over the last substep.
         steer: ``[E]`` float32 [rad] front wheel angle applied at the last step.
+        slip: ``[E]`` float32 [rad] slip angle beta at the CoG (the dynamic model's state; 0 for the kinematic one).
         elapsed: ``[E]`` int32 env steps since the env's last reset (saturates at 2**31 - 1).
         half_extents: ``[E]`` vec3 [m] body box half extents (constant).
 
@@ -265,9 +548,11 @@ class CarState:
     recorded graph hold these arrays and ``params``; write the arrays in place instead.
     """
 
-    def __init__(self, params: CarParams, num_envs: int, device):
+    def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic"):
         self.params = params
+        self.car_model = check_car_model(model, params)
         self._model = car_model(params)
+        self._tyres = tyre_model(params)
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         def zeros(dtype):
@@ -276,6 +561,7 @@ class CarState:
         self.position = zeros(wp.vec3)
         self.orientation = wp.full(num_envs, wp.quat_identity(), dtype=wp.quat, device=self.device)
         self.yaw, self.speed, self.yaw_rate, self.steer = zeros(float), zeros(float), zeros(float), zeros(float)
+        self.slip = zeros(float)
         self.elapsed = zeros(wp.int32)
         self.half_extents = wp.full(num_envs, wp.vec3(*params.half_extents), dtype=wp.vec3, device=self.device)
         self._constructed = True
@@ -298,6 +584,16 @@ class CarState:
 
         One launch, no host sync: capturable.
         """
+        if self.car_model == "dynamic":
+            wp.launch(
+                _dynamic_car_step,
+                self.num_envs,
+                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, int(reset_only)],
+                outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
+                         self.elapsed],
+                device=self.device,
+            )
+            return
         wp.launch(
             _car_step,
             self.num_envs,

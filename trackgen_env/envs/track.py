@@ -14,7 +14,7 @@ from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from .base import CourseVectorEnv
-from .car import CarParams, CarState, car_params
+from .car import CarParams, CarState, car_params, check_car_model
 
 __all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD"]
 
@@ -274,8 +274,12 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``output``: ``"numpy"`` (default: fresh host arrays) or ``"torch"`` (torch tensors on
       the env's device, zero-copy views of the env's buffers, overwritten by the next step:
       clone to keep; no host sync inside ``step()`` on CUDA).
-    * ``car``: ``"rc10"`` (default), ``"full"`` (a full-size race car, for real circuits)
-      or a :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
+    * ``car``: ``"rc10"`` (default), ``"f1tenth"`` (the F1TENTH car's published parameters),
+      ``"full"`` (a full-size race car, for real circuits) or a
+      :class:`~trackgen_env.envs.car.CarParams`; ``dt`` and ``substeps`` are its fields.
+    * ``car_model``: ``"kinematic"`` (default: the kinematic single-track model) or
+      ``"dynamic"`` (the dynamic single-track model with slip angles and saturating linear
+      tyres, blended to the kinematic one at low speed; :mod:`trackgen_env.envs.car`).
     * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
       are replaced by the env's); default ``TrackGenConfig()`` (a ~19 m loop in a 10 m
       square, 0.8 m wide).
@@ -303,7 +307,8 @@ class TrackVectorEnv(CourseVectorEnv):
     * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
       the default behaviour; later ``None`` limits, read-only attributes, a releasing
-      ``close()`` and the memory check, none of which changes a valid run.
+      ``close()`` and the memory check, none of which changes a valid run; then
+      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -324,6 +329,7 @@ class TrackVectorEnv(CourseVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         output: str = "numpy",
         car: str | CarParams = "rc10",
+        car_model: str = "kinematic",
         track: TrackGenConfig | None = None,
         centerline: np.ndarray | None = None,
         checkpoint_spacing: float | None = None,
@@ -336,6 +342,7 @@ class TrackVectorEnv(CourseVectorEnv):
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
                            render_size=render_size, auto_steps=DEFAULT_MAX_EPISODE_STEPS)
         self.car = car_params(car)
+        self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
@@ -369,7 +376,7 @@ class TrackVectorEnv(CourseVectorEnv):
         self.track_config = source if isinstance(source, TrackGenConfig) else source.config
 
         E, dev = self.num_envs, self.device
-        self.state = CarState(self.car, E, dev)
+        self.state = CarState(self.car, E, dev, model=self.car_model)
         self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         k = np.arange(self.num_lookahead)

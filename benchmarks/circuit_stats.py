@@ -1,0 +1,153 @@
+"""Generated tracks vs real circuits: the circuit statistics of :mod:`trackgen_env.stats`, side by side.
+
+Usage::
+
+    python benchmarks/circuit_stats.py --circuits ../shared/real-courses/circuits \\
+        [--family default] [--num-envs 256] [--seed 0] [--png docs/images/circuit_stats.png] [--json FILE]
+
+Prints one row per measure: the generated batch's 5th percentile / median / 95th percentile,
+the real circuits' min / median / max, and the share of generated tracks inside the real
+range; then the real circuits one by one. Plots the distributions overlaid (one panel per
+measure, and the pooled distribution of |curvature| x width) into ``--png``.
+Every measure is scale-free (lengths in track widths), so a 1:10 generated track and a
+full-size circuit compare directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+
+import numpy as np
+import warp as wp
+
+from trackgen_env import TrackGenConfig, TrackGenerator
+from trackgen_env.generators.centerline_io import load_centerline_csv
+from trackgen_env.stats import MEASURES, STRAIGHT_KAPPA_WIDTH, CircuitStats, centerline_stats, track_result_stats
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Generated families to compare: name -> the TrackGenConfig keyword arguments.
+FAMILIES: dict[str, dict] = {
+    "default": {},  # TrackGenConfig(): ~19 m loops in a 10 m square, 0.8 m wide
+}
+
+
+def real_circuits(folder: str) -> dict[str, CircuitStats]:
+    """The stats of every ``*.csv`` circuit in ``folder`` (name -> stats), sorted by name."""
+    paths = sorted(glob.glob(os.path.join(folder, "*.csv")))
+    if not paths:
+        raise FileNotFoundError(f"no circuit CSVs in {folder!r}")
+    return {os.path.splitext(os.path.basename(p))[0]: centerline_stats(load_centerline_csv(p)) for p in paths}
+
+
+def generated(family: str, num_envs: int, seed: int, device: str = "cpu") -> list[CircuitStats]:
+    """The stats of the valid tracks of one generated batch of ``family``."""
+    config = TrackGenConfig(num_envs=num_envs, device=device, **FAMILIES[family])
+    return track_result_stats(TrackGenerator(config, seeds=seed).generate())
+
+
+def compare(gen: list[CircuitStats], real: dict[str, CircuitStats]) -> dict[str, dict[str, float]]:
+    """Per measure: generated p5 / median / p95, real min / median / max, share of generated in the real range."""
+    out = {}
+    for key in MEASURES:
+        g = np.array([s.row()[key] for s in gen])
+        r = np.array([s.row()[key] for s in real.values()])
+        out[key] = {
+            "generated_p5": float(np.percentile(g, 5)), "generated_median": float(np.median(g)),
+            "generated_p95": float(np.percentile(g, 95)),
+            "real_min": float(r.min()), "real_median": float(np.median(r)), "real_max": float(r.max()),
+            "generated_in_real_range": float(np.mean((g >= r.min()) & (g <= r.max()))),
+        }
+    return out
+
+
+def format_table(table: dict[str, dict[str, float]], family: str, num_generated: int, num_real: int) -> str:
+    head = (f"| measure | generated `{family}` p5 / median / p95 ({num_generated} tracks) | "
+            f"real min / median / max ({num_real} circuits) | generated in real range |")
+    rows = [head, "|---|---|---|---|"]
+    for key, t in table.items():
+        rows.append(f"| {MEASURES[key]} | {t['generated_p5']:.3g} / {t['generated_median']:.3g} / {t['generated_p95']:.3g} | "
+                    f"{t['real_min']:.3g} / {t['real_median']:.3g} / {t['real_max']:.3g} | "
+                    f"{t['generated_in_real_range']:.0%} |")
+    return "\n".join(rows)
+
+
+def format_circuits(real: dict[str, CircuitStats]) -> str:
+    keys = list(MEASURES)
+    rows = ["| circuit | length [m] | mean width [m] | corners | " + " | ".join(MEASURES[k] for k in keys) + " |",
+            "|---|---|---|---|" + "---|" * len(keys)]
+    for name, s in real.items():
+        r = s.row()
+        rows.append(f"| {name} | {s.loop_length:.0f} | {s.mean_width:.1f} | {s.num_corners} | "
+                    + " | ".join(f"{r[k]:.3g}" for k in keys) + " |")
+    return "\n".join(rows)
+
+
+def plot(gen: list[CircuitStats], real: dict[str, CircuitStats], family: str, png: str) -> None:
+    """One panel per measure (generated histogram vs the real circuits) and the pooled |kappa| w."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(MEASURES)
+    fig, axes = plt.subplots(2, 4, figsize=(15, 6.5))
+    for ax, key in zip(axes.flat, keys):
+        g = np.array([s.row()[key] for s in gen])
+        r = np.array([s.row()[key] for s in real.values()])
+        lo, hi = min(g.min(), r.min()), max(g.max(), r.max())
+        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 30)
+        ax.hist(g, bins=bins, density=True, alpha=0.55, color="tab:blue", label=f"generated ({family})")
+        ax.hist(r, bins=bins, density=True, alpha=0.55, color="tab:orange", label="real circuits")
+        ax.set_title(MEASURES[key], fontsize=10)
+        ax.tick_params(labelsize=8)
+    ax = axes.flat[len(keys)]
+    bins = np.logspace(-3, 1, 50)
+    for stats, color, label in ((gen, "tab:blue", f"generated ({family})"), (list(real.values()), "tab:orange", "real circuits")):
+        kw = np.clip(np.abs(np.concatenate([s.kappa_width for s in stats])), bins[0], bins[-1])  # the ends: the outer bins
+        ax.hist(kw, bins=bins, weights=np.full(kw.size, 1.0 / kw.size), histtype="step", lw=1.5, color=color, label=label)
+    ax.set_ylabel("fraction of the loop", fontsize=8)
+    ax.axvline(STRAIGHT_KAPPA_WIDTH, color="k", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_title("|curvature| x width along the loop (pooled)", fontsize=10)
+    ax.tick_params(labelsize=8)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("Circuit statistics: generated tracks vs real circuits (lengths in track widths)")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--circuits", default=os.path.join(ROOT, "..", "shared", "real-courses", "circuits"),
+                        help="folder of circuit CSVs (x_m, y_m, w_tr_right_m, w_tr_left_m)")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="default", help="generated family")
+    parser.add_argument("--num-envs", type=int, default=256, help="generated tracks")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--png", default=os.path.join(ROOT, "docs", "images", "circuit_stats.png"))
+    parser.add_argument("--json", default=None, help="also write the comparison as JSON")
+    args = parser.parse_args(argv)
+    wp.config.quiet = True
+    real = real_circuits(args.circuits)
+    gen = generated(args.family, args.num_envs, args.seed, args.device)
+    table = compare(gen, real)
+    print(format_table(table, args.family, len(gen), len(real)))
+    print()
+    print(format_circuits(real))
+    plot(gen, real, args.family, args.png)
+    print(f"\nplot: {args.png}")
+    result = {"family": args.family, "num_generated": len(gen), "num_real": len(real), "measures": table}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""benchmarks/circuit_stats.py: the side-by-side table and the plot, on a tiny circuit folder."""
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+
+from stadium import stadium
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("circuit_stats", os.path.join(ROOT, "benchmarks", "circuit_stats.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_stadium_csv(path, straight, radius, half_width):
+    xy = stadium(straight, radius, 5.0)
+    rows = np.column_stack([xy, np.full(len(xy), half_width), np.full(len(xy), half_width)])
+    np.savetxt(path, rows, delimiter=",", header="x_m,y_m,w_tr_right_m,w_tr_left_m", fmt="%.6f")
+
+
+def test_the_script_compares_and_plots(tmp_path, capsys):
+    write_stadium_csv(tmp_path / "A.csv", 600.0, 60.0, 6.0)
+    write_stadium_csv(tmp_path / "B.csv", 300.0, 30.0, 5.0)
+    png, out = tmp_path / "stats.png", tmp_path / "stats.json"
+    result = _load().main(["--circuits", str(tmp_path), "--num-envs", "4", "--png", str(png), "--json", str(out)])
+    assert png.stat().st_size > 0
+    assert json.loads(out.read_text()) == result
+    assert result["num_real"] == 2 and result["num_generated"] >= 1
+    straights = result["measures"]["straight_fraction"]
+    assert straights["real_min"] > 0.5 > straights["generated_median"]  # the default family has almost none
+    text = capsys.readouterr().out
+    assert "| loop length / width |" in text and "| A |" in text and "| B |" in text

@@ -1,0 +1,263 @@
+"""Evaluation on a folder of real circuits (``python -m trackgen_env eval [MODEL] --circuits DIR``).
+
+Each circuit CSV of the folder (``x_m, y_m, w_tr_right_m, w_tr_left_m``; TUMFTM's layout) is
+driven once from a standing start by a driver: a saved PPO policy (``model.zip`` from
+``train``, deterministic, with its ``vecnormalize.pkl`` statistics) or a built-in controller
+(:data:`CONTROLLERS`). A circuit is scaled so that its mean width equals the training
+tracks' width (the policy knows that scale only), or kept at true scale for the full-size
+car (``car="full"``), or scaled by a given factor.
+
+The env is ``TrackGen-Track-v0`` with the circuit as its centreline and auto-reset disabled:
+leaving the band does not end the run; the driver goes on (an off-track is counted each
+time the car's body comes to touch an edge) until it completes the lap or the time limit
+(``time_factor`` times the reference lap time) runs out.
+
+Per circuit: lap completed, lap time [s] (standing start to the finish line), the reference
+lap time [s] (:func:`trackgen_env.laptime.reference_lap_time` for the same car on the
+circuit's race line ``DIR/racelines/<name>.csv`` when there is one, as TUMFTM's
+minimum-curvature race lines are, else on the centreline), their ratio, and the off-track
+count. :func:`format_circuits_table` writes the table as Markdown, :func:`circuits_json` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from ..checks import check_float
+from ..envs.car import CAR_PRESETS, car_params, check_car_model
+from ..envs.controllers import PurePursuit
+from ..envs.track import TrackVectorEnv
+from ..generators.centerline_io import load_centerline_csv
+from ..laptime import reference_lap_time
+from ..pipeline.track_config import TrackGenConfig
+from .train import _torch_device, _torch_threads, torch_threads_for
+
+__all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
+
+#: Built-in drivers: name -> a factory ``f(car params) -> controller(obs) -> actions``.
+CONTROLLERS: dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {
+    "pure_pursuit": PurePursuit,
+}
+#: Env arguments of a training run that the circuit env does not take over (it sets its own).
+_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed")
+
+
+@dataclass
+class CircuitResult:
+    """One circuit's run (SI units; ``nan`` where a lap was not completed)."""
+
+    circuit: str
+    scale: float  # the circuit's scale factor (1 = true scale)
+    length_m: float  # [m] centreline length at that scale
+    lap_completed: bool
+    lap_time_s: float  # [s] from the standing start to the finish line
+    reference_lap_time_s: float  # [s] the quasi-steady-state limit of the same car
+    reference_line: str  # "raceline" or "centerline"
+    ratio: float  # lap_time_s / reference_lap_time_s
+    off_track_count: int  # times the body came to touch a band edge
+    lap_fraction: float  # of the lap covered when the run ended (1 if completed)
+
+
+def _circuits(folder) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no circuit folder at {str(folder)!r}")
+    paths = sorted(folder.glob("*.csv"))
+    if not paths:
+        raise FileNotFoundError(f"no circuit CSVs (*.csv) in {str(folder)!r}")
+    return paths
+
+
+def _load_model(model_path: Path, policy_device: str):
+    """A deterministic policy ``obs -> actions`` of a saved PPO model, and its training run's record."""
+    import pickle
+
+    from stable_baselines3 import PPO
+
+    model = PPO.load(model_path, device=policy_device)
+    stats_path = model_path.with_name("vecnormalize.pkl")
+    normalize = None
+    if stats_path.is_file():
+        with open(stats_path, "rb") as f:
+            normalize = pickle.load(f)  # a VecNormalize without its venv: normalize_obs needs none
+
+    def policy(obs):
+        o = normalize.normalize_obs(obs) if normalize is not None else obs
+        return model.predict(o, deterministic=True)[0]
+
+    meta_path = model_path.with_name("train.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return policy, model.observation_space, meta
+
+
+def _training_width(env_kwargs: dict) -> float:
+    track = env_kwargs.get("track")
+    if isinstance(track, TrackGenConfig):
+        return float(track.width)
+    if isinstance(track, dict) and "width" in track:
+        return float(track["width"])
+    return float(TrackGenConfig().width)
+
+
+def _reference_line(path: Path, points: np.ndarray, scale: float) -> tuple[np.ndarray, str]:
+    raceline = path.parent / "racelines" / path.name
+    if raceline.is_file():
+        line = np.loadtxt(raceline, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+        if line.shape[1] < 2 or line.shape[0] < 3:
+            raise ValueError(f"{raceline}: expected >= 3 rows of x_m, y_m")
+        return line[:, :2] * scale, "raceline"
+    return points[:, :2], "centerline"
+
+
+def _drive(env: TrackVectorEnv, policy, max_steps: int) -> tuple[bool, int, int, float]:
+    """One run from the start: (lap completed, steps, off-track count, lap fraction)."""
+    obs, _ = env.reset()
+    touching = False
+    count = 0
+    for step in range(1, max_steps + 1):
+        obs, _, _, _, info = env.step(policy(obs))
+        off = bool(info["off_track"][0])
+        count += int(off and not touching)
+        touching = off
+        if info["laps"][0] >= 1:
+            return True, step, count, 1.0
+    return False, max_steps, count, float(obs[0, 7])
+
+
+def evaluate_circuits(
+    circuits: str | os.PathLike,
+    *,
+    model: str | os.PathLike | None = None,
+    controller: str | None = None,
+    car: str | None = None,
+    car_model: str | None = None,
+    scale: float | None = None,
+    device: str | None = None,
+    time_factor: float = 4.0,
+    torch_threads: int | None = None,
+) -> list[CircuitResult]:
+    """Drive every circuit CSV of the folder ``circuits`` once with a saved model or a controller.
+
+    Args:
+        circuits: a folder of circuit CSVs (``x_m, y_m, w_tr_right_m, w_tr_left_m``), optionally
+            with ``racelines/<same name>.csv`` (``x_m, y_m``) beside them.
+        model: a ``model.zip`` written by ``train`` (its ``train.json`` gives the car, the car
+            model, the other env arguments and the training width).
+        controller: a :data:`CONTROLLERS` name instead of a model.
+        car: the car preset (or :class:`~trackgen_env.envs.car.CarParams`); default the model's,
+            else ``"rc10"``.
+        car_model: ``"kinematic"`` or ``"dynamic"``; default the model's, else ``"kinematic"``.
+        scale: the circuits' scale factor (> 0); default: true scale for the ``"full"`` car,
+            else each circuit scaled so its mean width is the training width.
+        device: the env's Warp device.
+        time_factor: a run ends unfinished after this many reference lap times (> 1).
+        torch_threads: torch's threads while a model drives (as ``eval``).
+
+    Returns:
+        one :class:`CircuitResult` per CSV, sorted by name.
+
+    Raises:
+        FileNotFoundError: no such folder, no CSV in it, or no model at ``model``.
+        ValueError: neither or both of ``model`` and ``controller``, an unknown controller, a
+            bad scale, a CSV that fails :func:`~trackgen_env.generators.centerline_io.check_centerline`,
+            a model whose observations differ from the env's.
+    """
+    if (model is None) == (controller is None):
+        raise ValueError("pass a model (MODEL) or a controller (--controller), one of the two")
+    if controller is not None and controller not in CONTROLLERS:
+        raise ValueError(f"controller must be one of {sorted(CONTROLLERS)}, got {controller!r}")
+    time_factor = check_float("time_factor", time_factor, lo=1.0, lo_open=True)
+    if scale is not None:
+        scale = check_float("scale", scale, lo=0.0, lo_open=True)
+    paths = _circuits(circuits)
+    env_kwargs: dict[str, Any] = {}
+    if model is not None:
+        model_path = Path(model)
+        if not model_path.is_file():
+            raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
+        policy_device = _torch_device(device)
+        with _torch_threads(torch_threads_for(policy_device, torch_threads)):
+            policy, obs_space, meta = _load_model(model_path, policy_device)
+            env_kwargs = dict(meta.get("env_kwargs", {}))
+            return _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor)
+    return _run(paths, None, None, {}, car, car_model, scale, device, time_factor, controller=controller)
+
+
+def _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor, controller=None):
+    params = car_params(car or env_kwargs.get("car", "rc10"))
+    model_kind = check_car_model(car_model or env_kwargs.get("car_model", "kinematic"), params)
+    width = _training_width(env_kwargs)
+    true_scale = params == CAR_PRESETS["full"]
+    carried = {k: v for k, v in env_kwargs.items() if k not in _NOT_CARRIED and k not in ("car", "car_model")}
+    results = []
+    for path in paths:
+        raw = load_centerline_csv(path)
+        k = scale if scale is not None else (1.0 if true_scale else width / float(np.mean(raw[:, 2] + raw[:, 3])))
+        points = raw * k
+        line, kind = _reference_line(path, points, k)
+        ref = reference_lap_time(line, params)
+        max_steps = math.ceil(time_factor * ref / params.dt)
+        env = TrackVectorEnv(1, device, centerline=points, car=params, car_model=model_kind, laps=1,
+                             max_episode_steps=max_steps + 1, autoreset_mode=AutoresetMode.DISABLED, seed=0, **carried)
+        try:
+            if obs_space is not None and env.single_observation_space.shape != obs_space.shape:
+                raise ValueError(f"the model's observations {obs_space.shape} differ from the env's "
+                                 f"{env.single_observation_space.shape}")
+            drive = policy if policy is not None else CONTROLLERS[controller](params)
+            done, steps, off, fraction = _drive(env, drive, max_steps)
+            length = float(env.course.result.loop_length.numpy()[0])
+        finally:
+            env.close()
+        lap = steps * params.dt if done else math.nan
+        results.append(CircuitResult(
+            circuit=path.stem, scale=float(k), length_m=length, lap_completed=done, lap_time_s=lap,
+            reference_lap_time_s=ref, reference_line=kind, ratio=lap / ref if done else math.nan,
+            off_track_count=off, lap_fraction=fraction,
+        ))
+    return results
+
+
+def _summary(results: list[CircuitResult]) -> dict[str, Any]:
+    done = [r for r in results if r.lap_completed]
+    clean = [r for r in done if r.off_track_count == 0]
+    return {
+        "circuits": len(results), "laps_completed": len(done), "clean_laps": len(clean),
+        "mean_ratio": float(np.mean([r.ratio for r in done])) if done else math.nan,
+        "mean_ratio_clean": float(np.mean([r.ratio for r in clean])) if clean else math.nan,
+        "off_track_total": int(sum(r.off_track_count for r in results)),
+    }
+
+
+def format_circuits_table(results: list[CircuitResult], title: str = "") -> str:
+    """A Markdown table of :func:`evaluate_circuits`' results, with a summary line."""
+    def num(x, fmt):
+        return "-" if isinstance(x, float) and math.isnan(x) else format(x, fmt)
+
+    rows = [f"**{title}**\n" if title else "",
+            "| circuit | length [m] | lap completed | lap time [s] | reference [s] | ratio | off-track | lap fraction |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        ref = f"{r.reference_lap_time_s:.2f}" + ("" if r.reference_line == "raceline" else " (centreline)")
+        rows.append(f"| {r.circuit} | {r.length_m:.1f} | {'yes' if r.lap_completed else 'no'} | {num(r.lap_time_s, '.2f')} | "
+                    f"{ref} | {num(r.ratio, '.3f')} | {r.off_track_count} | {r.lap_fraction:.2f} |")
+    s = _summary(results)
+    rows.append(f"\n{s['laps_completed']} / {s['circuits']} laps completed, {s['clean_laps']} without leaving the "
+                f"track; mean ratio to the reference {num(s['mean_ratio'], '.3f')} (clean laps: "
+                f"{num(s['mean_ratio_clean'], '.3f')}); {s['off_track_total']} off-tracks in all.")
+    return "\n".join(row for row in rows if row != "")
+
+
+def circuits_json(results: list[CircuitResult]) -> str:
+    """:func:`evaluate_circuits`' results and their summary as JSON (``nan`` as null)."""
+    def clean(d):
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+    return json.dumps({"summary": clean(_summary(results)), "circuits": [clean(asdict(r)) for r in results]}, indent=2)
