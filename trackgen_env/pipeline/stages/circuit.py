@@ -1,0 +1,293 @@
+"""The circuit-like layout stage (``"circuit_layout"``): a filleted star polygon with a main straight.
+
+It replaces the track family's ``layout`` stage in the spec of
+:func:`trackgen_env.pipeline.presets.circuit` and writes the same fields (``ctrl``,
+``ctrl_count``), which the ``spline``, ``resample``, ``checks`` and ``start`` stages turn
+into a centreline as for any procedural track. One thread per env::
+
+    polygon   K vertices (K drawn in [corners_lo, corners_hi]) at jittered angles around the
+              centre, radii R (1 - depth u) with R drawn in [radius_lo, radius_hi] widths;
+              one angular gap of gap_lo..gap_hi rad between two vertices at R: the main straight
+    fillets   each vertex rounded by a circular arc of radius drawn log-uniformly in
+              [corner_radius_lo, corner_radius_hi] widths, shrunk so that its tangent
+              length fits half of each adjacent edge; a draw with a fillet shrunk below
+              min_corner_radius widths is rejected (a corner too tight for the band)
+    control   the arcs sampled every arc_step rad (and at most arc_chord widths apart), the
+    points    straights every straight_step widths with a lateral wiggle of up to wiggle
+              widths (real straights are not perfectly straight)
+
+then the ``spline`` stage fits the periodic uniform cubic B-spline of those control points
+(de Boor 1978). A draw is also rejected when its control polygon is longer than
+``max_length`` widths, which bounds the loop (a B-spline is no longer than its control
+polygon: it is the limit of corner cutting, Lane & Riesenfeld 1980), so the capacities
+(``max_loop_length``, ``max_points``) hold every accepted loop; or when it needs more
+control points than ``num_control_points``.
+
+Every length is a multiple of the band's width (``band.width``, read from ``ctrl_hw``), so
+the same seed draws the same shape, scaled, at any width: a 1:10 RC track at 1.2 m or a
+full-size circuit at 12 m. The shape of the distribution follows real circuits' structure:
+long straights into slow corners, sweepers, hairpins, chicanes (alternating turns where
+the polygon is star-shaped inward), corner radii from ~1 to ~80 widths; the defaults were
+tuned against the 19 circuits of the TUMFTM racetrack database (Heilmeier et al., *Vehicle
+System Dynamics* 58(10), 2020) with :mod:`trackgen_env.stats` (``docs/courses.md``).
+Fillets: the tangent length of a circular arc of radius ``r`` turning by ``a`` is ``r
+tan(a / 2)`` (standard road-design geometry).
+"""
+
+from __future__ import annotations
+
+import math
+
+import warp as wp
+
+from ...polyline import TWO_PI
+from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ..stage import Param, Stage
+
+__all__ = ["CircuitLayout", "MAX_CORNERS", "control_point_capacity"]
+
+wp.set_module_options({"enable_backward": False})
+
+#: the most polygon vertices (corners) a draw can have (the scratch capacity)
+MAX_CORNERS = 32
+
+_MAX_CORNERS = wp.constant(MAX_CORNERS)
+_STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt, as the track layout
+# draw indices of the stream: scalars, then per vertex, then per control point (disjoint)
+_PER_VERTEX = wp.constant(16)
+_PER_POINT = wp.constant(16 + 4 * MAX_CORNERS)
+_BISECTIONS = wp.constant(24)
+
+
+def control_point_capacity(corners_hi: float, max_length: float, straight_step: float, arc_step: float,
+                           arc_chord: float) -> int:
+    """Control points a draw may need at most, from the construction values (in widths).
+
+    Per corner: at most ``2 + pi / arc_step + arc / arc_chord`` arc points (``arc`` its arc
+    length); per straight at most ``1 + length / straight_step``; the arcs and straights
+    together are no longer than the control polygon, ``<= max_length``.
+    """
+    k = min(int(math.floor(corners_hi)), MAX_CORNERS)
+    per_length = 1.0 / min(arc_chord, straight_step)
+    return int(k * (3 + math.ceil(math.pi / arc_step)) + math.ceil(max_length * per_length)) + 1
+
+
+@wp.func
+def _cross(a: wp.vec2, b: wp.vec2) -> float:
+    return a[0] * b[1] - a[1] * b[0]
+
+
+@wp.kernel
+def _circuit_layout(
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    attempt: wp.array(dtype=wp.int32),
+    pending: wp.array(dtype=wp.int32),
+    ctrl_hw: wp.array2d(dtype=float),
+    # params, [E] each (lengths in widths, angles in rad)
+    corners_lo: wp.array(dtype=float),
+    corners_hi: wp.array(dtype=float),
+    radius_lo: wp.array(dtype=float),
+    radius_hi: wp.array(dtype=float),
+    depth: wp.array(dtype=float),
+    angle_jitter: wp.array(dtype=float),
+    gap_lo: wp.array(dtype=float),
+    gap_hi: wp.array(dtype=float),
+    corner_radius_lo: wp.array(dtype=float),
+    corner_radius_hi: wp.array(dtype=float),
+    min_corner_radius: wp.array(dtype=float),
+    arc_step: wp.array(dtype=float),
+    arc_chord: wp.array(dtype=float),
+    straight_step: wp.array(dtype=float),
+    wiggle: wp.array(dtype=float),
+    max_length: wp.array(dtype=float),
+    straight_fraction_lo: wp.array(dtype=float),
+    straight_fraction_hi: wp.array(dtype=float),
+    straight_radius: wp.array(dtype=float),
+    # scratch
+    vertex: wp.array2d(dtype=wp.vec2),
+    fillet: wp.array2d(dtype=wp.vec3),
+    # outputs
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+    w = 2.0 * ctrl_hw[e, 0]
+    cap = ctrl.shape[1]
+    # -- the polygon: K vertices counter-clockwise; the last at angle 0 and the one before at
+    # the outer radius R, the first after the gap: edge K-1 -> 0 spans the gap (the main straight)
+    klo = wp.min(corners_lo[e], corners_hi[e])
+    khi = wp.max(corners_lo[e], corners_hi[e])
+    k_count = int(wp.ceil(klo)) + int(uniform(key, 0) * (wp.floor(khi) - wp.ceil(klo) + 1.0))
+    k_count = wp.clamp(k_count, 3, _MAX_CORNERS)
+    r_outer = w * (radius_lo[e] + (radius_hi[e] - radius_lo[e]) * uniform(key, 1))
+    gap = gap_lo[e] + (gap_hi[e] - gap_lo[e]) * uniform(key, 2)
+    step = (TWO_PI - gap) / float(k_count)
+    for k in range(k_count):
+        theta = TWO_PI
+        r = r_outer
+        if k < k_count - 1:
+            theta = gap + (float(k + 1) + angle_jitter[e] * (2.0 * uniform(key, _PER_VERTEX + 4 * k) - 1.0)) * step
+            if k < k_count - 2:
+                r = r_outer * (1.0 - depth[e] * uniform(key, _PER_VERTEX + 4 * k + 1))
+        vertex[e, k] = wp.vec2(r * wp.cos(theta), r * wp.sin(theta))
+    # -- fillets: the drawn radius, the largest that fits (its tangent length r tan(|turn| / 2)
+    # at most half of each adjacent edge) and the signed turn, per vertex
+    lr_lo = wp.log(corner_radius_lo[e])
+    lr_hi = wp.log(corner_radius_hi[e])
+    perimeter = float(0.0)
+    for k in range(k_count):
+        prev = vertex[e, (k + k_count - 1) % k_count]
+        here = vertex[e, k]
+        nxt = vertex[e, (k + 1) % k_count]
+        el_in = wp.length(here - prev)
+        el_out = wp.length(nxt - here)
+        perimeter = perimeter + el_out
+        d_in = (here - prev) / wp.max(el_in, 1.0e-12)
+        d_out = (nxt - here) / wp.max(el_out, 1.0e-12)
+        turn = wp.atan2(_cross(d_in, d_out), wp.dot(d_in, d_out))
+        r = w * wp.exp(lr_lo + (lr_hi - lr_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
+        r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
+        fillet[e, k] = wp.vec3(r, r_fit, turn)
+    # -- one common factor on the drawn radii sets the share of the loop on straights to a
+    # drawn target (bisection in log scale): the radii keep their spread, the lap its rhythm
+    aim = straight_fraction_lo[e] + (straight_fraction_hi[e] - straight_fraction_lo[e]) * uniform(key, 5)
+    straight_r = straight_radius[e] * w
+    lo = float(-3.0)
+    hi = float(3.0)
+    for it in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        scale = wp.exp(mid)
+        length = perimeter
+        curved = float(0.0)
+        for k in range(k_count):
+            f = fillet[e, k]
+            r = wp.min(scale * f[0], f[1])
+            bend = wp.abs(f[2])
+            arc = r * bend
+            length = length - 2.0 * r * wp.tan(0.5 * bend) + arc
+            if r < straight_r:
+                curved = curved + arc
+        if 1.0 - curved / wp.max(length, 1.0e-12) > aim:
+            lo = mid  # too straight: wider corners
+        else:
+            hi = mid
+    scale = wp.exp(0.5 * (lo + hi))
+    accept = int(1)
+    for k in range(k_count):
+        f = fillet[e, k]
+        r = wp.min(scale * f[0], f[1])
+        if r < min_corner_radius[e] * w:
+            accept = 0
+        fillet[e, k] = wp.vec3(r, r * wp.tan(0.5 * wp.abs(f[2])), f[2])
+    # -- control points: per vertex its arc, then the straight to the next arc
+    phase = TWO_PI * uniform(key, 3)
+    mirror = 1.0
+    if uniform(key, 4) < 0.5:
+        mirror = -1.0
+    ca = wp.cos(phase)
+    sa = wp.sin(phase)
+    j = int(0)
+    polygon = float(0.0)
+    last = wp.vec2()
+    first = wp.vec2()
+    for k in range(k_count):
+        here = vertex[e, k]
+        nxt = vertex[e, (k + 1) % k_count]
+        d_in = wp.normalize(here - vertex[e, (k + k_count - 1) % k_count])
+        d_out = wp.normalize(nxt - here)
+        f = fillet[e, k]
+        r = f[0]
+        turn = f[2]
+        side = wp.sign(turn)
+        begin = here - d_in * f[1]
+        centre = begin + wp.vec2(-d_in[1], d_in[0]) * (side * r)
+        h0 = wp.atan2(d_in[1], d_in[0])
+        m = wp.max(2, int(wp.ceil(wp.abs(turn) / wp.min(arc_step[e], arc_chord[e] * w / wp.max(r, 1.0e-12)))))
+        end = here + d_out * f[1]
+        target = nxt - d_out * fillet[e, (k + 1) % k_count][1]
+        run = wp.length(target - end)
+        n = wp.max(1, int(run / (straight_step[e] * w)))
+        lateral = wp.vec2(-d_out[1], d_out[0])
+        for i in range(m + n):
+            p = wp.vec2()
+            if i < m:
+                h = h0 + turn * float(i) / float(m)
+                p = centre + wp.vec2(wp.sin(h), -wp.cos(h)) * (side * r)
+            else:
+                a = i - m
+                p = end + (target - end) * (float(a) / float(n))
+                if a > 0:
+                    p = p + lateral * (wiggle[e] * w * (2.0 * uniform(key, _PER_POINT + j) - 1.0))
+            if j > 0:
+                polygon = polygon + wp.length(p - last)
+            else:
+                first = p
+            last = p
+            if j < cap:
+                # rotated by the drawn phase and mirrored half of the time: both directions
+                ctrl[e, j] = wp.vec3(ca * p[0] - sa * mirror * p[1], sa * p[0] + ca * mirror * p[1], 0.0)
+            j = j + 1
+    polygon = polygon + wp.length(first - last)
+    if j > cap or polygon > max_length[e] * w:
+        accept = 0
+    if accept == 0:
+        ok[e] = 0
+    ctrl_count[e] = wp.min(j, cap)
+
+
+def _p(name, default, lo, hi, doc, stream, lo_open=False):
+    return Param(name, default, lo, hi, doc, lo_open=lo_open, stream=stream)
+
+
+class CircuitLayout(Stage):
+    """Control points of a circuit-like loop: a filleted star polygon with a main straight
+    (see the module docstring; every length in band widths, every angle in rad)."""
+
+    name, family = "circuit_layout", "track"
+    # randomizer streams 32.. (the track layout's are 0..4)
+    params = (
+        _p("corners_lo", 10.0, 3.0, MAX_CORNERS, "fewest polygon vertices (corners) of a draw", 32),
+        _p("corners_hi", 17.0, 3.0, MAX_CORNERS, "most polygon vertices (corners) of a draw", 33),
+        _p("radius_lo", 52.0, 0.0, math.inf, "[widths] least outer radius of the polygon", 34, True),
+        _p("radius_hi", 63.3, 0.0, math.inf, "[widths] largest outer radius of the polygon", 35, True),
+        _p("depth", 0.64, 0.0, 0.95, "fraction of the outer radius a vertex is drawn inward", 36),
+        _p("angle_jitter", 0.26, 0.0, 0.45, "fraction of the angular step a vertex is drawn away", 37),
+        _p("gap_lo", 0.644, 0.0, 2.0, "[rad] least angular gap of the main straight", 38),
+        _p("gap_hi", 1.216, 0.0, 2.0, "[rad] largest angular gap of the main straight", 39),
+        _p("corner_radius_lo", 1.0, 0.0, math.inf, "[widths] least drawn fillet radius (log-uniform)", 40, True),
+        _p("corner_radius_hi", 80.0, 0.0, math.inf, "[widths] largest drawn fillet radius (log-uniform)", 41, True),
+        _p("min_corner_radius", 1.3, 0.5, math.inf, "[widths] a fillet shrunk below this rejects the draw", 42),
+        _p("arc_step", 0.2618, 0.0, 1.0, "[rad] largest turn between arc control points", 43, True),
+        _p("arc_chord", 2.0, 0.0, math.inf, "[widths] largest chord between arc control points", 44, True),
+        _p("straight_step", 7.9, 1.0, math.inf, "[widths] spacing of the control points on a straight", 45),
+        _p("wiggle", 0.13, 0.0, 1.0, "[widths] largest lateral offset of a straight's control point", 46),
+        _p("max_length", 480.0, 0.0, math.inf, "[widths] a longer control polygon rejects the draw", 47, True),
+        _p("straight_fraction_lo", 0.55, 0.0, 1.0, "least target share of the loop on straights", 48),
+        _p("straight_fraction_hi", 0.69, 0.0, 1.0, "largest target share of the loop on straights", 49),
+        _p("straight_radius", 50.0, 0.0, math.inf, "[widths] an arc wider than this counts as straight", 50, True),
+    )
+    reads = ("ctrl_hw",)
+    writes = ("ctrl", "ctrl_count")
+    draws = True
+
+    def allocate(self, ctx):
+        E, c = ctx.num_envs, ctx.settings["num_control_points"]
+        ctx.field("ctrl", (E, c), wp.vec3)
+        ctx.field("ctrl_count", E, wp.int32)
+        # scratch: the polygon's vertices and their fillets (radius, tangent length, turn)
+        ctx.field("circuit_vertex", (E, MAX_CORNERS), wp.vec2)
+        ctx.field("circuit_fillet", (E, MAX_CORNERS), wp.vec3)
+
+    def enqueue(self, ctx, pending):
+        p, f = ctx.params, ctx.fields
+        wp.launch(
+            _circuit_layout, ctx.num_envs,
+            inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, f["ctrl_hw"]]
+                   + [p[f"{self.name}.{q.name}"] for q in self.params] + [f["circuit_vertex"], f["circuit_fillet"]],
+            outputs=[f["ctrl"], f["ctrl_count"], ctx.ok], device=ctx.device,
+        )
