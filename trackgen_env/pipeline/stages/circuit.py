@@ -69,12 +69,28 @@ def control_point_capacity(corners_hi: float, max_length: float, straight_step: 
     """
     k = min(int(math.floor(corners_hi)), MAX_CORNERS)
     per_length = 1.0 / min(arc_chord, straight_step)
-    return int(k * (3 + math.ceil(math.pi / arc_step)) + math.ceil(max_length * per_length)) + 1
+    return int(k * (5 + math.ceil(math.pi / arc_step)) + math.ceil(max_length * per_length)) + 1
 
 
 @wp.func
 def _cross(a: wp.vec2, b: wp.vec2) -> float:
     return a[0] * b[1] - a[1] * b[0]
+
+
+@wp.func
+def _fillet_radius(f: wp.vec3, scale: float) -> float:
+    """A fillet's radius: (drawn radius, largest that fits, turn) with the common scale; a
+    slow corner's (drawn < 0) is not scaled."""
+    if f[0] < 0.0:
+        return wp.min(-f[0], f[1])
+    return wp.min(scale * f[0], f[1])
+
+
+@wp.func
+def _arc_points(f: wp.vec3, arc_step: float, arc_chord: float) -> int:
+    """Control points of a fillet's arc (radius, tangent length, turn): every arc_step rad
+    and at most arc_chord apart, at least 2."""
+    return wp.max(2, int(wp.ceil(wp.abs(f[2]) / wp.min(arc_step, arc_chord / wp.max(f[0], 1.0e-12)))))
 
 
 @wp.kernel
@@ -104,6 +120,9 @@ def _circuit_layout(
     straight_fraction_lo: wp.array(dtype=float),
     straight_fraction_hi: wp.array(dtype=float),
     straight_radius: wp.array(dtype=float),
+    slow_share: wp.array(dtype=float),
+    slow_radius_lo: wp.array(dtype=float),
+    slow_radius_hi: wp.array(dtype=float),
     # scratch
     vertex: wp.array2d(dtype=wp.vec2),
     fillet: wp.array2d(dtype=wp.vec3),
@@ -151,6 +170,10 @@ def _circuit_layout(
         d_out = (nxt - here) / wp.max(el_out, 1.0e-12)
         turn = wp.atan2(_cross(d_in, d_out), wp.dot(d_in, d_out))
         r = w * wp.exp(lr_lo + (lr_hi - lr_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
+        if k == 0 or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
+            # a slow corner (always the one that ends the main straight: the braking zone),
+            # its radius kept out of the scaling below (stored negative)
+            r = -w * (slow_radius_lo[e] + (slow_radius_hi[e] - slow_radius_lo[e]) * uniform(key, _PER_VERTEX + 4 * k + 2))
         r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
         fillet[e, k] = wp.vec3(r, r_fit, turn)
     # -- one common factor on the drawn radii sets the share of the loop on straights to a
@@ -166,7 +189,7 @@ def _circuit_layout(
         curved = float(0.0)
         for k in range(k_count):
             f = fillet[e, k]
-            r = wp.min(scale * f[0], f[1])
+            r = _fillet_radius(f, scale)
             bend = wp.abs(f[2])
             arc = r * bend
             length = length - 2.0 * r * wp.tan(0.5 * bend) + arc
@@ -180,7 +203,7 @@ def _circuit_layout(
     accept = int(1)
     for k in range(k_count):
         f = fillet[e, k]
-        r = wp.min(scale * f[0], f[1])
+        r = _fillet_radius(f, scale)
         if r < min_corner_radius[e] * w:
             accept = 0
         fillet[e, k] = wp.vec3(r, r * wp.tan(0.5 * wp.abs(f[2])), f[2])
@@ -201,26 +224,44 @@ def _circuit_layout(
         d_in = wp.normalize(here - vertex[e, (k + k_count - 1) % k_count])
         d_out = wp.normalize(nxt - here)
         f = fillet[e, k]
+        f_next = fillet[e, (k + 1) % k_count]
         r = f[0]
         turn = f[2]
         side = wp.sign(turn)
         begin = here - d_in * f[1]
         centre = begin + wp.vec2(-d_in[1], d_in[0]) * (side * r)
         h0 = wp.atan2(d_in[1], d_in[0])
-        m = wp.max(2, int(wp.ceil(wp.abs(turn) / wp.min(arc_step[e], arc_chord[e] * w / wp.max(r, 1.0e-12)))))
+        m = _arc_points(f, arc_step[e], arc_chord[e] * w)
         end = here + d_out * f[1]
-        target = nxt - d_out * fillet[e, (k + 1) % k_count][1]
+        target = nxt - d_out * f_next[1]
         run = wp.length(target - end)
-        n = wp.max(1, int(run / (straight_step[e] * w)))
+        # the straight's ends are graded: a point one arc chord from each arc, so that the
+        # B-spline meets the arc without a curvature overshoot; a straight shorter than
+        # half a chord has only its first point (none when the fillets touch)
+        chord_in = r * wp.abs(turn) / float(m)
+        chord_out = f_next[0] * wp.abs(f_next[2]) / float(_arc_points(f_next, arc_step[e], arc_chord[e] * w))
+        d0 = wp.min(run / 3.0, chord_in)
+        d1 = wp.min(run / 3.0, chord_out)
+        inner = run - d0 - d1
+        n = wp.max(1, int(inner / (straight_step[e] * w)))
+        points = m + n + 2
+        if run < 0.5 * wp.min(chord_in, chord_out):
+            points = m + 1
+            if run < 0.25 * wp.min(chord_in, chord_out):
+                points = m
         lateral = wp.vec2(-d_out[1], d_out[0])
-        for i in range(m + n):
+        for i in range(points):
             p = wp.vec2()
             if i < m:
                 h = h0 + turn * float(i) / float(m)
                 p = centre + wp.vec2(wp.sin(h), -wp.cos(h)) * (side * r)
+            elif i == m:
+                p = end
+            elif i == m + n + 1:
+                p = target - d_out * d1
             else:
-                a = i - m
-                p = end + (target - end) * (float(a) / float(n))
+                a = i - m - 1
+                p = end + d_out * (d0 + inner * float(a) / float(n))
                 if a > 0:
                     p = p + lateral * (wiggle[e] * w * (2.0 * uniform(key, _PER_POINT + j) - 1.0))
             if j > 0:
@@ -261,15 +302,18 @@ class CircuitLayout(Stage):
         _p("gap_hi", 1.216, 0.0, 2.0, "[rad] largest angular gap of the main straight", 39),
         _p("corner_radius_lo", 1.0, 0.0, math.inf, "[widths] least drawn fillet radius (log-uniform)", 40, True),
         _p("corner_radius_hi", 80.0, 0.0, math.inf, "[widths] largest drawn fillet radius (log-uniform)", 41, True),
-        _p("min_corner_radius", 1.3, 0.5, math.inf, "[widths] a fillet shrunk below this rejects the draw", 42),
+        _p("min_corner_radius", 0.85, 0.5, math.inf, "[widths] a fillet shrunk below this rejects the draw", 42),
         _p("arc_step", 0.2618, 0.0, 1.0, "[rad] largest turn between arc control points", 43, True),
         _p("arc_chord", 2.0, 0.0, math.inf, "[widths] largest chord between arc control points", 44, True),
         _p("straight_step", 7.9, 1.0, math.inf, "[widths] spacing of the control points on a straight", 45),
-        _p("wiggle", 0.13, 0.0, 1.0, "[widths] largest lateral offset of a straight's control point", 46),
+        _p("wiggle", 0.3, 0.0, 1.0, "[widths] largest lateral offset of a straight's control point", 46),
         _p("max_length", 480.0, 0.0, math.inf, "[widths] a longer control polygon rejects the draw", 47, True),
         _p("straight_fraction_lo", 0.55, 0.0, 1.0, "least target share of the loop on straights", 48),
         _p("straight_fraction_hi", 0.69, 0.0, 1.0, "largest target share of the loop on straights", 49),
         _p("straight_radius", 50.0, 0.0, math.inf, "[widths] an arc wider than this counts as straight", 50, True),
+        _p("slow_share", 0.3, 0.0, 1.0, "share of the corners drawn slow (and the one after the main straight)", 51),
+        _p("slow_radius_lo", 0.9, 0.0, math.inf, "[widths] least radius of a slow corner", 52, True),
+        _p("slow_radius_hi", 3.0, 0.0, math.inf, "[widths] largest radius of a slow corner", 53, True),
     )
     reads = ("ctrl_hw",)
     writes = ("ctrl", "ctrl_count")
