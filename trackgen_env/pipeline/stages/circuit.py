@@ -87,6 +87,24 @@ def _fillet_radius(f: wp.vec3, scale: float) -> float:
 
 
 @wp.func
+def _straight_share(fillet: wp.array2d(dtype=wp.vec3), e: int, k_count: int, perimeter: float, scale: float,
+                    straight_r: float) -> float:
+    """The share of the filleted polygon on straights (and arcs wider than straight_r) with
+    the common scale on the drawn radii."""
+    length = perimeter
+    curved = float(0.0)
+    for k in range(k_count):
+        f = fillet[e, k]
+        r = _fillet_radius(f, scale)
+        bend = wp.abs(f[2])
+        arc = r * bend
+        length = length - 2.0 * r * wp.tan(0.5 * bend) + arc
+        if r < straight_r:
+            curved = curved + arc
+    return 1.0 - curved / wp.max(length, 1.0e-12)
+
+
+@wp.func
 def _arc_points(f: wp.vec3, arc_step: float, arc_chord: float) -> int:
     """Control points of a fillet's arc (radius, tangent length, turn): every arc_step rad
     and at most arc_chord apart, at least 2."""
@@ -123,6 +141,8 @@ def _circuit_layout(
     slow_share: wp.array(dtype=float),
     slow_radius_lo: wp.array(dtype=float),
     slow_radius_hi: wp.array(dtype=float),
+    slow_turn: wp.array(dtype=float),
+    straight_fraction_tolerance: wp.array(dtype=float),
     # scratch
     vertex: wp.array2d(dtype=wp.vec2),
     fillet: wp.array2d(dtype=wp.vec3),
@@ -170,9 +190,9 @@ def _circuit_layout(
         d_out = (nxt - here) / wp.max(el_out, 1.0e-12)
         turn = wp.atan2(_cross(d_in, d_out), wp.dot(d_in, d_out))
         r = w * wp.exp(lr_lo + (lr_hi - lr_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
-        if k == 0 or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
-            # a slow corner (always the one that ends the main straight: the braking zone),
-            # its radius kept out of the scaling below (stored negative)
+        if k == 0 or wp.abs(turn) >= slow_turn[e] or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
+            # a slow corner (always the one that ends the main straight, the braking zone, and
+            # every sharp one), its radius kept out of the scaling below (stored negative)
             r = -w * (slow_radius_lo[e] + (slow_radius_hi[e] - slow_radius_lo[e]) * uniform(key, _PER_VERTEX + 4 * k + 2))
         r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
         fillet[e, k] = wp.vec3(r, r_fit, turn)
@@ -184,23 +204,14 @@ def _circuit_layout(
     hi = float(3.0)
     for it in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        scale = wp.exp(mid)
-        length = perimeter
-        curved = float(0.0)
-        for k in range(k_count):
-            f = fillet[e, k]
-            r = _fillet_radius(f, scale)
-            bend = wp.abs(f[2])
-            arc = r * bend
-            length = length - 2.0 * r * wp.tan(0.5 * bend) + arc
-            if r < straight_r:
-                curved = curved + arc
-        if 1.0 - curved / wp.max(length, 1.0e-12) > aim:
+        if _straight_share(fillet, e, k_count, perimeter, wp.exp(mid), straight_r) > aim:
             lo = mid  # too straight: wider corners
         else:
             hi = mid
     scale = wp.exp(0.5 * (lo + hi))
     accept = int(1)
+    if wp.abs(_straight_share(fillet, e, k_count, perimeter, scale, straight_r) - aim) > straight_fraction_tolerance[e]:
+        accept = 0  # the polygon cannot reach its drawn share (its edges too short for the fillets)
     for k in range(k_count):
         f = fillet[e, k]
         r = _fillet_radius(f, scale)
@@ -292,10 +303,10 @@ class CircuitLayout(Stage):
     name, family = "circuit_layout", "track"
     # randomizer streams 32.. (the track layout's are 0..4)
     params = (
-        _p("corners_lo", 10.0, 3.0, MAX_CORNERS, "fewest polygon vertices (corners) of a draw", 32),
-        _p("corners_hi", 17.0, 3.0, MAX_CORNERS, "most polygon vertices (corners) of a draw", 33),
-        _p("radius_lo", 52.0, 0.0, math.inf, "[widths] least outer radius of the polygon", 34, True),
-        _p("radius_hi", 63.3, 0.0, math.inf, "[widths] largest outer radius of the polygon", 35, True),
+        _p("corners_lo", 13.0, 3.0, MAX_CORNERS, "fewest polygon vertices (corners) of a draw", 32),
+        _p("corners_hi", 22.0, 3.0, MAX_CORNERS, "most polygon vertices (corners) of a draw", 33),
+        _p("radius_lo", 55.0, 0.0, math.inf, "[widths] least outer radius of the polygon", 34, True),
+        _p("radius_hi", 68.0, 0.0, math.inf, "[widths] largest outer radius of the polygon", 35, True),
         _p("depth", 0.64, 0.0, 0.95, "fraction of the outer radius a vertex is drawn inward", 36),
         _p("angle_jitter", 0.26, 0.0, 0.45, "fraction of the angular step a vertex is drawn away", 37),
         _p("gap_lo", 0.644, 0.0, 2.0, "[rad] least angular gap of the main straight", 38),
@@ -309,11 +320,13 @@ class CircuitLayout(Stage):
         _p("wiggle", 0.3, 0.0, 1.0, "[widths] largest lateral offset of a straight's control point", 46),
         _p("max_length", 480.0, 0.0, math.inf, "[widths] a longer control polygon rejects the draw", 47, True),
         _p("straight_fraction_lo", 0.55, 0.0, 1.0, "least target share of the loop on straights", 48),
-        _p("straight_fraction_hi", 0.69, 0.0, 1.0, "largest target share of the loop on straights", 49),
+        _p("straight_fraction_hi", 0.67, 0.0, 1.0, "largest target share of the loop on straights", 49),
         _p("straight_radius", 50.0, 0.0, math.inf, "[widths] an arc wider than this counts as straight", 50, True),
-        _p("slow_share", 0.3, 0.0, 1.0, "share of the corners drawn slow (and the one after the main straight)", 51),
+        _p("slow_share", 0.2, 0.0, 1.0, "share of the corners drawn slow (and the one after the main straight)", 51),
         _p("slow_radius_lo", 0.9, 0.0, math.inf, "[widths] least radius of a slow corner", 52, True),
         _p("slow_radius_hi", 3.0, 0.0, math.inf, "[widths] largest radius of a slow corner", 53, True),
+        _p("slow_turn", 1.4, 0.0, 4.0, "[rad] a corner turning more is slow (4: none by its turn)", 54),
+        _p("straight_fraction_tolerance", 0.05, 0.0, 1.0, "a draw that misses its straight share by more is rejected", 55),
     )
     reads = ("ctrl_hw",)
     writes = ("ctrl", "ctrl_count")
