@@ -8,13 +8,20 @@ into a centreline as for any procedural track. One thread per env::
     polygon   K vertices (K drawn in [corners_lo, corners_hi]) at jittered angles around the
               centre, radii R (1 - depth u) with R drawn in [radius_lo, radius_hi] widths;
               one angular gap of gap_lo..gap_hi rad between two vertices at R: the main straight
-    fillets   each vertex rounded by a circular arc of radius drawn log-uniformly in
-              [corner_radius_lo, corner_radius_hi] widths, shrunk so that its tangent
-              length fits half of each adjacent edge; a draw with a fillet shrunk below
-              min_corner_radius widths is rejected (a corner too tight for the band)
+    fillets   each vertex rounded by a circular arc: a slow corner (the one that ends the main
+              straight, every corner turning by more than slow_turn rad, and a slow_share of
+              the others) of radius slow_radius_lo..slow_radius_hi widths; the others of a
+              radius drawn log-uniformly in [corner_radius_lo, corner_radius_hi] widths times
+              one common factor, found by bisection, that puts a drawn share
+              (straight_fraction_lo..hi) of the loop on straights (arcs wider than
+              straight_radius widths count as straight, as in ``trackgen_env.stats``); each
+              shrunk so that its tangent length fits half of each adjacent edge. A draw is
+              rejected when a fillet is shrunk below min_corner_radius widths, or when its
+              straight share misses the drawn one by more than straight_fraction_tolerance
     control   the arcs sampled every arc_step rad (and at most arc_chord widths apart), the
     points    straights every straight_step widths with a lateral wiggle of up to wiggle
-              widths (real straights are not perfectly straight)
+              widths (real straights are not perfectly straight), their ends graded (a point
+              one arc chord from the arc) so that the spline meets an arc without overshoot
 
 then the ``spline`` stage fits the periodic uniform cubic B-spline of those control points
 (de Boor 1978). A draw is also rejected when its control polygon is longer than
@@ -64,8 +71,9 @@ def control_point_capacity(corners_hi: float, max_length: float, straight_step: 
     """Control points a draw may need at most, from the construction values (in widths).
 
     Per corner: at most ``2 + pi / arc_step + arc / arc_chord`` arc points (``arc`` its arc
-    length); per straight at most ``1 + length / straight_step``; the arcs and straights
-    together are no longer than the control polygon, ``<= max_length``.
+    length); per straight at most ``3 + length / straight_step`` (its graded ends); the arcs
+    and straights together are about as long as the control polygon, ``<= max_length``. A
+    draw that needs more is rejected (never written past the capacity).
     """
     k = min(int(math.floor(corners_hi)), MAX_CORNERS)
     per_length = 1.0 / min(arc_chord, straight_step)
