@@ -4,6 +4,7 @@ valid rate, determinism, scale-freeness, and the statistics of real circuits."""
 from __future__ import annotations
 
 import glob
+import re
 import warnings
 from pathlib import Path
 
@@ -131,3 +132,9 @@ def test_preset_refuses_unknown_and_bad_arguments():
         presets.circuit(width_range=(1.0,))
     with pytest.raises(ValueError, match="circuit_layout.depth"):
         build(presets.circuit(depth=2.0, device=DEV))
+
+
+def test_the_courses_page_circuit_example_runs():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "courses.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "presets.circuit" in b)
+    exec(block, {})
