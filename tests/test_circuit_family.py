@@ -66,6 +66,8 @@ def test_every_valid_env_is_closed_without_crossing_and_turns_no_tighter_than_ha
     valid = result.valid.numpy()
     for e in np.flatnonzero(valid):
         _check_geometry(result, e)
+    # the capacities hold every accepted loop (the stage bounds its control polygon)
+    assert np.all(result.loop_length.numpy()[valid == 1] <= spec.settings["max_loop_length"])
 
 
 def test_valid_rate_at_the_defaults_is_at_least_99_percent():
