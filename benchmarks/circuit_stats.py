@@ -3,12 +3,13 @@
 Usage::
 
     python benchmarks/circuit_stats.py --circuits ../shared/real-courses/circuits \\
-        [--family default] [--num-envs 256] [--seed 0] [--png docs/images/circuit_stats.png] [--json FILE]
+        [--family default --family circuit] [--num-envs 256] [--seed 0] [--png docs/images/circuit_stats.png] [--json FILE]
 
-Prints one row per measure: the generated batch's 5th percentile / median / 95th percentile,
-the real circuits' min / median / max, and the share of generated tracks inside the real
-range; then the real circuits one by one. Plots the distributions overlaid (one panel per
-measure, and the pooled distribution of |curvature| x width) into ``--png``.
+Prints, per generated family (default: both ``default`` and ``circuit``), one row per
+measure: the batch's 5th percentile / median / 95th percentile, the real circuits' min /
+median / max, and the share of generated tracks inside the real range, and the share with
+every measure inside; then the real circuits one by one. Plots the distributions overlaid
+(one panel per measure, and the pooled distribution of |curvature| x width) into ``--png``.
 Every measure is scale-free (lengths in track widths), so a 1:10 generated track and a
 full-size circuit compare directly.
 """
@@ -24,15 +25,20 @@ import numpy as np
 import warp as wp
 
 from trackgen_env import TrackGenConfig, TrackGenerator
+from trackgen_env.pipeline import build, presets
 from trackgen_env.generators.centerline_io import load_centerline_csv
 from trackgen_env.stats import MEASURES, STRAIGHT_KAPPA_WIDTH, CircuitStats, centerline_stats, track_result_stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: Generated families to compare: name -> the TrackGenConfig keyword arguments.
-FAMILIES: dict[str, dict] = {
-    "default": {},  # TrackGenConfig(): ~19 m loops in a 10 m square, 0.8 m wide
+#: Generated families to compare: name -> (num_envs, device, seed) -> a generated TrackResult.
+FAMILIES = {
+    # TrackGenConfig(): ~19 m loops in a 10 m square, 0.8 m wide
+    "default": lambda n, device, seed: TrackGenerator(TrackGenConfig(num_envs=n, device=device), seeds=seed).generate(),
+    # presets.circuit(): circuit-like loops, 1.2 m wide (the statistics are scale-free)
+    "circuit": lambda n, device, seed: build(presets.circuit(num_envs=n, device=device), seeds=seed).result,
 }
+COLORS = {"default": "tab:blue", "circuit": "tab:green"}
 
 
 def real_circuits(folder: str) -> dict[str, CircuitStats]:
@@ -45,8 +51,14 @@ def real_circuits(folder: str) -> dict[str, CircuitStats]:
 
 def generated(family: str, num_envs: int, seed: int, device: str = "cpu") -> list[CircuitStats]:
     """The stats of the valid tracks of one generated batch of ``family``."""
-    config = TrackGenConfig(num_envs=num_envs, device=device, **FAMILIES[family])
-    return track_result_stats(TrackGenerator(config, seeds=seed).generate())
+    return track_result_stats(FAMILIES[family](num_envs, device, seed))
+
+
+def all_inside(gen: list[CircuitStats], real: dict[str, CircuitStats]) -> float:
+    """The share of generated tracks with every measure inside the real circuits' range."""
+    rows = [s.row() for s in real.values()]
+    ranges = {k: (min(r[k] for r in rows), max(r[k] for r in rows)) for k in MEASURES}
+    return float(np.mean([all(lo <= s.row()[k] <= hi for k, (lo, hi) in ranges.items()) for s in gen]))
 
 
 def compare(gen: list[CircuitStats], real: dict[str, CircuitStats]) -> dict[str, dict[str, float]]:
@@ -86,8 +98,8 @@ def format_circuits(real: dict[str, CircuitStats]) -> str:
     return "\n".join(rows)
 
 
-def plot(gen: list[CircuitStats], real: dict[str, CircuitStats], family: str, png: str) -> None:
-    """One panel per measure (generated histogram vs the real circuits) and the pooled |kappa| w."""
+def plot(gens: dict[str, list[CircuitStats]], real: dict[str, CircuitStats], png: str) -> None:
+    """One panel per measure (each generated family's histogram vs the real circuits) and the pooled |kappa| w."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,17 +108,20 @@ def plot(gen: list[CircuitStats], real: dict[str, CircuitStats], family: str, pn
     keys = list(MEASURES)
     fig, axes = plt.subplots(2, 4, figsize=(15, 6.5))
     for ax, key in zip(axes.flat, keys):
-        g = np.array([s.row()[key] for s in gen])
         r = np.array([s.row()[key] for s in real.values()])
-        lo, hi = min(g.min(), r.min()), max(g.max(), r.max())
+        values = {name: np.array([s.row()[key] for s in gen]) for name, gen in gens.items()}
+        lo = min([r.min()] + [g.min() for g in values.values()])
+        hi = max([r.max()] + [g.max() for g in values.values()])
         bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 30)
-        ax.hist(g, bins=bins, density=True, alpha=0.55, color="tab:blue", label=f"generated ({family})")
+        for name, g in values.items():
+            ax.hist(g, bins=bins, density=True, alpha=0.45, color=COLORS.get(name), label=f"generated ({name})")
         ax.hist(r, bins=bins, density=True, alpha=0.55, color="tab:orange", label="real circuits")
         ax.set_title(MEASURES[key], fontsize=10)
         ax.tick_params(labelsize=8)
     ax = axes.flat[len(keys)]
     bins = np.logspace(-3, 1, 50)
-    for stats, color, label in ((gen, "tab:blue", f"generated ({family})"), (list(real.values()), "tab:orange", "real circuits")):
+    curves = [(gen, COLORS.get(name), f"generated ({name})") for name, gen in gens.items()]
+    for stats, color, label in curves + [(list(real.values()), "tab:orange", "real circuits")]:
         kw = np.clip(np.abs(np.concatenate([s.kappa_width for s in stats])), bins[0], bins[-1])  # the ends: the outer bins
         ax.hist(kw, bins=bins, weights=np.full(kw.size, 1.0 / kw.size), histtype="step", lw=1.5, color=color, label=label)
     ax.set_ylabel("fraction of the loop", fontsize=8)
@@ -126,8 +141,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--circuits", default=os.path.join(ROOT, "..", "shared", "real-courses", "circuits"),
                         help="folder of circuit CSVs (x_m, y_m, w_tr_right_m, w_tr_left_m)")
-    parser.add_argument("--family", choices=sorted(FAMILIES), default="default", help="generated family")
-    parser.add_argument("--num-envs", type=int, default=256, help="generated tracks")
+    parser.add_argument("--family", choices=sorted(FAMILIES), action="append", default=None,
+                        help="generated family (repeat for several; default: all)")
+    parser.add_argument("--num-envs", type=int, default=256, help="generated tracks per family")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--png", default=os.path.join(ROOT, "docs", "images", "circuit_stats.png"))
@@ -135,14 +151,18 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     wp.config.quiet = True
     real = real_circuits(args.circuits)
-    gen = generated(args.family, args.num_envs, args.seed, args.device)
-    table = compare(gen, real)
-    print(format_table(table, args.family, len(gen), len(real)))
-    print()
+    families = args.family or list(FAMILIES)
+    gens = {name: generated(name, args.num_envs, args.seed, args.device) for name in families}
+    result = {"num_real": len(real), "families": {}}
+    for name, gen in gens.items():
+        table = compare(gen, real)
+        inside = all_inside(gen, real)
+        print(format_table(table, name, len(gen), len(real)))
+        print(f"\nevery measure inside the real range: {inside:.0%} of the `{name}` tracks\n")
+        result["families"][name] = {"num_generated": len(gen), "all_inside": inside, "measures": table}
     print(format_circuits(real))
-    plot(gen, real, args.family, args.png)
+    plot(gens, real, args.png)
     print(f"\nplot: {args.png}")
-    result = {"family": args.family, "num_generated": len(gen), "num_real": len(real), "measures": table}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -31,8 +31,19 @@ def test_the_script_compares_and_plots(tmp_path, capsys):
     result = _load().main(["--circuits", str(tmp_path), "--num-envs", "4", "--png", str(png), "--json", str(out)])
     assert png.stat().st_size > 0
     assert json.loads(out.read_text()) == result
-    assert result["num_real"] == 2 and result["num_generated"] >= 1
-    straights = result["measures"]["straight_fraction"]
+    assert result["num_real"] == 2 and sorted(result["families"]) == ["circuit", "default"]
+    default, circuit = result["families"]["default"], result["families"]["circuit"]
+    assert default["num_generated"] >= 1 and circuit["num_generated"] >= 1
+    straights = default["measures"]["straight_fraction"]
     assert straights["real_min"] > 0.5 > straights["generated_median"]  # the default family has almost none
+    assert circuit["measures"]["straight_fraction"]["generated_median"] > 0.5  # the circuit family's laps are
     text = capsys.readouterr().out
     assert "| loop length / width |" in text and "| A |" in text and "| B |" in text
+    assert "generated `circuit`" in text and "every measure inside the real range" in text
+
+
+def test_one_family_on_request(tmp_path):
+    write_stadium_csv(tmp_path / "A.csv", 600.0, 60.0, 6.0)
+    result = _load().main(["--circuits", str(tmp_path), "--family", "circuit", "--num-envs", "2",
+                           "--png", str(tmp_path / "s.png")])
+    assert list(result["families"]) == ["circuit"]

@@ -6,11 +6,18 @@ the same rules, ``stages.track.check_track`` / ``stages.gates.check_gates``).
 
 from __future__ import annotations
 
+import math
+
+from ..checks import check_float, check_int, resolve_device
 from .spec import PipelineSpec
+from .stages import circuit as _circuit
 from .stages import gates as _gates
 from .stages import track as _track
 
-__all__ = ["track", "gates"]
+__all__ = ["track", "gates", "circuit", "CIRCUIT_STAGES"]
+
+#: the circuit family's stages: the track stages with ``circuit_layout`` for ``layout``
+CIRCUIT_STAGES = ("band", "circuit_layout", "spline", "resample", "checks", "start")
 
 
 def track(**kwargs) -> PipelineSpec:
@@ -50,3 +57,72 @@ def gates(*, gate_width: float = 0.0, **kwargs) -> PipelineSpec:
     # a given layout has no layout stage: only the openings are parameters
     params = {name: v[field] for field, name in _gates.GATES_PARAMS.items() if name.split(".")[0] in stages}
     return PipelineSpec("gates", v["num_envs"], v["device"], settings, stages, params)
+
+
+def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=None, point_spacing: float = 0.25,
+            min_turn_radius_factor: float = 1.5, max_retries: int = 16, **layout) -> PipelineSpec:
+    """The circuit-like track family: long straights, slow and fast corners, hairpins,
+    chicanes, at any scale (``width`` sets it).
+
+    The track stages with the ``circuit_layout`` stage (``stages.circuit``: a filleted star
+    polygon with a main straight, every length in band widths) in place of ``layout``. At
+    the defaults >= 99 % of the envs are valid and >= 90 % of the tracks have every
+    statistic of :mod:`trackgen_env.stats` inside the range of the 19 real circuits of the
+    TUMFTM racetrack database (Heilmeier et al., 2020): loops of ~250-450 widths,
+    ~60 % of the lap on straights, corner radii from ~1 to ~80 widths (``docs/courses.md``).
+
+    Args:
+        width: [m] full width of the band (``"band.width"``), > 0: 1.2 for a 1:10 RC car,
+            12 for a full-size circuit. The same seed draws the same shape at any width.
+        num_envs: ``E``, >= 1. device: the Warp device (None: the default).
+        width_range: ``(lo, hi)`` [m] to draw ``"band.width"`` per env, per generation (the
+            capacities are sized for ``hi``, the point spacing for ``lo``); None: ``width`` only.
+            Randomize ``"band.width"`` through this argument, not ``with_randomize``, or the
+            loops wider than the capacities allow are rejected.
+        point_spacing: centreline point spacing in widths (of the narrowest band), in [0.05, 0.5].
+        min_turn_radius_factor: the checks' least turn radius in half widths, >= 1 (1.5: 0.75
+            widths; real hairpins reach ~0.5-0.7 widths by :mod:`trackgen_env.stats`).
+        max_retries: the retry bound, in [12, 64].
+        layout: construction values of the ``"circuit_layout.*"`` parameters by their short
+            name (``corners_hi=12``, ``wiggle=0.2``; see ``stages.circuit.CircuitLayout.params``).
+
+    Returns:
+        a track :class:`PipelineSpec` (``build`` it, or pass it to ``Course.track``).
+
+    Raises:
+        TypeError: an unknown ``layout`` name; a non-number value.
+        ValueError: a value out of its range (``build`` checks the layout's declared bounds).
+    """
+    declared = _circuit.CircuitLayout.full_params()
+    unknown = sorted(k for k in layout if f"circuit_layout.{k}" not in declared)
+    if unknown:
+        raise TypeError(f"presets.circuit() got unknown layout parameters {unknown}; they are "
+                        f"{[n.split('.', 1)[1] for n in declared]}")
+    num_envs = check_int("num_envs", num_envs, lo=1)
+    device = resolve_device(device)
+    width = check_float("width", width, lo=0.0, lo_open=True)
+    if width_range is None:
+        w_lo = w_hi = width
+    else:
+        if not isinstance(width_range, (tuple, list)) or len(width_range) != 2:
+            raise ValueError(f"width_range must be a (lo, hi) pair in metres, got {width_range!r}")
+        w_lo = check_float("width_range[0]", width_range[0], lo=0.0, lo_open=True)
+        w_hi = check_float("width_range[1]", width_range[1], lo=w_lo)
+    spacing = check_float("point_spacing", point_spacing, lo=0.05, hi=0.5)
+    params = {name: p.default for name, p in declared.items()}
+    params.update({f"circuit_layout.{k}": check_float(k, v) for k, v in layout.items()})
+    q = {n.split(".", 1)[1]: v for n, v in params.items()}
+    max_loop = q["max_length"] * w_hi
+    settings = {
+        "point_spacing": spacing * w_lo,
+        "num_control_points": _circuit.control_point_capacity(q["corners_hi"], q["max_length"], q["straight_step"],
+                                                              q["arc_step"], q["arc_chord"]),
+        "max_loop_length": max_loop,
+        "max_points": math.ceil(max_loop / (spacing * w_lo)) + 2,
+        "min_turn_radius_factor": check_float("min_turn_radius_factor", min_turn_radius_factor, lo=1.0),
+        "max_retries": check_int("max_retries", max_retries, lo=12, hi=64),
+        "source": "procedural",
+        "max_input_points": 0,
+    }
+    spec = PipelineSpec("track", num_envs, str(device), settings, CIRCUIT_STAGES, {"band.width": width, **params})
+    return spec if width_range is None else spec.with_randomize({"band.width": (w_lo, w_hi)})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from .stage import Family, Stage
-from .stages import gates, given, track
+from .stages import circuit, gates, given, track
 
 __all__ = ["Registry", "default_registry", "FAMILIES"]
 
@@ -23,7 +23,7 @@ FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
 
 _BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
-                   given.GateLayoutInput)
+                   given.GateLayoutInput, circuit.CircuitLayout)
 _NAMESPACED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

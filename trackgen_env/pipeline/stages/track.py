@@ -43,6 +43,7 @@ __all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK", "
 wp.set_module_options({"enable_backward": False})
 
 MAX_POINTS = 1 << 16  # the largest centreline capacity
+MAX_CONTROL_POINTS = 4096  # the most control points of a spec (a config: 20)
 
 # Stage names in execution order, of a procedural track and of a given centreline.
 TRACK_STAGES = ("band", "layout", "spline", "resample", "checks", "start")
@@ -722,7 +723,9 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         raise ValueError(f"source must be 'procedural' or 'centerline', got {v['source']!r}")
     procedural = v["source"] == "procedural"
     v["point_spacing"] = check_float("point_spacing", v["point_spacing"], lo=0.0, lo_open=True)
-    v["num_control_points"] = check_int("num_control_points", v["num_control_points"], lo=5, hi=20)
+    # a spec may hold more control points than a config (the circuit layout draws hundreds)
+    v["num_control_points"] = check_int("num_control_points", v["num_control_points"], lo=5,
+                                        hi=20 if fit else MAX_CONTROL_POINTS)
     v["min_turn_radius_factor"] = check_float("min_turn_radius_factor", v["min_turn_radius_factor"], lo=1.0)
     v["max_retries"] = check_int("max_retries", v["max_retries"], lo=12 if procedural else 0, hi=64)
     if procedural:
