@@ -1,5 +1,6 @@
-"""The built-in stages, one module per family (``track``, ``gates``) and the given courses' (``given``)."""
+"""The built-in stages, one module per family (``track``, ``gates``), the given courses'
+(``given``) and the track's optional ``banking``."""
 
-from . import gates, given, track
+from . import banking, gates, given, track
 
-__all__ = ["track", "gates", "given"]
+__all__ = ["track", "gates", "given", "banking"]
