@@ -308,7 +308,9 @@ class TrackVectorEnv(CourseVectorEnv):
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
       the default behaviour; later ``None`` limits, read-only attributes, a releasing
       ``close()`` and the memory check, none of which changes a valid run; then
-      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default.
+      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default; then
+      on an elevated or banked track (``TrackGenConfig(elevation=, banking=)``) the car's z
+      follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -369,14 +371,17 @@ class TrackVectorEnv(CourseVectorEnv):
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
+        # on hills or banked corners the car rides on a baked ground (CarState.follow_ground)
+        ground = isinstance(source, TrackGenConfig) and (source.elevation > 0.0 or source.banking > 0.0)
         self.course = Course.track(
             source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
-            extra=[tools.Localizer(warm_window=window)], **seeds,
+            extra=[tools.Localizer(warm_window=window)], heightfield=True if ground else None, **seeds,
         )
         self.track_config = source if isinstance(source, TrackGenConfig) else source.config
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)
+        self._ground = self.course.heightfield  # None on a flat, level track: no launch
         self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         k = np.arange(self.num_lookahead)
@@ -389,6 +394,8 @@ class TrackVectorEnv(CourseVectorEnv):
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
         self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
+        if self._ground is not None:
+            self.state.follow_ground(self._ground)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
