@@ -282,7 +282,10 @@ class TrackVectorEnv(CourseVectorEnv):
       tyres, blended to the kinematic one at low speed; :mod:`trackgen_env.envs.car`).
     * ``track``: a :class:`~trackgen_env.TrackGenConfig` (its ``num_envs`` and ``device``
       are replaced by the env's); default ``TrackGenConfig()`` (a ~19 m loop in a 10 m
-      square, 0.8 m wide).
+      square, 0.8 m wide). With ``elevation > 0`` or ``banking > 0`` the course also bakes
+      the ground (``tools.HeightFieldBake()``, 128 nodes per side, ``course.heightfield``)
+      and the planar car rides on it: its z is the ground height under it after every
+      step (``docs/elevated-tracks.md``).
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
