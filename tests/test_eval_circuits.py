@@ -10,7 +10,7 @@ from trackgen_env.__main__ import main
 from trackgen_env.envs.car import CAR_PRESETS
 from trackgen_env.integrations.circuits import evaluate_circuits
 from trackgen_env.laptime import reference_lap_time
-from trackgen_env.pipeline.track_config import TrackGenConfig
+from trackgen_env.generators.track_config import TrackGenConfig
 
 from stadium import stadium
 

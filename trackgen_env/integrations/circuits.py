@@ -37,7 +37,7 @@ from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
-from ..pipeline.track_config import TrackGenConfig
+from ..generators.track_config import TrackGenConfig
 from .train import _torch_device, _torch_threads, torch_threads_for
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
