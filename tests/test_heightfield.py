@@ -297,11 +297,12 @@ def test_sdf_warning_fires_when_its_cells_are_too_coarse_at_the_largest_size():
 def test_elevated_tracks_page_examples_run_in_order(tmp_path):
     """Run from a file: Warp reads a kernel's source, which an exec'd string lacks."""
     blocks = re.findall(r"```python\n(.*?)```", (DOCS / "elevated-tracks.md").read_text(), re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 4  # the banking and the car env examples too
     path = tmp_path / "elevated_tracks_page.py"
     path.write_text("\n".join(blocks))
     spec = importlib.util.spec_from_file_location("elevated_tracks_page", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    assert module.z.shape == (4,) and np.ptp(module.z) > 0  # the cars on the ground of their hills
     course = module.course
     assert course.heightfield.size == 14.0 and course.generator.params["layout.size"].numpy()[0] == 12.0

@@ -203,7 +203,9 @@ def project(
 
     The offset is the distance from ``q`` to ``p`` across the line, height excluded: the
     length of ``p - q`` less its component along the segment's up axis (``+z`` made
-    perpendicular to the segment; on a flat line the horizontal distance), signed by the
+    perpendicular to the segment; on a flat line the horizontal distance; on a banked band,
+    whose interpolated normal climbs, ``segment x normal``: the distance across the tilted
+    road surface), signed by the
     side of the interpolated left normal (left > 0; 0 on the normal counts as left). Its
     magnitude is a distance, not the component along the normal: the two agree where
     ``p - q`` runs across the segment (a point beside it), but past a segment's end at a
@@ -218,18 +220,23 @@ def project(
     if l2 > 0.0:
         t = wp.clamp(wp.dot(p - a, ab) / l2, 0.0, 1.0)
     d = p - (a + ab * t)
+    across = normal[e, j] * (1.0 - t) + normal[e, j1] * t  # the interpolated normal
     distance = float(0.0)
-    if ab[2] == 0.0:
-        distance = wp.length(wp.vec2(d[0], d[1]))  # a flat segment: its up axis is +z
+    if ab[2] == 0.0 and across[2] == 0.0:
+        distance = wp.length(wp.vec2(d[0], d[1]))  # a flat, level segment: its up axis is +z
     else:
-        up = Z_AXIS - ab * (ab[2] / l2)  # +z less its component along the segment
+        up = wp.vec3()
+        if across[2] != 0.0:
+            up = wp.cross(ab, across)  # a banked band: the road's up axis tilts with its normal
+        else:
+            up = Z_AXIS - ab * (ab[2] / l2)  # +z less its component along the segment
         u2 = wp.dot(up, up)
         if u2 > 1.0e-12:
             distance = wp.length(d - up * (wp.dot(d, up) / u2))
         else:
             distance = wp.length(d)  # a vertical segment has no up axis: the whole distance counts
     # the side of the interpolated normal (normalising the blend would not change its sign)
-    side = wp.dot(d, normal[e, j] * (1.0 - t) + normal[e, j1] * t)
+    side = wp.dot(d, across)
     lateral = wp.where(side < 0.0, -distance, distance)
     hw = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
     return t, lateral, hw

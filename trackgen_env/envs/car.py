@@ -60,6 +60,7 @@ import warp as wp
 
 from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw
+from ..tools.heightfield import HeightField, sample_height
 from .base import INT32_MAX
 
 __all__ = ["CarParams", "CAR_PRESETS", "CAR_MODELS", "car_params", "check_car_model", "CarState", "understeer_gradient"]
@@ -527,6 +528,14 @@ def _dynamic_car_step(
     elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
 
 
+@wp.kernel
+def _on_ground(heights: wp.array3d(dtype=float), origin: wp.vec2, cell_size: float,
+               position: wp.array(dtype=wp.vec3)):
+    e = wp.tid()
+    p = position[e]
+    position[e] = wp.vec3(p[0], p[1], sample_height(heights, e, origin, cell_size, p[0], p[1]))
+
+
 class CarState:
     """The car's device state for ``E`` envs (stable arrays, SI units).
 
@@ -534,7 +543,8 @@ class CarState:
     needs ``params.has_tyres``, ValueError otherwise), kept as ``car_model``.
 
     Attributes:
-        position: ``[E]`` vec3 [m] centre of gravity (z from the start pose).
+        position: ``[E]`` vec3 [m] centre of gravity (z from the start pose; on the ground
+            after :meth:`follow_ground`).
         orientation: ``[E]`` quat, yaw about z (what the course's components read).
         yaw: ``[E]`` float32 [rad] heading psi in [-pi, pi).
         speed: ``[E]`` float32 [m/s] speed v >= 0.
@@ -601,3 +611,15 @@ class CarState:
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )
+
+    def follow_ground(self, ground: HeightField) -> None:
+        """Set every car's z to the ground height under its x-y (bilinear in ``ground``'s grid,
+        :func:`~trackgen_env.tools.heightfield.sample_height`): the planar model drives on the
+        surface of an elevated or banked track. One launch, no host sync: capturable.
+
+        Args:
+            ground: the course's :class:`~trackgen_env.tools.HeightField` (``course.heightfield``),
+                on this state's device with ``E`` envs.
+        """
+        wp.launch(_on_ground, self.num_envs, inputs=[ground.heights, ground.origin, ground.cell_size],
+                  outputs=[self.position], device=self.device)

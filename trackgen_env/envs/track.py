@@ -13,6 +13,7 @@ from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
+from ..tools.course_size import construction_bound
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params, check_car_model
 from .source import generated_source
@@ -163,6 +164,15 @@ def _observe(
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
+def _on_hills_or_banked(source) -> bool:
+    """Whether the courses of ``source`` (a config, a spec or a built generator) can leave the ground
+    plane: a ``layout.elevation`` that can be > 0, or a ``banking`` stage."""
+    spec = source.to_spec() if isinstance(source, TrackGenConfig) else getattr(source, "spec", source)
+    if not isinstance(spec, PipelineSpec):
+        return False
+    return "banking" in spec.stages or (construction_bound(spec, "layout.elevation", "hi") or 0.0) > 0.0
+
+
 class TrackVectorEnv(CourseVectorEnv):
     """A car racing on procedurally generated closed tracks; every finished env gets a new track.
 
@@ -289,6 +299,10 @@ class TrackVectorEnv(CourseVectorEnv):
       keeps it. A spec of the gates family raises TypeError.
     * ``registry``: the :class:`~trackgen_env.pipeline.Registry` holding a spec's plugin
       stages (None: the default registry); TypeError with a config or ``centerline``.
+      With ``elevation > 0`` or ``banking > 0`` the course also bakes the ground
+      (``tools.HeightFieldBake()``, 128 nodes per side, ``course.heightfield``) and the planar
+      car rides on it: its z is the ground height under it after every step
+      (``docs/elevated-tracks.md``).
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
@@ -314,7 +328,9 @@ class TrackVectorEnv(CourseVectorEnv):
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
       the default behaviour; later ``None`` limits, read-only attributes, a releasing
       ``close()`` and the memory check, none of which changes a valid run; then
-      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default.
+      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default; then
+      on an elevated or banked track (``TrackGenConfig(elevation=, banking=)``) the car's z
+      follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -378,15 +394,18 @@ class TrackVectorEnv(CourseVectorEnv):
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
+        # on hills or banked corners the car rides on a baked ground (CarState.follow_ground)
+        ground = _on_hills_or_banked(source)
         self.course = Course.track(
             source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
-            extra=[tools.Localizer(warm_window=window)], **seeds,
+            extra=[tools.Localizer(warm_window=window)], heightfield=True if ground else None, **seeds,
         )
         if centerline is not None:
             self.track_config = source.config
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)
+        self._ground = self.course.heightfield  # None on a flat, level track: no launch
         self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         k = np.arange(self.num_lookahead)
@@ -399,6 +418,8 @@ class TrackVectorEnv(CourseVectorEnv):
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
         self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
+        if self._ground is not None:
+            self.state.follow_ground(self._ground)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info

@@ -47,9 +47,21 @@ class TrackGenConfig:
             (``"layout.radius_jitter"``; deeper profiles pinch the loop shut).
         angle_jitter: fraction in [0, 0.3] of the angular step drawn away (``"layout.angle_jitter"``).
         elevation: [m] height amplitude of an elevated track, in [0, size / 5]; 0 is flat
-            (``"layout.elevation"``). An elevated config declares no loop-length bound
-            (``max_loop_length`` is then only the rejection bound of its generator, not a
-            declared one).
+            (``"layout.elevation"``). The height profile is smooth hills and crests along
+            the loop: a random mix of the harmonics 1, 2, 3 of the control points' angle
+            ``u`` around the loop (amplitudes uniform in [0, 1), [0, 1), [0, 0.5), phases
+            uniform), drawn per env and attempt from its layout stream and scaled so the
+            control points span ``[0, elevation]`` (the spline through them stays within
+            it). An elevated config declares no loop-length bound (``max_loop_length`` is
+            then only the rejection bound of its generator, not a declared one).
+        banking: [rad] bank angle of the tightest corners, in [0, pi / 4]; 0 (default) is
+            level and adds no stage. Above 0 the ``"banking"`` stage runs after resample
+            (``"banking.max_bank"``, dynamic: a curriculum may set it, ``with_randomize``
+            may draw it): at every point the ``normal`` turns about the tangent by
+            ``-banking * clamp(curvature * min_turn_radius_factor * half_width, -1, 1)``,
+            so the band's cross-section ``centerline + l * normal`` rises towards the
+            outside of each corner, by the full angle where the turn radius is the least
+            accepted one (``pipeline.stages.banking``; ``docs/elevated-tracks.md``).
         max_loop_length: [m] longest accepted loop, >= ``pi * size`` for a procedural track
             (the circumference of the square's inscribed circle); default ``4 * size``.
         max_points: centreline capacity ``P``, in [8, 65536]; default
@@ -82,6 +94,7 @@ class TrackGenConfig:
     radius_jitter: float = TRACK_DEFAULTS["radius_jitter"]
     angle_jitter: float = TRACK_DEFAULTS["angle_jitter"]
     elevation: float = TRACK_DEFAULTS["elevation"]
+    banking: float = TRACK_DEFAULTS["banking"]
     max_loop_length: float | None = TRACK_DEFAULTS["max_loop_length"]
     max_points: int | None = TRACK_DEFAULTS["max_points"]
     min_turn_radius_factor: float = TRACK_DEFAULTS["min_turn_radius_factor"]

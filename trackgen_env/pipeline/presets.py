@@ -31,11 +31,15 @@ def track(**kwargs) -> PipelineSpec:
         raise TypeError(f"presets.track() got unknown fields {unknown}; the fields are {list(_track.TRACK_DEFAULTS)}")
     v = _track.check_track({**_track.TRACK_DEFAULTS, **kwargs})
     settings = {k: v[k] for k in _track.SETTINGS}
-    if v["source"] == "centerline":
-        return PipelineSpec("track", v["num_envs"], v["device"], settings, _track.CENTERLINE_STAGES, {})
-    params = {name: v[field] for field, name in _track.TRACK_PARAMS.items()}
-    params["layout.num_turns"] = v["num_control_points"]  # every control point bends the loop
-    return PipelineSpec("track", v["num_envs"], v["device"], settings, _track.TRACK_STAGES, params)
+    stages = _track.CENTERLINE_STAGES if v["source"] == "centerline" else _track.TRACK_STAGES
+    if v["banking"] > 0.0:
+        at = stages.index("resample") + 1
+        stages = stages[:at] + ("banking",) + stages[at:]
+    # the params of the stages present (a given centreline has no band or layout stage)
+    params = {name: v[field] for field, name in _track.TRACK_PARAMS.items() if name.split(".")[0] in stages}
+    if "layout" in stages:
+        params["layout.num_turns"] = v["num_control_points"]  # every control point bends the loop
+    return PipelineSpec("track", v["num_envs"], v["device"], settings, stages, params)
 
 
 def gates(*, gate_width: float = 0.0, **kwargs) -> PipelineSpec:

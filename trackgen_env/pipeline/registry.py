@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 
 from .stage import Family, Stage
-from .stages import circuit, gates, given, track
+from .stages import banking, circuit, gates, given, track
 
 __all__ = ["Registry", "default_registry", "FAMILIES"]
 
 #: the built-in families by name
 FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
 
-_BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start,
+_BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start, banking.Banking,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
                    given.GateLayoutInput, circuit.CircuitLayout)
 _NAMESPACED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")

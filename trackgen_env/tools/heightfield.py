@@ -9,12 +9,16 @@ Grid: ``resolution x resolution`` nodes over one fixed world square, the same fo
 env and every generation (so a graph that samples it never goes stale), rows y, columns
 x: node ``(iy, ix)`` sits at ``origin + (ix, iy) * cell_size``.
 
-Heights: each node takes the height of the point of its env's centreline closest to it in
-x-y, linear along that segment (the road is flat across its band: no banking yet). On
-the band that is the road surface; off it the ground continues at the height of the
-nearest road point, so the ground is continuous wherever that point is unique (it jumps
-on the medial line between two parts of the track at different heights, where the two
-nearest points are equally far). An invalid env reads flat ground at z = 0.
+Heights: each node takes the height of the road's cross-section through the point of its
+env's centreline closest to it in x-y (linear along that segment): ``z + l * n_z`` for
+the interpolated unit normal ``n`` and the distance ``l = d . n_xy / |n_xy|^2`` across the
+road to the node's x-y offset ``d``, ``l`` held within +-half width. On a level band
+(horizontal normals: ``n_z = 0``) that is the centreline's height, flat across; on a
+banked one (``pipeline.stages.banking``) it follows the bank, ``z + l * sin(bank) *
+cos(slope)``. Off the band the ground continues at the height of the nearest band edge,
+so the ground is continuous wherever the closest point is unique (it jumps on the medial
+line between two parts of the track at different heights, where the two nearest points
+are equally far). An invalid env reads flat ground at z = 0.
 
 Closest segment per node, exactly, with a one-level bounding-box hierarchy: the line is
 cut into blocks of 16 segments, each with its x-y bounding box; a node takes an upper
@@ -111,6 +115,8 @@ def _hf_bake(
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
     num_points: wp.array(dtype=wp.int32),
     block_lo: wp.array2d(dtype=wp.vec2),
     block_hi: wp.array2d(dtype=wp.vec2),
@@ -151,6 +157,8 @@ def _hf_bake(
             bound = bound * (1.0 + 1.0e-5) + 1.0e-6  # rounding must not drop the closest block
             bound2 = bound * bound
             best = float(BIG)
+            best_j = int(0)
+            best_t = float(0.0)
             for b in range(blocks):
                 if _box_distance2(q2, block_lo[e, b], block_hi[e, b]) <= bound2:
                     for j in range(b * _BLOCK, wp.min(b * _BLOCK + _BLOCK, n)):
@@ -163,7 +171,21 @@ def _hf_bake(
                         d2 = wp.dot(d, d)
                         if d2 < best:
                             best = d2
+                            best_j = j
+                            best_t = t
                             z = a[2] + (c[2] - a[2]) * t
+            # a banked road: the cross-section's height at the node's offset across it
+            j1 = next_point(best_j, n)
+            across = normal[e, best_j] * (1.0 - best_t) + normal[e, j1] * best_t
+            if across[2] != 0.0:
+                across = wp.normalize(across)
+                a = line[e, best_j]
+                c = line[e, j1]
+                off = q2 - wp.vec2(a[0] + (c[0] - a[0]) * best_t, a[1] + (c[1] - a[1]) * best_t)
+                flat = wp.vec2(across[0], across[1])
+                hw = half_width[e, best_j] * (1.0 - best_t) + half_width[e, j1] * best_t
+                l = wp.clamp(wp.dot(off, flat) / wp.max(wp.dot(flat, flat), 1.0e-12), -hw, hw)
+                z = z + l * across[2]
             prev_q = q2
             prev_d = wp.sqrt(best)
         heights[e, iy, ix] = z
@@ -269,8 +291,9 @@ class HeightFieldBake(Component):
     Per-generation (the base ``step``): ``on_generate(ctx, mask)`` bakes the masked envs'
     grids from the source's centreline (the generator's ``TrackResult``, or the component
     named by ``source=``); unmasked envs' grids stay bit-identical. Heights: see the module
-    (the x-y closest centreline point's height, linear along its segment; off the band the
-    nearest road height; 0 on an invalid env). Cost per baked env: ``resolution**2 * (P /
+    (the road's cross-section through the x-y closest centreline point, linear along its
+    segment, following the bank of a banked band; off the band the nearest band edge's
+    height; 0 on an invalid env). Cost per baked env: ``resolution**2 * (P /
     16 + 16 k)`` box and segment tests for ``P`` centreline points and ``k`` blocks near a
     node (about 2 on the defaults: 4-5 times fewer tests than a scan of every segment);
     on CUDA up to 1024 threads per env (one per node up to 32 x 32), one per env on the
@@ -304,7 +327,7 @@ class HeightFieldBake(Component):
             given centreline: pass ``size=`` and ``center=``).
     """
 
-    requires = ("centerline", "num_points")
+    requires = ("centerline", "normal", "half_width", "num_points")
 
     def __init__(self, resolution: int = 128, *, size: float | None = None, margin: float | None = None,
                  center=(0.0, 0.0), name: str = "heightfield", after=(), source: str | None = None):
@@ -346,8 +369,8 @@ class HeightFieldBake(Component):
                    [m, valid, src.centerline, src.num_points, lanes, self._block_lo, self._block_hi])
         lanes = node_lanes(ctx.device, self.resolution)
         ctx.launch(_hf_bake, (ctx.num_envs, lanes),
-                   [m, valid, src.centerline, src.num_points, self._block_lo, self._block_hi,
-                    hf.origin, hf.cell_size, lanes, hf.heights])
+                   [m, valid, src.centerline, src.normal, src.half_width, src.num_points, self._block_lo,
+                    self._block_hi, hf.origin, hf.cell_size, lanes, hf.heights])
 
     @property
     def result(self) -> HeightField | None:

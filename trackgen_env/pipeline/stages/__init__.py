@@ -1,6 +1,6 @@
-"""The built-in stages, one module per family (``track``, ``gates``), the given courses' (``given``) and the
-circuit-like track layout (``circuit``)."""
+"""The built-in stages, one module per family (``track``, ``gates``), the given courses' (``given``),
+the circuit-like track layout (``circuit``) and the track's optional ``banking``."""
 
-from . import circuit, gates, given, track
+from . import banking, circuit, gates, given, track
 
-__all__ = ["track", "gates", "given", "circuit"]
+__all__ = ["track", "gates", "given", "circuit", "banking"]

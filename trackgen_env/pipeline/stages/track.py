@@ -36,6 +36,7 @@ from ...polyline import TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import TrackLayout, TrackResult
 from ..stage import Family, Param, Stage, check_settings
+from .banking import MAX_BANK, Banking
 
 __all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK", "TRACK_STAGES", "CENTERLINE_STAGES",
            "TRACK_DEFAULTS", "check_track", "SETTINGS", "TRACK_PARAMS", "spec_fields", "MAX_POINTS", "lanes"]
@@ -48,6 +49,7 @@ MAX_CONTROL_POINTS = 4096  # the most control points of a spec (a config: 20)
 # Stage names in execution order, of a procedural track and of a given centreline.
 TRACK_STAGES = ("band", "layout", "spline", "resample", "checks", "start")
 CENTERLINE_STAGES = ("centerline", "spline", "resample", "start")
+# a banked track (banking > 0) runs "banking" after "resample" (stages.banking)
 
 # Dense spline samples per control segment (the arc-length table), per source.
 _DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
@@ -63,6 +65,7 @@ _BSPLINE = wp.constant(0)
 _CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 _STRIDE = wp.constant(8)  # coarse step of the self-intersection scan
+_HILLS = wp.constant(68)  # first random index of the height profile (past 8 + 3 * 20 control-point draws)
 
 
 # --- curve evaluation --------------------------------------------------------------------
@@ -151,13 +154,30 @@ def _layout(
     p3 = TWO_PI * uniform(key, 6)
     p4 = TWO_PI * uniform(key, 7)
     total = a2 + a3 + a4 + 1.0e-6
+    # height profile (hills and crests): a random mix of the loop angle's harmonics 1..3,
+    # drawn from indices past the control points' (68.. for <= 20 points)
+    b1 = uniform(key, _HILLS)
+    b2 = uniform(key, _HILLS + 1)
+    b3 = 0.5 * uniform(key, _HILLS + 2)
+    q1 = TWO_PI * uniform(key, _HILLS + 3)
+    q2 = TWO_PI * uniform(key, _HILLS + 4)
+    q3 = TWO_PI * uniform(key, _HILLS + 5)
+    g_lo = float(1.0e30)
+    g_hi = float(-1.0e30)
     for k in range(num_ctrl):
         u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
         theta = phase + direction * u
         f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
         r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
-        z = elevation[e] * uniform(key, 10 + 3 * k)
-        ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
+        g = b1 * wp.cos(u + q1) + b2 * wp.cos(2.0 * u + q2) + b3 * wp.cos(3.0 * u + q3)
+        g_lo = wp.min(g_lo, g)
+        g_hi = wp.max(g_hi, g)
+        ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), g)
+    # the profile scaled to [0, elevation] over the control points (0 everywhere when flat)
+    span = wp.max(g_hi - g_lo, 1.0e-6)
+    for k in range(num_ctrl):
+        c = ctrl[e, k]
+        ctrl[e, k] = wp.vec3(c[0], c[1], elevation[e] * wp.clamp((c[2] - g_lo) / span, 0.0, 1.0))
     ctrl_count[e] = num_ctrl
 
 
@@ -679,8 +699,8 @@ TRACK = _Track()
 # --- settings: the checks of TrackGenConfig, in one place ------------------------------------
 #: config field -> the ``"stage.param"`` it sets (the other fields are settings)
 TRACK_PARAMS = {"size": "layout.size", "radius_jitter": "layout.radius_jitter", "angle_jitter": "layout.angle_jitter",
-                "elevation": "layout.elevation", "width": "band.width"}
-_DECLARED = {**Band.full_params(), **Layout.full_params()}
+                "elevation": "layout.elevation", "width": "band.width", "banking": "banking.max_bank"}
+_DECLARED = {**Band.full_params(), **Layout.full_params(), **Banking.full_params()}
 #: every config field's default (a param's default is its declared one)
 TRACK_DEFAULTS = {
     "num_envs": 1, "device": None,
@@ -703,7 +723,7 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
     Args:
         fields: every field of ``TrackGenConfig`` by name.
         fit: also check the construction values of the parameters (``size``, ``width``,
-            the jitters, ``elevation``) against the config's documented ranges and against
+            the jitters, ``elevation``, ``banking``) against the config's documented ranges and against
             each other. A spec's construction values are checked against their declared
             bounds instead (``build``), so a spec may reach beyond the config's ranges (it
             then warns at construction when few envs are valid).
@@ -738,6 +758,7 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         v["radius_jitter"] = check_float("radius_jitter", v["radius_jitter"], lo=0.0, hi=0.7)
         v["angle_jitter"] = check_float("angle_jitter", v["angle_jitter"], lo=0.0, hi=0.3)
         v["elevation"] = check_float("elevation", v["elevation"], lo=0.0)
+        v["banking"] = check_float("banking", v["banking"], lo=0.0, hi=MAX_BANK)
     if fit and procedural:
         widest = v["size"] / (2.0 * v["min_turn_radius_factor"] + 1.0)
         if v["width"] > widest:
