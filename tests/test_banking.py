@@ -148,3 +148,12 @@ def test_the_localizer_reads_the_distance_across_the_banked_road(device):
             pos.assign(wp.array(p.astype(np.float32), dtype=wp.vec3, device=device))
             lateral = course.step().frame.lateral_offset.numpy()[e]
             assert lateral == pytest.approx(frac * hw[j], abs=2e-3)
+
+
+def test_banking_and_num_turns_draw_from_their_own_streams():
+    """Every dynamic param of a banked track has a random stream of its own (a clash is refused at build)."""
+    from trackgen_env.pipeline import build, presets
+
+    program = build(presets.track(num_envs=2, device="cpu", banking=0.2).with_randomize(
+        {"banking.max_bank": (0.0, 0.3), "layout.num_turns": (6.0, 12.0)}), seeds=0)
+    assert "banking.max_bank" in program.params and "layout.num_turns" in program.params

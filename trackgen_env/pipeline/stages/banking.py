@@ -61,7 +61,7 @@ class Banking(Stage):
     """Tilts the normal about the tangent, by up to ``banking.max_bank`` [rad] in the tightest corners."""
 
     name, family = "banking", "track"
-    params = (Param("max_bank", 0.0, 0.0, MAX_BANK, "[rad] bank angle in the tightest corner", stream=5),)
+    params = (Param("max_bank", 0.0, 0.0, MAX_BANK, "[rad] bank angle in the tightest corner", stream=6),)
     reads = ("num_points", "tangent", "curvature", "half_width", "normal")
     writes = ("normal",)
 
