@@ -9,6 +9,13 @@
          finalize (per env: accept, retry with fresh draws, or give up: valid = 0)
     -> family commit: copy the masked envs' staged rows into ``result``, generation += 1
 
+When every stage is a built-in (each writes only its pending envs' rows), the family's
+``in_place_fields`` of the working set are the result's own arrays: the stages write the
+masked envs' rows in place, and the commit copies only what is left (validity, the
+generation counter, a degenerate course where nothing was drawn). A program with a plugin
+stage stages every field, so that unmasked rows stay bit-identical even when the plugin
+writes rows it was not asked to.
+
 An env's attempt number keys its random streams, so a retry draws afresh. The loop is a
 ``wp.capture_while`` on the device (a host loop when eager on the CPU); it is unrolled to
 its fixed bound inside ``exec.unconditional()``, where the driver cannot record
@@ -32,7 +39,7 @@ from ..capture import NotCapturableError, is_capturing
 from ..checks import check_mask
 from ..seeding import SeedState
 from .params import Params
-from .registry import Registry, default_registry
+from .registry import Registry, default_registry, is_builtin
 from .spec import PipelineSpec
 
 __all__ = ["Program", "StageContext", "LOW_VALID_RATE"]
@@ -117,6 +124,8 @@ class StageContext:
         run: ``[1]`` int32, the retry loop's flag (the program's own).
         max_retries: the retry bound (0 when no stage draws).
         fields: the working set, ``name -> wp.array`` (env axis first).
+        in_place: the fields that are the result's own arrays (``Family.in_place_fields``
+            when every stage is a built-in; empty otherwise).
         inputs: generator inputs by name (stable arrays the user writes).
     """
 
@@ -130,6 +139,7 @@ class StageContext:
         self.valid = wp.zeros(E, dtype=wp.int32, device=dev)
         self.run = wp.zeros(1, dtype=wp.int32, device=dev)
         self.fields: dict[str, wp.array] = {}
+        self.in_place: frozenset[str] = frozenset()
         self.inputs: dict[str, wp.array] = {}
 
     def field(self, name: str, shape, dtype, *, fill=None) -> wp.array:
@@ -223,14 +233,18 @@ class Program:
             self.input_info.update(stage.input_info(ctx))
         self.inputs = {name: wp.zeros(info.shape, dtype=info.dtype, device=dev) for name, info in self.input_info.items()}
         ctx.inputs = self.inputs
-        for stage in self._stages:
-            stage.allocate(ctx)
         arrays = {}
         for name, (shape, dtype, fill) in family.result_fields(spec).items():
             arrays[name] = _filled(shape, dtype, fill, dev)
             if name in given:  # the caller's array, holding the same initial values
                 wp.copy(given[name], arrays[name])
                 arrays[name] = given[name]
+        if all(is_builtin(cls) for _, cls, _ in found):
+            # no plugin writes rows it was not asked to: the stages may write the result in place
+            ctx.in_place = frozenset(family.in_place_fields)
+            ctx.fields.update({name: arrays[name] for name in ctx.in_place})
+        for stage in self._stages:
+            stage.allocate(ctx)
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:

@@ -16,7 +16,7 @@ import re
 from .stage import Family, Stage
 from .stages import banking, circuit, gates, given, track
 
-__all__ = ["Registry", "default_registry", "FAMILIES"]
+__all__ = ["Registry", "default_registry", "FAMILIES", "is_builtin"]
 
 #: the built-in families by name
 FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
@@ -24,6 +24,14 @@ FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
 _BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start, banking.Banking,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
                    given.GateLayoutInput, circuit.CircuitLayout)
+
+
+def is_builtin(stage_cls: type) -> bool:
+    """Whether ``stage_cls`` is one of the built-in stages (each writes only its pending envs' rows,
+    tested in ``tests/test_generation_in_place.py``); a plugin class, even a subclass of one, is not."""
+    return stage_cls in _BUILTIN_STAGES
+
+
 _NAMESPACED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -125,11 +125,16 @@ class Family:
         config_name: the config class that documents the ranges (for messages).
         commit_reads: the working-set fields the commit copies into the result: the
             stages of a spec must write each (checked at build).
+        in_place_fields: the result fields the stages may write in place (the working set's
+            field is then the result's array: no staged copy, no commit copy) when every
+            stage of the program is a built-in, which writes only its pending envs' rows.
+            A program with a plugin stage stages every field (``ctx.in_place`` is empty).
     """
 
     name: str = ""
     config_name: str = ""
     commit_reads: tuple[str, ...] = ()
+    in_place_fields: tuple[str, ...] = ()
 
     def check(self, spec) -> None:
         """Raise TypeError / ValueError for a bad or missing structural setting of ``spec``."""
@@ -147,7 +152,8 @@ class Family:
         raise NotImplementedError
 
     def commit(self, ctx, result, mask, use_mask: int) -> None:
-        """Launch the masked copy of the staged rows into ``result`` (and ``generation += 1``)."""
+        """Launch the masked copy of the staged rows into ``result`` (and ``generation += 1``);
+        the fields of ``ctx.in_place`` are already there."""
         raise NotImplementedError
 
 

@@ -481,6 +481,45 @@ def _commit(
 
 
 
+@wp.kernel
+def _commit_in_place(
+    mask: wp.array(dtype=wp.int32),
+    use_mask: int,
+    lanes: int,
+    s_valid: wp.array(dtype=wp.int32),
+    # committed (the stages wrote the rows in place)
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    generation: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if use_mask != 0 and mask[e] == 0:
+        return
+    count = num_points[e]
+    if count < 1:
+        # as _commit: nothing usable was drawn, a degenerate, invalid track at the origin
+        for j in range(lane, centerline.shape[1], lanes):
+            centerline[e, j] = wp.vec3()
+            tangent[e, j] = X_AXIS
+            normal[e, j] = Y_AXIS
+            arc_length[e, j] = 0.0
+            curvature[e, j] = 0.0
+            half_width[e, j] = 0.0
+    if lane == 0:
+        ok = s_valid[e]
+        if count < 1:
+            ok = 0
+            num_points[e] = 0  # every lane read count before: each wrote its rows of the same case
+        valid[e] = ok
+        generation[e] = generation[e] + 1
+
+
 # --- the stages ----------------------------------------------------------------------------
 def _e(ctx) -> int:
     return ctx.num_envs
@@ -660,6 +699,7 @@ class _Track(Family):
     name, config_name = "track", "TrackGenConfig"
     commit_reads = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points",
                     "loop_length", "start_position", "start_orientation")
+    in_place_fields = commit_reads
 
     def check(self, spec):
         check_settings(spec, SETTINGS)
@@ -686,6 +726,13 @@ class _Track(Family):
     def commit(self, ctx, result, mask, use_mask):
         f, r = ctx.fields, result
         n = lanes(ctx.device, ctx.settings["max_points"])
+        if ctx.in_place:
+            wp.launch(
+                _commit_in_place, (ctx.num_envs, n), inputs=[mask, use_mask, n, ctx.valid],
+                outputs=[getattr(r, name) for name in _POINT_FIELDS] + [r.num_points, r.valid, r.generation],
+                device=ctx.device,
+            )
+            return
         wp.launch(
             _commit, (ctx.num_envs, n),
             inputs=[mask, use_mask, n] + [f[name] for name in _POINT_FIELDS]
