@@ -58,9 +58,9 @@ def test_a_program_of_builtin_stages_holds_one_copy_of_the_result():
                    registry=_registry(), seeds=0)
     rows = array_bytes(program.result)
     # the staged program holds the result's [E, P] rows twice; in place, once (plus the table,
-    # control points and per-env scalars, well under a tenth of the rows)
+    # control points, the checks' block bounds and per-env scalars, under a fifth of the rows)
     assert array_bytes(staged) > 1.9 * rows
-    assert array_bytes(program) < 1.1 * rows
+    assert array_bytes(program) < 1.2 * rows
 
 
 @pytest.mark.parametrize("source", ["procedural", "centerline"])

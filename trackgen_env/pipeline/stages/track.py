@@ -32,7 +32,7 @@ import numpy as np
 import warp as wp
 
 from ...checks import check_float, check_int, resolve_device
-from ...polyline import TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
+from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import TrackLayout, TrackResult
 from ..stage import Family, Param, Stage, check_settings
@@ -334,6 +334,96 @@ def _resample(
         half_width[e, j] = hw
 
 
+@wp.func
+def _check_reach2(hw: float, step: float) -> float:
+    """The coarse scan's squared reach of a point of half width ``hw``: a fine point within
+    STRIDE - 1 steps of a coarse one is at most that far from it (see ``_checks``)."""
+    reach = 2.0 * hw + float(_STRIDE - 1) * step
+    return reach * reach
+
+
+@wp.func
+def _box_gap(a: float, b: float) -> float:
+    """``max(a, b, 0)``: the gap between two intervals along one axis (a NaN reads as 0)."""
+    return wp.max(wp.max(a, b), 0.0)
+
+
+@wp.kernel
+def _check_blocks(
+    pending: wp.array(dtype=wp.int32),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    ok: wp.array(dtype=wp.int32),
+    lanes: int,
+    box: wp.array2d(dtype=wp.vec4),
+    span: wp.array2d(dtype=wp.vec4),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    count = num_points[e]
+    step = loop_length[e] / float(count)
+    for b in range(lane, (count + _STRIDE - 1) // _STRIDE, lanes):
+        _block_bounds(e, b, count, step, centerline, arc_length, half_width, box, span)
+
+
+@wp.func
+def _block_bounds(
+    e: int,
+    b: int,
+    count: int,
+    step: float,
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    box: wp.array2d(dtype=wp.vec4),
+    span: wp.array2d(dtype=wp.vec4),
+):
+    """The bounds of block ``b`` (points ``b * STRIDE`` on) of env ``e``, for ``_checks``."""
+    first = b * _STRIDE
+    lo = wp.vec2(BIG, BIG)
+    hi = wp.vec2(-BIG, -BIG)
+    a_lo = float(BIG)
+    a_hi = float(-BIG)
+    r2 = float(0.0)
+    skip = float(BIG)
+    probe = float(0.0)  # a NaN or infinity of any value makes it non-finite (min and max may drop a NaN)
+    for j in range(first, wp.min(first + _STRIDE, count)):
+        p = centerline[e, j]
+        s = arc_length[e, j]
+        hw = half_width[e, j]
+        probe = probe + (p[0] + p[1] + s + hw)
+        lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
+        hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
+        a_lo = wp.min(a_lo, s)
+        a_hi = wp.max(a_hi, s)
+        r2 = wp.max(r2, _check_reach2(hw, step))
+        skip = wp.min(skip, 3.0 * (2.0 * hw))
+    if not (wp.isfinite(probe) and wp.isfinite(r2)):
+        # bounds that prune nothing: every pair of this block is tested one by one
+        lo = wp.vec2(-BIG, -BIG)
+        hi = wp.vec2(BIG, BIG)
+        a_lo = -BIG
+        a_hi = BIG
+        r2 = BIG
+        skip = -BIG
+    box[e, b] = wp.vec4(lo[0], lo[1], hi[0], hi[1])
+    span[e, b] = wp.vec4(a_lo, a_hi, r2, skip)
+
+
+@wp.func
+def _runs_skip(span_i: wp.vec4, span_k: wp.vec4, total: float) -> bool:
+    """Whether no point of block i and point of block k are far enough apart along the loop
+    for the band test (ds <= skip, or total - ds <= skip, for every pair), from the blocks'
+    arc-length bounds: ds of a pair lies in [a_lo_k - a_hi_i, a_hi_k - a_lo_i] (rounded
+    monotonically), and skip_i >= the block's least."""
+    skip = span_i[3]
+    return (span_k[1] - span_i[0]) <= skip or (total - (span_k[0] - span_i[1])) <= skip
+
+
 @wp.kernel
 def _checks(
     pending: wp.array(dtype=wp.int32),
@@ -345,6 +435,8 @@ def _checks(
     arc_length: wp.array2d(dtype=float),
     curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
+    box: wp.array2d(dtype=wp.vec4),
+    span: wp.array2d(dtype=wp.vec4),
     ok: wp.array(dtype=wp.int32),
 ):
     e, lane = wp.tid()
@@ -352,31 +444,55 @@ def _checks(
         return
     count = num_points[e]
     total = loop_length[e]
-    for i in range(lane, count, lanes):
-        hw = half_width[e, i]
-        # turn radius >= factor * half width (the inner band edge must not fold over)
-        if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
-            ok[e] = 0
-            return
-        # band self-intersection: points far apart along the loop must be >= 2 half widths
-        # apart. Scan every STRIDE-th point first: a point within STRIDE - 1 steps of a
-        # coarse point p_j is at most (STRIDE - 1) * step from it, so only a coarse point
-        # closer than 2 hw + that bound needs its run of fine points checked.
-        skip = 3.0 * (2.0 * hw)
-        pi = centerline[e, i]
-        si = arc_length[e, i]
-        step = total / float(count)
-        reach = 2.0 * hw + float(_STRIDE - 1) * step
-        for jc in range(i + 1, count, _STRIDE):
-            d = centerline[e, jc] - pi
-            if d[0] * d[0] + d[1] * d[1] < reach * reach:
-                for j in range(jc, wp.min(jc + _STRIDE, count)):
-                    ds = arc_length[e, j] - si
-                    if ds > skip and total - ds > skip:
-                        dj = centerline[e, j] - pi
-                        if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
-                            ok[e] = 0
-                            return
+    blocks = (count + _STRIDE - 1) // _STRIDE
+    # Blocks of STRIDE consecutive points, i's block bi against the blocks bj >= bi: a pair of
+    # blocks whose bounding boxes are farther apart than i's reach, or none of whose fine runs
+    # is far enough along the loop, is skipped whole. The point pairs left are tested exactly
+    # as a point-by-point scan would (below), so the verdict is the same: the bounds are
+    # rounded the way the tests' own differences are.
+    for bi in range(lane, blocks, lanes):
+        first = bi * _STRIDE
+        last = wp.min(first + _STRIDE, count)
+        for i in range(first, last):
+            # turn radius >= factor * half width (the inner band edge must not fold over)
+            if wp.abs(curvature[e, i]) * min_turn_radius_factor * half_width[e, i] > 1.0:
+                ok[e] = 0
+                return
+        box_i = box[e, bi]
+        span_i = span[e, bi]
+        for bj in range(bi, blocks):
+            box_j = box[e, bj]
+            gx = _box_gap(box_j[0] - box_i[2], box_i[0] - box_j[2])
+            gy = _box_gap(box_j[1] - box_i[3], box_i[1] - box_j[3])
+            if gx * gx + gy * gy >= span_i[2]:
+                continue  # every coarse test between the blocks fails
+            span_j = span[e, bj]
+            if _runs_skip(span_i, span_j, total):
+                if bj + 1 >= blocks:
+                    continue
+                if _runs_skip(span_i, span[e, bj + 1], total):
+                    continue  # the fine runs of bj's coarse points lie in bj and bj + 1
+            # band self-intersection: points far apart along the loop must be >= 2 half
+            # widths apart. Point i scans every STRIDE-th point jc = i + 1 + STRIDE m (one in
+            # each block): a point within STRIDE - 1 steps of jc is at most (STRIDE - 1) * step
+            # from it, so only a jc closer than 2 hw + that bound needs its run checked.
+            for i in range(first, last):
+                jc = bj * _STRIDE + (i + 1) % _STRIDE
+                if jc <= i or jc >= count:
+                    continue
+                hw = half_width[e, i]
+                skip = 3.0 * (2.0 * hw)
+                pi = centerline[e, i]
+                si = arc_length[e, i]
+                d = centerline[e, jc] - pi
+                if d[0] * d[0] + d[1] * d[1] < _check_reach2(hw, total / float(count)):
+                    for j in range(jc, wp.min(jc + _STRIDE, count)):
+                        ds = arc_length[e, j] - si
+                        if ds > skip and total - ds > skip:
+                            dj = centerline[e, j] - pi
+                            if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
+                                ok[e] = 0
+                                return
         if ok[e] == 0:
             return
 
@@ -661,14 +777,22 @@ class Checks(Stage):
     reads = ("num_points", "loop_length", "centerline", "arc_length", "curvature", "half_width")
 
     def allocate(self, ctx):
-        self.lanes = lanes(ctx.device, ctx.settings["max_points"])
+        points = ctx.settings["max_points"]
+        self.lanes = lanes(ctx.device, (points + _STRIDE - 1) // _STRIDE)
+        # per block of STRIDE points: xy bounding box; arc-length bounds, largest reach^2, least skip
+        blocks = (_e(ctx), (points + _STRIDE - 1) // _STRIDE)
+        self.box = wp.zeros(blocks, dtype=wp.vec4, device=ctx.device)
+        self.span = wp.zeros(blocks, dtype=wp.vec4, device=ctx.device)
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
+        wp.launch(_check_blocks, (_e(ctx), self.lanes),
+                  inputs=[pending, f["num_points"], f["loop_length"], f["centerline"], f["arc_length"], f["half_width"],
+                          ctx.ok, self.lanes], outputs=[self.box, self.span], device=ctx.device)
         wp.launch(
             _checks, (_e(ctx), self.lanes),
             inputs=[pending, self.lanes, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
-                    f["centerline"], f["arc_length"], f["curvature"], f["half_width"]],
+                    f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box, self.span],
             outputs=[ctx.ok], device=ctx.device,
         )
 

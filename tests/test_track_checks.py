@@ -1,0 +1,105 @@
+"""The track checks' blocked self-intersection scan gives the verdict of the point-by-point scan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+from trackgen_env.pipeline.stages import track
+
+DEV = "cpu"
+STRIDE = wp.constant(8)
+
+
+# the scan before blocks (each point against every STRIDE-th later point, then its run): the reference
+@wp.kernel
+def _point_by_point(
+    pending: wp.array(dtype=wp.int32),
+    lanes: int,
+    min_turn_radius_factor: float,
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    ok: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    count = num_points[e]
+    total = loop_length[e]
+    for i in range(lane, count, lanes):
+        hw = half_width[e, i]
+        # turn radius >= factor * half width (the inner band edge must not fold over)
+        if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
+            ok[e] = 0
+            return
+        # band self-intersection: points far apart along the loop must be >= 2 half widths
+        # apart. Scan every STRIDE-th point first: a point within STRIDE - 1 steps of a
+        # coarse point p_j is at most (STRIDE - 1) * step from it, so only a coarse point
+        # closer than 2 hw + that bound needs its run of fine points checked.
+        skip = 3.0 * (2.0 * hw)
+        pi = centerline[e, i]
+        si = arc_length[e, i]
+        step = total / float(count)
+        reach = 2.0 * hw + float(STRIDE - 1) * step
+        for jc in range(i + 1, count, STRIDE):
+            d = centerline[e, jc] - pi
+            if d[0] * d[0] + d[1] * d[1] < reach * reach:
+                for j in range(jc, wp.min(jc + STRIDE, count)):
+                    ds = arc_length[e, j] - si
+                    if ds > skip and total - ds > skip:
+                        dj = centerline[e, j] - pi
+                        if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
+                            ok[e] = 0
+                            return
+        if ok[e] == 0:
+            return
+
+
+def _random_loops(E: int, P: int, seed: int):
+    """Closed loops of random lobes, squashes and noise (many cross themselves), some with a NaN."""
+    rng = np.random.default_rng(seed)
+    count = rng.integers(9, P + 1, E).astype(np.int32)
+    centerline = np.zeros((E, P, 3), np.float32)
+    arc = np.zeros((E, P), np.float32)
+    hw = np.zeros((E, P), np.float32)
+    curvature = rng.normal(0.0, 0.2, (E, P)).astype(np.float32)
+    total = np.zeros(E, np.float32)
+    for e in range(E):
+        n = count[e]
+        t = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+        r = 4.0 + rng.uniform(0.0, 1.5) * np.cos(rng.integers(1, 4) * t) + 0.05 * rng.normal(0.0, 0.2, n).cumsum()
+        x = r * np.cos(t) + rng.uniform(-2.0, 2.0) * np.sin(2.0 * t)
+        y = r * np.sin(t) * rng.uniform(0.3, 1.0)
+        centerline[e, :n, 0], centerline[e, :n, 1] = x, y
+        total[e] = np.float32(np.hypot(np.diff(x, append=x[0]), np.diff(y, append=y[0])).sum())
+        arc[e, :n] = np.arange(n, dtype=np.float32) * total[e] / np.float32(n)  # as the resampling writes it
+        hw[e, :n] = rng.uniform(0.1, 0.9) if rng.random() < 0.5 else rng.uniform(0.1, 0.9, n)
+        if rng.random() < 0.05:
+            centerline[e, rng.integers(0, n), rng.integers(0, 2)] = np.nan
+    return count, total, centerline, arc, curvature, hw
+
+
+@pytest.mark.parametrize("lanes", [1, 7])
+def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
+    E, P = 512, 402
+    count, total, centerline, arc, curvature, hw = _random_loops(E, P, seed=lanes)
+    arrays = [wp.array(count, device=DEV), wp.array(total, device=DEV), wp.array(centerline, dtype=wp.vec3, device=DEV),
+              wp.array(arc, device=DEV), wp.array(curvature, device=DEV), wp.array(hw, device=DEV)]
+    pending = wp.ones(E, dtype=wp.int32, device=DEV)
+    expected = wp.ones(E, dtype=wp.int32, device=DEV)
+    wp.launch(_point_by_point, (E, 1), inputs=[pending, 1, 2.0, *arrays], outputs=[expected], device=DEV)
+    ok = wp.ones(E, dtype=wp.int32, device=DEV)
+    blocks = (E, (P + 7) // 8)
+    box, span = wp.zeros(blocks, dtype=wp.vec4, device=DEV), wp.zeros(blocks, dtype=wp.vec4, device=DEV)
+    c, tot, cl, al, cu, h = arrays
+    wp.launch(track._check_blocks, (E, lanes), inputs=[pending, c, tot, cl, al, h, ok, lanes], outputs=[box, span],
+              device=DEV)
+    wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
+    want = expected.numpy()
+    assert 0.2 * E < np.count_nonzero(want == 0) < 0.9 * E  # both verdicts are common
+    assert np.array_equal(ok.numpy(), want)
