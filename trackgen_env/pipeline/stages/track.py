@@ -6,10 +6,11 @@ One round of the retry loop, for the pending envs (``Program`` runs it)::
     layout   (per env: control points from the env's stream, keyed by its attempt)
     spline   (per env: arc-length table of the closed spline, loop length, point count)
     resample (per env x point: points every ~point_spacing, tangent, normal, curvature)
-    checks   (per env x point: turn radius, band self-intersection)
+    checks   (per env x block of 8 points: turn radius, band self-intersection)
     start    (per env: the start pose on the first point, facing along the loop)
 
-then the masked commit copies the staged rows into ``result``. A given centreline
+then the masked commit copies the staged rows into ``result`` (the stages write it in place when
+all are built-ins: ``Program``). A given centreline
 (source ``"centerline"``, ``stages.given.CenterlineInput``) replaces band and layout, and
 draws nothing.
 
