@@ -183,17 +183,90 @@ def _layout(
 
 
 @wp.kernel
-def _spline_table(
+def _spline_bend(
     pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_count: wp.array(dtype=wp.int32),
     kind: int,
     samples: int,
+    lanes: int,
+    ctrl_hw: wp.array2d(dtype=float),
+    min_turn_radius_factor: float,
+    ok: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0:
+        return
+    n = ctrl_count[e]
+    if n < 3:
+        return
+    # turn radius >= factor * half width, checked on the dense samples before the table is
+    # built (a lane per control segment): most rejected draws stop here, at a tight sample
+    for k in range(lane, n, lanes):
+        p0 = wrapped_point(ctrl, e, k - 1, n)
+        p1 = wrapped_point(ctrl, e, k, n)
+        p2 = wrapped_point(ctrl, e, k + 1, n)
+        p3 = wrapped_point(ctrl, e, k + 2, n)
+        limit = min_turn_radius_factor * ctrl_hw[e, k]
+        for i in range(samples):
+            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
+            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
+            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
+            if bend * bend > speed2 * speed2 * speed2:
+                ok[e] = 0
+                return
+        if lanes > 1 and ok[e] == 0:
+            return
+
+
+@wp.kernel
+def _spline_chords(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    lanes: int,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+    table: wp.array2d(dtype=float),
+):
+    e, lane = wp.tid()
+    # a draw already rejected needs no table, but for the last attempt (it keeps its last draw)
+    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
+        return
+    n = ctrl_count[e]
+    if n < 3:
+        return
+    last = n * samples
+    # table[e, d] = the chord from dense sample d - 1 to d, a lane per control segment (the
+    # chord into sample 0 closes the loop: it is table[e, last]); _spline_length sums them in order
+    for k in range(lane, n, lanes):
+        p0 = wrapped_point(ctrl, e, k - 1, n)
+        p1 = wrapped_point(ctrl, e, k, n)
+        p2 = wrapped_point(ctrl, e, k + 1, n)
+        p3 = wrapped_point(ctrl, e, k + 2, n)
+        # the last sample of the segment before
+        prev, d1, d2 = _curve(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, float(samples - 1) / float(samples), kind)
+        for i in range(samples):
+            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            d = k * samples + i
+            if d == 0:
+                d = last
+            table[e, d] = wp.length(pos - prev)
+            prev = pos
+
+
+@wp.kernel
+def _spline_length(
+    pending: wp.array(dtype=wp.int32),
+    ctrl_count: wp.array(dtype=wp.int32),
+    samples: int,
     point_spacing: float,
     max_loop_length: float,
     max_points: int,
-    ctrl_hw: wp.array2d(dtype=float),
-    min_turn_radius_factor: float,
     max_retries: int,
     attempt: wp.array(dtype=wp.int32),
     table: wp.array2d(dtype=float),
@@ -210,34 +283,14 @@ def _spline_table(
         num_points[e] = 0
         loop_length[e] = 0.0
         return
+    if ok[e] == 0 and attempt[e] < max_retries:
+        return  # another draw follows
+    # the cumulative chord length, summed in sample order (the chords of _spline_chords)
     total = float(0.0)
     table[e, 0] = 0.0
-    prev = wp.vec3()
-    for k in range(n):
-        p0 = wrapped_point(ctrl, e, k - 1, n)
-        p1 = wrapped_point(ctrl, e, k, n)
-        p2 = wrapped_point(ctrl, e, k + 1, n)
-        p3 = wrapped_point(ctrl, e, k + 2, n)
-        # turn radius >= factor * half width, checked here on the dense samples already
-        # (0 turns the check off): most rejected draws stop before the resampling
-        limit = min_turn_radius_factor * ctrl_hw[e, k]
-        for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
-            d = k * samples + i
-            if d > 0:
-                total = total + wp.length(pos - prev)
-                table[e, d] = total
-            prev = pos
-            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
-            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
-            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
-            if bend * bend > speed2 * speed2 * speed2:
-                ok[e] = 0
-                if attempt[e] < max_retries:
-                    return  # another draw follows: this one needs no table
-    pos0, d10, d20 = _curve(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n), wrapped_point(ctrl, e, 2, n), 0.0, kind)
-    total = total + wp.length(pos0 - prev)
-    table[e, n * samples] = total
+    for d in range(1, n * samples + 1):
+        total = total + table[e, d]
+        table[e, d] = total
     loop_length[e] = total
     count = wp.max(8, int(wp.round(total / point_spacing)))
     if count > max_points or total > max_loop_length:
@@ -728,17 +781,27 @@ class Spline(Stage):
 
     def allocate(self, ctx):
         self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
-        ctx.field("table", (_e(ctx), ctx.fields["ctrl"].shape[1] * self.samples + 1), float)
+        dense = ctx.fields["ctrl"].shape[1] * self.samples
+        ctx.field("table", (_e(ctx), dense + 1), float)
         ctx.field("loop_length", _e(ctx), float)
         ctx.field("num_points", _e(ctx), wp.int32)
+        self.lanes = lanes(ctx.device, ctx.fields["ctrl"].shape[1])  # a lane per control segment
 
     def enqueue(self, ctx, pending):
         f, s, proc = ctx.fields, ctx.settings, _procedural(ctx)
+        kind = int(_BSPLINE if proc else _CATMULL_ROM)
+        factor = s["min_turn_radius_factor"] if proc else 0.0
+        E, L = _e(ctx), self.lanes
+        if factor > 0.0:  # with 0 no sample can fail the bound
+            wp.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+                                                    f["ctrl_hw"], factor], outputs=[ctx.ok], device=ctx.device)
+        wp.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+                                                  ctx.max_retries, ctx.attempt, ctx.ok], outputs=[f["table"]],
+                  device=ctx.device)
         wp.launch(
-            _spline_table, _e(ctx),
-            inputs=[pending, f["ctrl"], f["ctrl_count"], int(_BSPLINE if proc else _CATMULL_ROM), self.samples,
-                    s["point_spacing"], s["max_loop_length"], s["max_points"], f["ctrl_hw"],
-                    s["min_turn_radius_factor"] if proc else 0.0, ctx.max_retries, ctx.attempt],
+            _spline_length, E,
+            inputs=[pending, f["ctrl_count"], self.samples, s["point_spacing"], s["max_loop_length"], s["max_points"],
+                    ctx.max_retries, ctx.attempt],
             outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
         )
 
