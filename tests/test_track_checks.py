@@ -1,4 +1,5 @@
-"""The track checks' blocked self-intersection scan gives the verdict of the point-by-point scan."""
+"""The track stages' CUDA layouts, run on the CPU: the blocked self-intersection scan gives the
+point-by-point verdict, the spline by control-segment lanes the one-pass bytes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 import pytest
 import warp as wp
 
+from trackgen_env.pipeline import build, presets
 from trackgen_env.pipeline.stages import track
 
 DEV = "cpu"
@@ -103,3 +105,47 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     want = expected.numpy()
     assert 0.2 * E < np.count_nonzero(want == 0) < 0.9 * E  # both verdicts are common
     assert np.array_equal(ok.numpy(), want)
+
+
+@pytest.mark.parametrize("source", ["procedural", "centerline"])
+def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
+    """The CUDA layout of the spline stage (the bound, the chords and their sum as three
+    kernels, a lane per control segment), run on the CPU, against the CPU's one pass."""
+    E = 256
+    if source == "procedural":
+        # a tight bound too, so that many draws are rejected (at the last attempt as well)
+        specs = [presets.track(num_envs=E, device=DEV), presets.track(num_envs=E, device=DEV, min_turn_radius_factor=4.0)]
+    else:
+        specs = [presets.track(num_envs=E, device=DEV, source="centerline", max_input_points=16)]
+    for spec in specs:
+        program = build(spec, seeds=5, prepare=False)
+        if source == "centerline":
+            rng = np.random.default_rng(0)
+            t = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
+            xy = np.zeros((E, 16, 4), np.float32)
+            xy[..., 0] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.cos(t)
+            xy[..., 1] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.sin(t)
+            xy[..., 2:] = 0.4
+            program.inputs["centerline.xy"].assign(xy)
+            program.inputs["centerline.count"].assign(rng.integers(2, 17, E).astype(np.int32))
+        ctx = program._ctx
+        ctx.pending.fill_(1)
+        ctx.attempt.assign(np.random.default_rng(1).integers(0, ctx.max_retries + 1, E).astype(np.int32))
+        stages = [s.name for s in program._stages]
+        for stage in program._stages[:stages.index("spline")]:
+            stage.enqueue(ctx, ctx.pending)  # control points of fresh draws, about half of them rejected
+        spline = program._stages[stages.index("spline")]
+        outputs = []
+        for lanes in (1, 7):
+            ctx.ok.fill_(1)
+            for name in ("table", "loop_length", "num_points"):
+                ctx.fields[name].zero_()
+            spline.lanes = lanes
+            spline.enqueue(ctx, ctx.pending)
+            ok = ctx.ok.numpy().copy()
+            # a rejected draw that retries builds no table: compare the envs that keep theirs
+            keep = (ok != 0) | (ctx.attempt.numpy() >= ctx.max_retries)
+            outputs.append((ok, {n: ctx.fields[n].numpy()[keep].tobytes() for n in ("table", "loop_length", "num_points")}))
+        assert np.array_equal(outputs[0][0], outputs[1][0])
+        assert outputs[0][1] == outputs[1][1]
+        assert np.count_nonzero(outputs[0][0] == 0) > 0  # rejections are compared too

@@ -183,6 +183,70 @@ def _layout(
 
 
 @wp.kernel
+def _spline_table(
+    pending: wp.array(dtype=wp.int32),
+    ctrl: wp.array2d(dtype=wp.vec3),
+    ctrl_count: wp.array(dtype=wp.int32),
+    kind: int,
+    samples: int,
+    point_spacing: float,
+    max_loop_length: float,
+    max_points: int,
+    ctrl_hw: wp.array2d(dtype=float),
+    min_turn_radius_factor: float,
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    table: wp.array2d(dtype=float),
+    loop_length: wp.array(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    n = ctrl_count[e]
+    if n < 3:
+        ok[e] = 0
+        num_points[e] = 0
+        loop_length[e] = 0.0
+        return
+    total = float(0.0)
+    table[e, 0] = 0.0
+    prev = wp.vec3()
+    for k in range(n):
+        p0 = wrapped_point(ctrl, e, k - 1, n)
+        p1 = wrapped_point(ctrl, e, k, n)
+        p2 = wrapped_point(ctrl, e, k + 1, n)
+        p3 = wrapped_point(ctrl, e, k + 2, n)
+        # turn radius >= factor * half width, checked here on the dense samples already
+        # (0 turns the check off): most rejected draws stop before the resampling
+        limit = min_turn_radius_factor * ctrl_hw[e, k]
+        for i in range(samples):
+            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            d = k * samples + i
+            if d > 0:
+                total = total + wp.length(pos - prev)
+                table[e, d] = total
+            prev = pos
+            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
+            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
+            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
+            if bend * bend > speed2 * speed2 * speed2:
+                ok[e] = 0
+                if attempt[e] < max_retries:
+                    return  # another draw follows: this one needs no table
+    pos0, d10, d20 = _curve(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n), wrapped_point(ctrl, e, 2, n), 0.0, kind)
+    total = total + wp.length(pos0 - prev)
+    table[e, n * samples] = total
+    loop_length[e] = total
+    count = wp.max(8, int(wp.round(total / point_spacing)))
+    if count > max_points or total > max_loop_length:
+        ok[e] = 0
+        count = wp.min(count, max_points)
+    num_points[e] = count
+
+
+@wp.kernel
 def _spline_bend(
     pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
@@ -792,6 +856,17 @@ class Spline(Stage):
         kind = int(_BSPLINE if proc else _CATMULL_ROM)
         factor = s["min_turn_radius_factor"] if proc else 0.0
         E, L = _e(ctx), self.lanes
+        if L == 1:
+            # one thread per env (the CPU): the bound, the chords and their sum in one pass
+            wp.launch(
+                _spline_table, E,
+                inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, s["point_spacing"],
+                        s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
+                outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
+            )
+            return
+        # a lane per control segment (CUDA): the bound, then the chords, then their sum in
+        # sample order (one thread per env: the same sums as the one pass, so the same bytes)
         if factor > 0.0:  # with 0 no sample can fail the bound
             wp.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
                                                     f["ctrl_hw"], factor], outputs=[ctx.ok], device=ctx.device)
