@@ -4,7 +4,8 @@ One round of the retry loop, for the pending envs (``Program`` runs it)::
 
     band     (per env: half width of every control point, from "band.width")
     layout   (per env: control points from the env's stream, keyed by its attempt)
-    spline   (per env: arc-length table of the closed spline, loop length, point count)
+    spline   (per env; on CUDA per env x control segment: the turn-radius bound on the dense
+              samples, arc-length table of the closed spline, loop length, point count)
     resample (per env x point: points every ~point_spacing, tangent, normal, curvature)
     checks   (per env x block of 8 points: turn radius, band self-intersection)
     start    (per env: the start pose on the first point, facing along the loop)
