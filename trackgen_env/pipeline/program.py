@@ -305,8 +305,7 @@ class Program:
             warnings.warn(
                 f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
                 f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
-                f"the config's checks reject most draws; see the {self._family.config_name} docstring for the "
-                f"ranges that yield valid courses",
+                + _low_valid_hint(self.stages, self._family.config_name),
                 UserWarning,
                 stacklevel=3,
             )
@@ -324,6 +323,16 @@ class Program:
 
     def __repr__(self) -> str:
         return f"Program(family={self.family!r}, num_envs={self.num_envs}, device={self.device}, stages={self.stages})"
+
+
+def _low_valid_hint(stages, config_name: str) -> str:
+    """What to look at when most draws are rejected: the config's ranges, or, with a plugin
+    stage (a namespaced name) in the spec, the stages themselves (the config knows nothing of them)."""
+    plugins = [name for name in stages if "." in name]
+    if plugins:
+        return (f"one of the stages {list(stages)} rejects most draws: check the parameters of the plugin stages "
+                f"{plugins} and what they write")
+    return f"the config's checks reject most draws; see the {config_name} docstring for the ranges that yield valid courses"
 
 
 # -- build-time checks (nothing is allocated before they pass) ---------------------------------
