@@ -41,6 +41,7 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import warp as wp
 
 from trackgen_env.course import Course
 from trackgen_env.pipeline import PipelineSpec, build, presets
@@ -113,6 +114,7 @@ def curriculum_callback(total_steps: int, log: list):
 
 def main(argv=None) -> dict:
     """Train with the curriculum; returns ``{"model": path, "log": [(steps, size, turns, length, same_graph)]}``."""
+    wp.config.log_level = wp.LOG_WARNING  # as the CLI: no "Module ... load" line per Warp module
     from trackgen_env.integrations.train import train
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -117,6 +117,7 @@ def make_spec(num_envs: int = 16, device: str | None = None, offset=OFFSET_RANGE
 
 def main(argv=None) -> dict:
     """Train PPO on chicane tracks; returns ``{"model": path, "env": the TrackVectorEnv}``."""
+    wp.config.log_level = wp.LOG_WARNING  # as the CLI: no "Module ... load" line per Warp module
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200_000, help="env steps (default 200000)")
     parser.add_argument("--num-envs", type=int, default=16)

@@ -31,3 +31,15 @@ def test_composing_a_course_examples_run_in_order():
 @pytest.mark.parametrize("page", ["courses.md"])
 def test_course_page_quick_start_runs(page):
     exec(_blocks(page)[0], {})
+
+
+def test_the_producer_protocol_example_runs_as_written(tmp_path):
+    """A generator of one's own (the page's only block), driven by a Course with built-in components."""
+    import runpy
+
+    blocks = _blocks("producer-protocol.md")
+    assert len(blocks) == 1 and "..." not in blocks[0]
+    path = tmp_path / "producer_example.py"  # from a file: Warp reads a kernel's source from its file
+    path.write_text(blocks[0])
+    ns = runpy.run_path(str(path))
+    assert ns["course"].generator is ns["gen"]

@@ -203,3 +203,20 @@ def test_an_open_polyline_warns_once_from_the_csv_to_the_env(tmp_path):
         data = load_centerline_csv(_write(tmp_path / "open2.csv", rows))
         TrackVectorEnv(1, "cpu", centerline=data, car="full", capture=False).close()
     assert sum("closed by a straight chord" in str(w.message) for w in caught) == 1
+
+
+@pytest.mark.parametrize("as_spec", [False, True])
+def test_the_env_refuses_a_centerline_source_config_pointing_at_centerline(as_spec):
+    """Nothing writes a source="centerline" config's inputs in the env: it would run on no course."""
+    from trackgen_env import TrackGenConfig
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    cfg = TrackGenConfig(source="centerline", max_input_points=64)
+    with pytest.raises(ValueError, match=r'source="centerline".*valid = 0.*centerline='):
+        TrackVectorEnv(num_envs=2, device="cpu", track=cfg.to_spec() if as_spec else cfg)
+    env = TrackVectorEnv(num_envs=2, device="cpu", centerline=_circle(n=60, radius=5.0, wr=0.5, wl=0.5))
+    try:
+        env.reset(seed=0)
+        assert env.course.result.valid.numpy().all()
+    finally:
+        env.close()

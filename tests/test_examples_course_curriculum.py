@@ -80,3 +80,17 @@ def test_the_example_trains_briefly_and_grows_the_courses(example, tmp_path):
     assert sizes[0] == example.START["layout.size"] and np.all(np.diff(sizes) > 0)
     assert turns[0] == 5 and turns[-1] >= 10
     assert lengths[-1] > lengths[0]
+
+
+def test_the_example_prints_no_warp_module_load_lines(tmp_path):
+    """Run as a script: its report, not one "Module ... load" line per Warp module."""
+    pytest.importorskip("stable_baselines3")
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parent.parent)}
+    run = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "256", "--num-envs", "4", "--n-steps", "32",
+                          "--max-episode-steps", "16", "--no-progress", "--out", str(tmp_path)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "saved" in run.stdout and "Module " not in run.stdout + run.stderr

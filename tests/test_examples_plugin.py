@@ -71,3 +71,16 @@ def test_the_example_trains_ppo_briefly_through_the_env(example, tmp_path):
     assert Path(out["model"]).is_file()
     env = out["env"]
     assert "acme.chicane" in env.course.generator.stages and env.registry is example.REGISTRY
+
+
+def test_the_example_prints_no_warp_module_load_lines(tmp_path):
+    """Run as a script: its report, not one "Module ... load" line per Warp module."""
+    pytest.importorskip("stable_baselines3")
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parent.parent)}
+    run = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "128", "--num-envs", "4", "--n-steps", "32",
+                          "--out", str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "saved" in run.stdout and "Module " not in run.stdout + run.stderr

@@ -195,6 +195,9 @@ def test_course_heightfield_is_none_without_the_component_and_the_height_field_w
     (dict(resolution=16.0), TypeError, "resolution"),
     (dict(resolution="64"), TypeError, "resolution"),
     (dict(resolution=1), ValueError, "resolution"),
+    (dict(resolution=4097), ValueError, r"resolution must be in \[2, 4096\] nodes per side \(64 MiB per env at 4096\), "
+                                         r"got 4097: 64 MiB per env, 65,568 MiB for 1024 envs"),
+    (dict(resolution=100_000), ValueError, r"got 100000: 38,147 MiB per env"),
     (dict(size=-1.0), ValueError, "size"),
     (dict(size=0.0), ValueError, "size"),
     (dict(size="10"), TypeError, "size"),

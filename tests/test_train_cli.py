@@ -268,3 +268,31 @@ def test_train_refuses_a_spec_and_env_kwargs_that_set_the_courses_too(tmp_path):
         train_module.train("TrackGen-Track-v0", 10, spec=presets.track(), env_kwargs={"track": TrackGenConfig()},
                            out=tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_spec_with_plugin_stages_but_no_plugin_gets_one_line_naming_the_stage(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import plugin_stage
+
+        (tmp_path / "spec.json").write_text(json.dumps(plugin_stage.make_spec(2, "cpu").to_dict()))
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    assert main(["train", "--spec", str(tmp_path / "spec.json"), "--steps", "10", "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err and "KeyError" not in err
+    assert "['acme.chicane']" in err and "--plugin module:REGISTRY" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content", ["# a README\n\nnot JSON\n", b"\x89PNG\r\n\x1a\n\xff\xfe", '{"family": "track"}',
+                                     '[1, 2]'])
+def test_a_spec_file_that_is_no_spec_is_named_in_one_line(content, tmp_path, capsys):
+    path = tmp_path / "README.md"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --spec {path}: expected a JSON spec (PipelineSpec.to_dict()") and "Traceback" not in err

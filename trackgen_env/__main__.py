@@ -113,11 +113,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_spec(path: str) -> PipelineSpec:
+    """The spec of the JSON file ``path`` (``PipelineSpec.to_dict()``'s dict).
+
+    Raises:
+        OSError: the file cannot be read. ValueError: not JSON, or not a spec's dict (naming the file).
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--spec {path}: expected a JSON spec (PipelineSpec.to_dict() written with json.dump), "
+                         f"but the file is not JSON ({exc})") from None
+    try:
+        return PipelineSpec.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--spec {path}: expected a JSON spec (PipelineSpec.to_dict() written with json.dump): "
+                         f"{exc}") from None
+
+
 def _train(args) -> int:
     spec = None
     if args.spec is not None:
-        with open(args.spec) as f:
-            spec = PipelineSpec.from_dict(json.load(f))
+        spec = _read_spec(args.spec)
     env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
     out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
     path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,

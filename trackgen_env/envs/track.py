@@ -164,6 +164,23 @@ def _observe(
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
+def _refuse_given_centerline(track) -> None:
+    """Refuse a ``source="centerline"`` config or spec: its inputs stay empty in the env (no
+    one writes them), so every env would run on no course (``valid = 0``) without a word."""
+    if isinstance(track, TrackGenConfig):
+        source = track.source
+    elif isinstance(track, PipelineSpec):
+        source = track.settings.get("source")
+    else:
+        return
+    if source == "centerline":
+        raise ValueError(
+            'track= must generate its courses: a source="centerline" config or spec has inputs that the env never '
+            "writes, so every env would hold no course (valid = 0); to drive a given circuit pass its [N, 4] "
+            "points as centerline= instead (TrackVectorEnv(centerline=points), which writes the inputs)"
+        )
+
+
 def _on_hills_or_banked(source) -> bool:
     """Whether the courses of ``source`` (a config, a spec or a built generator) can leave the ground
     plane: a ``layout.elevation`` that can be > 0, or a ``banking`` stage."""
@@ -296,7 +313,8 @@ class TrackVectorEnv(CourseVectorEnv):
       stages or randomized parameters, or ``PipelineSpec.from_dict`` of a saved one; its
       ``num_envs`` and ``device`` are replaced by the env's, ``docs/pipelines.md``); default
       ``TrackGenConfig()`` (a ~19 m loop in a 10 m square, 0.8 m wide). ``track_config``
-      keeps it. A spec of the gates family raises TypeError.
+      keeps it. A spec of the gates family raises TypeError; a ``source="centerline"``
+      config or spec raises ValueError (its inputs would stay empty: pass ``centerline=``).
     * ``registry``: the :class:`~trackgen_env.pipeline.Registry` holding a spec's plugin
       stages (None: the default registry); TypeError with a config or ``centerline``.
       With ``elevation > 0`` or ``banking > 0`` the course also bakes the ground
@@ -377,6 +395,7 @@ class TrackVectorEnv(CourseVectorEnv):
 
         self.registry = registry
         if centerline is None:
+            _refuse_given_centerline(track)
             source, seeds, self.track_config = generated_source(
                 TrackGenConfig() if track is None else track, argument="track", family="track",
                 config_cls=TrackGenConfig, registry=registry, num_envs=self.num_envs, device=self.device, seed=seed)

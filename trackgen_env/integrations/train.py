@@ -49,7 +49,7 @@ from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
 from ..generators.track_config import TrackGenConfig
-from ..pipeline import PipelineSpec, Registry
+from ..pipeline import PipelineSpec, Registry, default_registry
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 
@@ -137,7 +137,24 @@ def _spec_kwargs(env_id: str, spec, plugin: str | None) -> dict[str, Any]:
     want, argument = SPEC_ENVS[spec.family]
     if want != env_id:
         raise ValueError(f"the spec is of the {spec.family} family, which {want} drives: pass --env {want} (got {env_id})")
-    return {argument: spec, **({"registry": load_registry(plugin)} if plugin is not None else {})}
+    registry = load_registry(plugin) if plugin is not None else None
+    _check_stages(spec, registry, plugin)
+    return {argument: spec, **({"registry": registry} if registry is not None else {})}
+
+
+def _check_stages(spec: PipelineSpec, registry: Registry | None, plugin: str | None) -> None:
+    """Refuse a spec naming a stage its registry lacks (a plugin stage without ``--plugin``)
+    before any env is built, with the fix instead of the build's KeyError."""
+    reg = default_registry() if registry is None else registry
+    known = reg.names(spec.family)
+    unknown = [name for name in spec.stages if name not in known]
+    if unknown:
+        where = f"the plugin registry {plugin!r}" if plugin is not None else "the built-in stages (no --plugin given)"
+        raise ValueError(
+            f"the spec's stages {unknown} are not in {where}; the known {spec.family} stages are {known}. "
+            "A spec with plugin stages needs the registry that holds them: pass --plugin module:REGISTRY "
+            "(plugin= in the API), e.g. --plugin plugin_stage:REGISTRY with examples/ on PYTHONPATH"
+        )
 
 
 def _check_env_id(env_id: str) -> None:
@@ -290,6 +307,7 @@ def train(
     Raises:
         ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``;
             a spec of the other family, a ``plugin`` without a spec or that names no Registry, a
+            spec naming a stage that the registry (``plugin``'s, else the built-ins) lacks, a
             spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``).
         TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``), or the plugin's module.

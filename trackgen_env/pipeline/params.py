@@ -57,8 +57,10 @@ class Params(Mapping):
     ``randomize[name]`` holds the live ``(lo, hi)`` arrays of a randomized parameter.
 
     Raises:
-        KeyError: an unknown name (the message lists the parameters).
-        ValueError: a value of the wrong length, or not finite.
+        KeyError: an unknown name (the message lists the parameters), or a static one (the
+            message says so: it is fixed at build, rebuild with ``spec.with_params``).
+        TypeError: a value that is not a number or numbers (a str, a bool).
+        ValueError: a value of the wrong length, not finite, or out of the declared bounds.
     """
 
     def __init__(self, num_envs: int, device, declared: Mapping, values: Mapping, randomize: Mapping):
@@ -67,6 +69,7 @@ class Params(Mapping):
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         dynamic = {name: p for name, p in declared.items() if p.dynamic}
+        self._static = frozenset(name for name, p in declared.items() if not p.dynamic)
         self._validators: dict[str, list] = {name: [p.check_set] for name, p in dynamic.items()}
         self._arrays = {
             name: wp.full(num_envs, float(values[name]), dtype=wp.float32, device=self.device) for name in dynamic
@@ -85,6 +88,10 @@ class Params(Mapping):
 
     def __getitem__(self, name: str) -> wp.array:
         if name not in self._arrays:
+            if name in self._static:
+                raise KeyError(f"parameter {name!r} is static (dynamic=False): fixed at build, it has no live value; "
+                               f"rebuild with spec.with_params({{{name!r}: value}}). The live parameters are "
+                               f"{sorted(self._arrays)}")
             raise KeyError(f"unknown parameter {name!r}; parameters: {sorted(self._arrays)}")
         return self._arrays[name]
 
@@ -96,11 +103,17 @@ class Params(Mapping):
 
     def __setitem__(self, name: str, value) -> None:
         arr = self[name]
-        values = np.broadcast_to(np.asarray(value, dtype=np.float64), ()) if np.isscalar(value) else np.asarray(value, dtype=np.float64)
+        want = f"params[{name!r}] takes a number or {self.num_envs} numbers"
+        raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
+        # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
+        if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+            raise TypeError(f"{want}, got {type(value).__name__} {value!r}")
+        values = raw.astype(np.float64)
         if values.shape not in ((), (self.num_envs,)):
-            raise ValueError(f"params[{name!r}] takes a number or {self.num_envs} numbers, got shape {values.shape}")
+            raise ValueError(f"{want}, got shape {values.shape}")
         if not np.all(np.isfinite(values)):
-            raise ValueError(f"params[{name!r}] must be finite, got {value!r}")
+            bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
+            raise ValueError(f"params[{name!r}] must be finite, got {float(bad):g}")
         for check in self._validators.get(name, ()):
             check(name, values)
         arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))

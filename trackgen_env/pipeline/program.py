@@ -319,8 +319,7 @@ class Program:
             warnings.warn(
                 f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
                 f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
-                f"the config's checks reject most draws; see the {self._family.config_name} docstring for the "
-                f"ranges that yield valid courses",
+                + _low_valid_hint(self.stages, self._family.config_name),
                 UserWarning,
                 stacklevel=3,
             )
@@ -338,6 +337,16 @@ class Program:
 
     def __repr__(self) -> str:
         return f"Program(family={self.family!r}, num_envs={self.num_envs}, device={self.device}, stages={self.stages})"
+
+
+def _low_valid_hint(stages, config_name: str) -> str:
+    """What to look at when most draws are rejected: the config's ranges, or, with a plugin
+    stage (a namespaced name) in the spec, the stages themselves (the config knows nothing of them)."""
+    plugins = [name for name in stages if "." in name]
+    if plugins:
+        return (f"one of the stages {list(stages)} rejects most draws: check the parameters of the plugin stages "
+                f"{plugins} and what they write")
+    return f"the config's checks reject most draws; see the {config_name} docstring for the ranges that yield valid courses"
 
 
 # -- build-time checks (nothing is allocated before they pass) ---------------------------------
@@ -385,16 +394,22 @@ def _check_reads(spec: PipelineSpec, family, found) -> None:
 
 
 def _check_out(out, result_fields: dict, device) -> dict:
-    """The caller's result arrays by field, each checked for shape, dtype and device."""
+    """The caller's result arrays by field, each checked for shape, dtype and device, and
+    no two sharing memory (one array for two fields, or overlapping views of one buffer,
+    would let one field's commit overwrite another's)."""
     if out is None:
         return {}
+    expected = ("expected a mapping of field -> wp.array or a result-like object with the result's attributes "
+                f"{list(result_fields)}")
     if isinstance(out, Mapping):
         given = dict(out)
-    elif is_dataclass(out):
+    elif is_dataclass(out) and not isinstance(out, type):
         given = {f.name: getattr(out, f.name) for f in dataclass_fields(out) if getattr(out, f.name) is not None}
     else:
         given = {n: getattr(out, n) for n in result_fields if getattr(out, n, None) is not None}
-    unknown = sorted(set(given) - set(result_fields))
+        if not given:
+            raise TypeError(f"out=: {expected}; got {type(out).__name__} {out!r}, which has none of them")
+    unknown = sorted(set(given) - set(result_fields), key=str)
     if unknown:
         raise ValueError(f"out= names fields {unknown} that the result does not have; its fields are {list(result_fields)}")
     for name, arr in given.items():
@@ -406,4 +421,20 @@ def _check_out(out, result_fields: dict, device) -> dict:
             raise ValueError(
                 f"out[{name!r}] must be {want}, got shape {arr.shape}, dtype {wp.types.type_repr(arr.dtype)} on {arr.device}"
             )
+    spans = sorted((_byte_span(arr), name) for name, arr in given.items())
+    for ((lo_a, hi_a), a), ((lo_b, hi_b), b) in zip(spans, spans[1:]):
+        if lo_b < hi_a:
+            raise ValueError(
+                f"out[{a!r}] and out[{b!r}] share memory (bytes [{lo_a:#x}, {hi_a:#x}) and [{lo_b:#x}, {hi_b:#x})): "
+                "expected a separate, non-overlapping array per field"
+            )
     return MappingProxyType(given)
+
+
+def _byte_span(arr: wp.array) -> tuple[int, int]:
+    """``[first, last + 1)`` byte addresses an array (a strided view too) touches."""
+    lo = hi = int(arr.ptr)
+    for n, stride in zip(arr.shape, arr.strides):
+        step = (n - 1) * int(stride)
+        lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+    return lo, hi + wp.types.type_size_in_bytes(arr.dtype)

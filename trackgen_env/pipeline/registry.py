@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .stage import Family, Stage
+from .stage import Family, Param, Stage
 from .stages import banking, circuit, gates, given, track
 
 __all__ = ["Registry", "default_registry", "FAMILIES", "is_builtin"]
@@ -32,8 +32,10 @@ def is_builtin(stage_cls: type) -> bool:
     return stage_cls in _BUILTIN_STAGES
 
 
-_NAMESPACED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# dotted identifiers (matched whole: fullmatch, so no trailing newline slips through)
+_NAMESPACED = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+")
+_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME_RULE = "dotted identifiers, namespace.name (e.g. 'acme.banking'), each part [a-z_][a-z0-9_]*"
 
 
 class Registry:
@@ -64,18 +66,21 @@ class Registry:
                 ``NotCapturableError`` under a capture.
 
         Raises:
-            TypeError: not a Stage subclass, or ``capturable`` not a bool.
-            ValueError: a name that is not namespaced, a name (of the same family) already
-                registered, a family other than ``"track"`` / ``"gates"`` / None, or a bad param name.
+            TypeError: not a Stage subclass, or ``capturable`` not a bool; ``reads`` / ``writes`` not tuples of str (a bare str), ``params`` not a
+                tuple of :class:`Param`, ``draws`` not a bool.
+            ValueError: a name that is not namespaced (dotted identifiers, each part
+                ``[a-z_][a-z0-9_]*``), a name (of the same family) already registered, a family
+                other than ``"track"`` / ``"gates"`` / None, or a bad param name. (A
+                :class:`Param` checks its own default and bounds when it is constructed.)
         """
         if not (isinstance(stage_cls, type) and issubclass(stage_cls, Stage)):
             raise TypeError(f"register() takes a Stage subclass, got {stage_cls!r}")
         if not isinstance(capturable, bool):
             raise TypeError(f"capturable must be a bool, got {capturable!r}")
         name, family = stage_cls.name, stage_cls.family
-        if not isinstance(name, str) or not _NAMESPACED.match(name):
+        if not isinstance(name, str) or not _NAMESPACED.fullmatch(name):
             raise ValueError(
-                f"a plugin stage needs a namespaced name like 'acme.banking' (the plain names are the built-ins'), "
+                f"a plugin stage needs a namespaced name: {_NAME_RULE} (the plain names are the built-ins'); "
                 f"got {name!r} ({stage_cls.__name__})"
             )
         if family is not None and family not in FAMILIES:
@@ -84,9 +89,10 @@ class Registry:
         if taken:
             raise ValueError(f"stage {name!r} is already registered ({self._stages[taken[0]][0].__name__}): "
                              "a name is registered once")
+        _check_declaration(stage_cls)
         seen = set()
         for p in stage_cls.params:
-            if not _PARAM.match(getattr(p, "name", "")) or p.name in seen:
+            if not _PARAM.fullmatch(p.name) or p.name in seen:
                 raise ValueError(f"stage {name!r}: param names must be unique identifiers, got {p.name!r}")
             seen.add(p.name)
         self._stages[(family, name)] = (stage_cls, capturable)
@@ -120,6 +126,23 @@ class Registry:
     def __repr__(self) -> str:
         plugins = sorted(n for (_, n) in self._stages if "." in n)
         return f"Registry(plugins={plugins})"
+
+
+def _check_declaration(stage_cls: type) -> None:
+    """Refuse class attributes of the wrong type, which would otherwise fail later and
+    confusingly (``reads = "half_width"`` reads as the fields ``h``, ``a``, ...)."""
+    name = stage_cls.name
+    params = stage_cls.params
+    if not isinstance(params, (tuple, list)) or not all(isinstance(p, Param) for p in params):
+        raise TypeError(f"stage {name!r}: params must be a tuple of pipeline.Param, got {params!r}")
+    for what in ("reads", "writes"):
+        value = getattr(stage_cls, what)
+        if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
+            hint = f" (write ({value!r},) for one field)" if isinstance(value, str) else ""
+            raise TypeError(f"stage {name!r}: {what} must be a tuple of field names (str), got "
+                            f"{type(value).__name__} {value!r}{hint}")
+    if not isinstance(stage_cls.draws, bool):
+        raise TypeError(f"stage {name!r}: draws must be a bool, got {stage_cls.draws!r}")
 
 
 _DEFAULT = Registry()

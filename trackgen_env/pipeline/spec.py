@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..checks import check_float
-from .registry import Registry, default_registry
+from ..checks import check_float, check_int
+from .registry import FAMILIES, Registry, default_registry
 
 __all__ = ["PipelineSpec"]
 
@@ -54,11 +54,35 @@ class PipelineSpec:
     randomize: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "stages", tuple(self.stages))
+        # the one validation path of a spec: the constructor, from_dict, replace() and every
+        # with_* edit pass through here, so build only ever sees a well-formed spec
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {self.family!r}")
+        object.__setattr__(self, "num_envs", check_int("num_envs", self.num_envs, lo=1))
+        if self.device is not None and not isinstance(self.device, str):
+            raise TypeError(f"device must be a Warp device name (str) or None, got {type(self.device).__name__} "
+                            f"{self.device!r}")
+        for key in ("settings", "params", "randomize"):
+            value = getattr(self, key)
+            if not isinstance(value, Mapping):
+                raise TypeError(f"a spec's {key!r} must be a mapping (dict), got {type(value).__name__} {value!r}")
+        stages = self.stages
+        if not isinstance(stages, (tuple, list)) or not all(isinstance(n, str) for n in stages):
+            raise TypeError(f"a spec's 'stages' must be a list or tuple of stage names (str), got {stages!r}")
+        dupes = sorted({n for n in stages if list(stages).count(n) > 1})
+        if dupes:
+            raise ValueError(f"a spec's stages must be distinct; {dupes} appear more than once in {list(stages)}")
+        object.__setattr__(self, "stages", tuple(stages))
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
-        object.__setattr__(self, "params", MappingProxyType({k: float(v) for k, v in self.params.items()}))
-        object.__setattr__(self, "randomize", MappingProxyType(
-            {k: (float(v[0]), float(v[1])) for k, v in self.randomize.items()}))
+        object.__setattr__(self, "params", MappingProxyType(
+            {_check_key("params", k): _check_value(k, v) for k, v in self.params.items()}))
+        randomize = {}
+        for name, pair in self.randomize.items():
+            if _check_key("randomize", name) not in self.params:
+                raise ValueError(f"randomize names {name!r}, which is not a parameter of the spec; its parameters "
+                                 f"are {sorted(self.params)}")
+            randomize[name] = _check_pair(name, pair)
+        object.__setattr__(self, "randomize", MappingProxyType(randomize))
 
     # -- data ---------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -72,15 +96,22 @@ class PipelineSpec:
         """The spec of :meth:`to_dict`'s dict (e.g. read back from JSON).
 
         Raises:
-            TypeError: not a mapping. ValueError: a missing or unknown key.
+            TypeError: not a mapping; an entry of the wrong type (``stages`` not a list of
+                str, ``params`` / ``randomize`` / ``settings`` not mappings, a parameter value
+                or range bound that is not a number, ``num_envs`` not an int, ``device``
+                neither a str nor None).
+            ValueError: a missing or unknown key; an unknown family, ``num_envs < 1``,
+                duplicate stages, a non-finite value, a range that is not a ``(lo, hi)``
+                pair with ``lo <= hi`` or names no parameter of the spec (the constructor's
+                checks, which every spec passes).
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"from_dict() takes a mapping, got {type(data).__name__}")
         missing, unknown = [k for k in _KEYS if k not in data], sorted(set(data) - set(_KEYS))
         if missing or unknown:
             raise ValueError(f"a spec dict has the keys {list(_KEYS)}; missing {missing}, unknown {unknown}")
-        return cls(data["family"], data["num_envs"], data["device"], data["settings"], tuple(data["stages"]),
-                   data["params"], {k: tuple(v) for k, v in data["randomize"].items()})
+        return cls(data["family"], data["num_envs"], data["device"], data["settings"], data["stages"],
+                   data["params"], data["randomize"])
 
     def __repr__(self) -> str:
         return (f"PipelineSpec(family={self.family!r}, num_envs={self.num_envs}, device={self.device!r}, "
@@ -117,7 +148,7 @@ class PipelineSpec:
             full = key if key in declared else f"{name}.{key}"
             if full not in declared:
                 raise KeyError(f"stage {name!r} declares no parameter {key!r}; its parameters are {sorted(declared)}")
-            values[full] = check_float(full, value)
+            values[full] = _check_value(full, value)
         return replace(self, stages=self.stages[:at] + (name,) + self.stages[at:], params=values)
 
     def with_params(self, values: Mapping[str, float]) -> "PipelineSpec":
@@ -129,7 +160,7 @@ class PipelineSpec:
         params = dict(self.params)
         for name, value in values.items():
             self._check_name(name)
-            params[name] = check_float(name, value)
+            params[name] = _check_value(name, value)
         return replace(self, params=params)
 
     def with_randomize(self, ranges: Mapping[str, tuple[float, float]]) -> "PipelineSpec":
@@ -144,12 +175,7 @@ class PipelineSpec:
         randomize = dict(self.randomize)
         for name, pair in ranges.items():
             self._check_name(name)
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"randomize[{name!r}] must be a (lo, hi) pair, got {pair!r}")
-            lo, hi = check_float(name, pair[0]), check_float(name, pair[1])
-            if lo > hi:
-                raise ValueError(f"randomize[{name!r}] needs lo <= hi, got ({lo}, {hi})")
-            randomize[name] = (lo, hi)
+            randomize[name] = _check_pair(name, pair)
         return replace(self, randomize=randomize)
 
     def construction_value(self, name: str, bound: str = "value") -> float:
@@ -163,3 +189,24 @@ class PipelineSpec:
         if name in self.randomize and bound in ("lo", "hi"):
             return self.randomize[name][0 if bound == "lo" else 1]
         return self.params[name]
+
+
+def _check_key(what: str, name) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a spec's {what!r} are keyed by 'stage.param' names (str), got {type(name).__name__} {name!r}")
+    return name
+
+
+def _check_value(name: str, value) -> float:
+    """A parameter's construction value: a finite real number (not a bool, not a string) -> float."""
+    return check_float(f"params[{name!r}]", value)
+
+
+def _check_pair(name: str, pair) -> tuple[float, float]:
+    """A randomize range: a ``(lo, hi)`` pair of finite numbers with ``lo <= hi``."""
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise ValueError(f"randomize[{name!r}] must be a (lo, hi) pair, got {pair!r}")
+    lo, hi = check_float(f"randomize[{name!r}][0]", pair[0]), check_float(f"randomize[{name!r}][1]", pair[1])
+    if lo > hi:
+        raise ValueError(f"randomize[{name!r}] needs lo <= hi, got ({lo}, {hi})")
+    return lo, hi

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 
@@ -40,7 +41,12 @@ class Param:
         name: the parameter's name within its stage (``"size"``).
         default: its construction value when a spec adds the stage.
         lo, hi: the declared bounds: every construction value, randomize range and live set
-            must lie in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
+            must lie in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), and finite.
+
+    Raises (at construction, so a stage class with a bad declaration fails where it is defined):
+        TypeError: a default or bound that is not a number (a bool, a str), ``dynamic`` /
+            ``lo_open`` not bools, ``stream`` neither an int nor None.
+        ValueError: a NaN default or bound, ``lo > hi``, or a default outside the bounds.
         doc: what it sets, with its unit.
         dynamic: True: a live ``[E] float32`` array (``generator.params[...]``) that a
             curriculum may set and ``with_randomize`` may draw; False: a construction value
@@ -60,31 +66,63 @@ class Param:
     lo_open: bool = False
     stream: int | None = None
 
+    def __post_init__(self):
+        """Refuse a declaration that could never hold (checked when the stage class is defined)."""
+        if not isinstance(self.name, str):
+            raise TypeError(f"Param name must be a str, got {type(self.name).__name__} {self.name!r}")
+        for what in ("default", "lo", "hi"):
+            value = getattr(self, what)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+                raise TypeError(f"Param {self.name!r}: {what} must be a number, got {type(value).__name__} {value!r}")
+            if math.isnan(value):
+                raise ValueError(f"Param {self.name!r}: {what} must be a number, got NaN")
+            object.__setattr__(self, what, float(value))
+        if self.lo > self.hi or (self.lo_open and self.lo == self.hi):
+            raise ValueError(f"Param {self.name!r}: the bounds need lo < hi (lo <= hi when closed), "
+                             f"got lo={_num(self.lo)}, hi={_num(self.hi)}")
+        for what in ("dynamic", "lo_open"):
+            if not isinstance(getattr(self, what), bool):
+                raise TypeError(f"Param {self.name!r}: {what} must be a bool, got {getattr(self, what)!r}")
+        if self.stream is not None and (isinstance(self.stream, bool) or not isinstance(self.stream, int)):
+            raise TypeError(f"Param {self.name!r}: stream must be an int or None, got {self.stream!r}")
+        self.check(f"Param {self.name!r}: the default", self.default)
+
     def bounds(self) -> str:
-        return f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}]"
+        """The bounds as an interval; an infinite bound is open (``(0, inf)``, ``(-inf, 2]``)."""
+        left = "(" if self.lo_open or math.isinf(self.lo) else "["
+        right = ")" if math.isinf(self.hi) else "]"
+        return f"{left}{_num(self.lo)}, {_num(self.hi)}{right}"
 
     def check(self, what: str, values) -> None:
         """Raise ValueError naming ``what`` unless every value lies within the bounds."""
         v = np.asarray(values, dtype=np.float64)
         below = v <= self.lo if self.lo_open else v < self.lo
-        if np.any(below) or np.any(v > self.hi) or not np.all(np.isfinite(v)):
-            raise ValueError(f"{what} must be finite and in {self.bounds()}, got {values!r}")
+        bad = below | (v > self.hi) | ~np.isfinite(v)
+        if np.any(bad):
+            got = _num(float(v)) if v.ndim == 0 else f"{_num(float(v[bad].ravel()[0]))} (among {v.size} values)"
+            raise ValueError(f"{what} must be finite and in {self.bounds()}, got {got}")
 
     def check_set(self, name: str, values) -> None:
         """A ``Params`` validator: refuse a live set outside the bounds."""
         self.check(f"params[{name!r}]", values)
 
 
+def _num(x: float) -> str:
+    """A number as a person writes it: ``0.8``, ``inf``, ``-1``."""
+    return f"{x:g}"
+
+
 class Stage:
     """Base class of a pipeline stage (subclass it; register it with ``Registry.register``).
 
     Class attributes:
-        name: the stage's name; a plugin's is namespaced (``"acme.banking"``).
+        name: the stage's name; a plugin's is namespaced: dotted identifiers,
+            ``namespace.name`` (``"acme.banking"``), each part ``[a-z_][a-z0-9_]*``.
         family: ``"track"``, ``"gates"``, or None (a stage for any family).
         params: declared :class:`Param` s, addressed ``f"{name}.{param.name}"``.
-        reads: working-set fields (``ctx.fields``) or generator inputs it reads: an
+        reads: a tuple of working-set fields (``ctx.fields``) or generator inputs it reads: an
             earlier stage must write each (checked at build).
-        writes: working-set fields it writes (allocated in :meth:`allocate`).
+        writes: a tuple of working-set fields it writes (allocated in :meth:`allocate`).
         draws: whether it draws random numbers (a pipeline where no stage draws gets no
             retries: another round would rebuild the same course).
 

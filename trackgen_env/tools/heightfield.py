@@ -205,6 +205,14 @@ def _hf_sample(
     out[e] = sample_height(heights, e, origin, cell_size, p[0], p[1])
 
 
+#: the finest grid a bake takes: 4096**2 float32 nodes are 64 MiB per env
+MAX_RESOLUTION = 4096
+
+
+def _mib(resolution: int, envs: int = 1) -> str:
+    return f"{envs * resolution * resolution * 4 / 2**20:,.0f} MiB"
+
+
 def node_lanes(device, resolution: int) -> int:
     """Threads per env of the bake: on CUDA a thread per node up to 1024 (``E * lanes`` stays
     far below 2^31 threads at any E); on the CPU one (a launch there runs on one thread)."""
@@ -307,8 +315,9 @@ class HeightFieldBake(Component):
     (``Course.track(..., size_hi=)`` does it for the preset's bake).
 
     Args:
-        resolution: nodes per side (an int >= 2); memory ``E * resolution**2 * 4`` bytes
-            (64 MiB for 1024 envs at 128).
+        resolution: nodes per side, an int in ``[2, MAX_RESOLUTION]`` (4096); memory
+            ``E * resolution**2 * 4`` bytes (64 MiB for 1024 envs at 128, 64 MiB per env at
+            4096: a finer grid than that per env is no ground a car needs).
         size: [m] side of the course square covered, > 0; None: as above.
         margin: [m] ground covered beyond the square on each side, >= 0; None: the widest
             band the generator can draw (``"band.width"``'s hi; 0 where it declares none).
@@ -322,7 +331,8 @@ class HeightFieldBake(Component):
 
     Raises:
         TypeError: ``resolution`` is not an int; ``size`` / ``margin`` / ``center`` not numbers.
-        ValueError: ``resolution < 2``, ``size <= 0``, ``margin < 0``, a non-finite number;
+        ValueError: ``resolution`` outside ``[2, 4096]`` (the message gives the memory it
+            would take), ``size <= 0``, ``margin < 0``, a non-finite number;
             at attach, ``size=None`` on a generator that declares no ``"layout.size"`` (a
             given centreline: pass ``size=`` and ``center=``).
     """
@@ -332,6 +342,12 @@ class HeightFieldBake(Component):
     def __init__(self, resolution: int = 128, *, size: float | None = None, margin: float | None = None,
                  center=(0.0, 0.0), name: str = "heightfield", after=(), source: str | None = None):
         self.resolution = check_int("resolution", resolution, lo=2)
+        if self.resolution > MAX_RESOLUTION:
+            raise ValueError(
+                f"resolution must be in [2, {MAX_RESOLUTION}] nodes per side ({_mib(MAX_RESOLUTION)} per env at "
+                f"{MAX_RESOLUTION}), got {self.resolution}: {_mib(self.resolution)} per env, "
+                f"{_mib(self.resolution, 1024)} for 1024 envs"
+            )
         self.size = None if size is None else check_float("size", size, lo=0.0, lo_open=True)
         self.margin = None if margin is None else check_float("margin", margin, lo=0.0)
         if isinstance(center, (str, bytes)) or not hasattr(center, "__len__") or len(center) != 2:

@@ -1,0 +1,221 @@
+"""A new user's mistakes with the pipeline extension point are refused, saying what was expected
+and what was received, before anything is allocated or written (issue 10's follow-up)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import warp as wp
+
+from trackgen_env.pipeline import PipelineSpec, build, presets
+
+DEV = "cpu"
+E = 4
+
+
+# -- 1. out= ---------------------------------------------------------------------------------------
+def test_out_refuses_one_array_for_two_fields_before_anything_is_written():
+    spec = presets.track(num_envs=E, device=DEV)
+    P = spec.settings["max_points"]
+    a = wp.array(np.full((E, P, 3), np.inf, np.float32), dtype=wp.vec3, device=DEV)
+    with pytest.raises(ValueError, match=r"out\['normal'\] and out\['tangent'\] share memory.*non-overlapping"):
+        build(spec, out={"tangent": a, "normal": a})
+    assert np.all(np.isinf(a.numpy()))
+
+
+def test_out_refuses_overlapping_views_of_one_buffer():
+    spec = presets.track(num_envs=E, device=DEV)
+    P = spec.settings["max_points"]
+    buf = wp.array(np.full((E + 1, P, 3), np.inf, np.float32), dtype=wp.vec3, device=DEV)
+    with pytest.raises(ValueError, match="share memory"):
+        build(spec, out={"tangent": buf[:E], "normal": buf[1:]})
+    assert np.all(np.isinf(buf.numpy()))
+    # two disjoint views of one buffer are fine (a simulator's layout)
+    big = wp.zeros((2 * E, P), dtype=float, device=DEV)
+    program = build(spec, seeds=3, out={"curvature": big[:E], "half_width": big[E:]})
+    assert np.array_equal(big.numpy()[E:], program.result.half_width.numpy())
+
+
+@pytest.mark.parametrize("out", [[1, 2], object(), 3.0, "centerline"])
+def test_out_refuses_what_is_neither_a_mapping_nor_a_result_like_object(out):
+    with pytest.raises(TypeError, match=r"expected a mapping of field -> wp.array or a result-like object.*got"):
+        build(presets.track(num_envs=E, device=DEV), out=out)
+
+
+# -- 2. specs read back from data --------------------------------------------------------------------
+def _tampered(edit):
+    data = copy.deepcopy(presets.track(num_envs=2, device=DEV).to_dict())
+    edit(data)
+    return data
+
+
+@pytest.mark.parametrize("edit, error, match", [
+    (lambda d: d["params"].__setitem__("band.width", "0.8"), TypeError, r"params\['band.width'\] must be a number, got str"),
+    (lambda d: d["params"].__setitem__("band.width", True), TypeError, r"params\['band.width'\] must be a number, got bool"),
+    (lambda d: d["params"].__setitem__("band.width", float("nan")), ValueError, r"params\['band.width'\] must be finite"),
+    (lambda d: d["stages"].append("start"), ValueError, r"distinct; \['start'\] appear more than once"),
+    (lambda d: d.__setitem__("stages", "band"), TypeError, r"'stages' must be a list or tuple of stage names \(str\), got 'band'"),
+    (lambda d: d.__setitem__("stages", ["band", 3]), TypeError, r"'stages' must be a list or tuple"),
+    (lambda d: d.__setitem__("params", None), TypeError, r"'params' must be a mapping \(dict\), got NoneType"),
+    (lambda d: d.__setitem__("params", [1.0]), TypeError, r"'params' must be a mapping \(dict\), got list"),
+    (lambda d: d.__setitem__("settings", None), TypeError, r"'settings' must be a mapping"),
+    (lambda d: d.__setitem__("randomize", []), TypeError, r"'randomize' must be a mapping"),
+    (lambda d: d.__setitem__("randomize", {"band.width": 0.5}), ValueError, r"randomize\['band.width'\] must be a \(lo, hi\) pair, got 0.5"),
+    (lambda d: d.__setitem__("randomize", {"band.width": [0.9, 0.5]}), ValueError, r"needs lo <= hi"),
+    (lambda d: d.__setitem__("randomize", {"band.width": ["0.5", 0.9]}), TypeError, r"must be a number, got str"),
+    (lambda d: d.__setitem__("randomize", {"band.widht": [0.5, 0.9]}), ValueError, r"'band.widht', which is not a parameter"),
+    (lambda d: d.__setitem__("family", "tracks"), ValueError, r"family must be one of \['gates', 'track'\], got 'tracks'"),
+    (lambda d: d.__setitem__("num_envs", -1), ValueError, r"num_envs must be >= 1, got -1"),
+    (lambda d: d.__setitem__("num_envs", 2.5), TypeError, r"num_envs must be an int, got float 2.5"),
+    (lambda d: d.__setitem__("num_envs", "4"), TypeError, r"num_envs must be an int, got str '4'"),
+    (lambda d: d.__setitem__("device", 0), TypeError, r"device must be a Warp device name \(str\) or None, got int 0"),
+])
+def test_from_dict_refuses_tampered_data(edit, error, match):
+    with pytest.raises(error, match=match):
+        PipelineSpec.from_dict(_tampered(edit))
+
+
+def test_the_constructor_and_the_edits_use_the_same_checks_as_from_dict():
+    spec = presets.track(num_envs=2, device=DEV)
+    with pytest.raises(TypeError, match=r"params\['band.width'\] must be a number, got str"):
+        spec.with_params({"band.width": "0.8"})
+    with pytest.raises(ValueError, match="appear more than once"):
+        PipelineSpec("track", 2, DEV, spec.settings, spec.stages + ("start",), spec.params)
+    with pytest.raises(ValueError, match="num_envs must be >= 1"):
+        PipelineSpec("track", 0, DEV, spec.settings, spec.stages, spec.params)
+    with pytest.raises(ValueError, match=r"must be a \(lo, hi\) pair"):
+        spec.with_randomize({"band.width": 0.5})
+    # a well-formed dict still reads back, with device None left for build to resolve
+    data = spec.to_dict()
+    assert PipelineSpec.from_dict(data) == spec
+    assert PipelineSpec.from_dict({**data, "device": None}).device is None
+
+
+# -- 5. Param and Stage declarations ---------------------------------------------------------------
+from trackgen_env.pipeline import Param, Registry, Stage  # noqa: E402
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(default=5.0, lo=0.0, hi=1.0), ValueError, r"Param 'p': the default must be finite and in \[0, 1\], got 5"),
+    (dict(default=0.0, lo=0.0, hi=1.0, lo_open=True), ValueError, r"the default must be finite and in \(0, 1\], got 0"),
+    (dict(default=0.5, lo=1.0, hi=0.0), ValueError, r"the bounds need lo < hi.*got lo=1, hi=0"),
+    (dict(default=float("nan")), ValueError, r"default must be a number, got NaN"),
+    (dict(default=0.5, lo=float("nan")), ValueError, r"lo must be a number, got NaN"),
+    (dict(default="0.5"), TypeError, r"default must be a number, got str '0.5'"),
+    (dict(default=True), TypeError, r"default must be a number, got bool"),
+    (dict(default=float("inf")), ValueError, r"the default must be finite"),
+    (dict(default=0.5, dynamic="yes"), TypeError, r"dynamic must be a bool"),
+])
+def test_a_param_declaration_is_checked_when_it_is_made(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        Param("p", **kwargs)
+
+
+def _stage(name="acme.ok", **attrs):
+    return type("S", (Stage,), {"name": name, "family": "track", **attrs})
+
+
+@pytest.mark.parametrize("attrs, match", [
+    (dict(reads="half_width"), r"reads must be a tuple of field names \(str\), got str 'half_width' \(write \('half_width',\)"),
+    (dict(writes=["centerline", 3]), r"writes must be a tuple of field names \(str\)"),
+    (dict(params=(("dz", 0.0),)), r"params must be a tuple of pipeline.Param"),
+    (dict(params=Param("dz", 0.0)), r"params must be a tuple of pipeline.Param"),
+    (dict(draws=1), r"draws must be a bool"),
+])
+def test_register_refuses_a_stage_declaration_of_the_wrong_type(attrs, match):
+    reg = Registry()
+    with pytest.raises(TypeError, match=match):
+        reg.register(_stage(**attrs))
+    assert "acme.ok" not in reg.names("track")
+
+
+@pytest.mark.parametrize("name", ["acme.x\n", "acme.1x", "a-b.c", "Acme.x", "acme.", ".x", "acme"])
+def test_register_refuses_a_stage_name_that_is_no_dotted_identifier_stating_the_rule(name):
+    with pytest.raises(ValueError, match=r"dotted identifiers, namespace.name .* each part \[a-z_\]\[a-z0-9_\]\*"):
+        Registry().register(_stage(name))
+
+
+def test_register_takes_a_well_declared_stage_and_every_built_in_passes_the_checks():
+    from trackgen_env.pipeline import registry as registry_module
+
+    reg = Registry()
+    reg.register(_stage("acme.ok_2", reads=("centerline",), writes=["centerline"],
+                        params=(Param("dz", 0.0, -1.0, 1.0),)))
+    assert "acme.ok_2" in reg.names("track")
+    for cls in registry_module._BUILTIN_STAGES:
+        registry_module._check_declaration(cls)
+
+
+# -- 6. messages -----------------------------------------------------------------------------------
+def test_an_infinite_bound_prints_open_and_a_refused_value_prints_as_a_number():
+    assert Param("p", 1.0, 0.0, lo_open=True).bounds() == "(0, inf)"
+    assert Param("p", 1.0).bounds() == "(-inf, inf)"
+    assert Param("p", 1.0, 0.0, 2.0).bounds() == "[0, 2]"
+    program = build(presets.track(num_envs=E, device=DEV))
+    with pytest.raises(ValueError, match=r"params\['band.width'\] must be finite and in \(0, [^\]]*\), got -1$") as info:
+        program.params["band.width"] = -1.0
+    assert "array" not in str(info.value)
+
+
+@pytest.mark.parametrize("value, match", [
+    ("wide", r"params\['band.width'\] takes a number or 4 numbers, got str 'wide'"),
+    (True, r"params\['band.width'\] takes a number or 4 numbers, got bool True"),
+    ([True, False, True, True], r"params\['band.width'\] takes a number or 4 numbers, got list"),
+    ([0.7, "a", 0.7, 0.7], r"params\['band.width'\] takes a number or 4 numbers, got list"),
+    (None, r"params\['band.width'\] takes a number or 4 numbers, got NoneType"),
+])
+def test_a_live_set_of_no_number_is_a_type_error_naming_the_parameter(value, match):
+    program = build(presets.track(num_envs=E, device=DEV))
+    before = program.params["band.width"].numpy().copy()
+    with pytest.raises(TypeError, match=match):
+        program.params["band.width"] = value
+    assert np.array_equal(program.params["band.width"].numpy(), before)
+    program.params["band.width"] = np.float32(0.7)  # numbers of any real dtype still set
+    program.params["band.width"] = [0.7, 0.75, 0.8, 0.85]
+    assert program.params["band.width"].numpy()[3] == pytest.approx(0.85)
+
+
+class _Static(Stage):
+    name, family = "acme.static", "track"
+    params = (Param("n", 3.0, 1.0, 8.0, "a count", dynamic=False),)
+
+    def enqueue(self, ctx, pending):
+        pass  # its parameter is what the test needs
+
+
+def test_a_live_set_of_a_static_parameter_says_it_is_static():
+    reg = Registry()
+    reg.register(_Static)
+    program = build(presets.track(num_envs=E, device=DEV).with_stage("acme.static", registry=reg), registry=reg)
+    with pytest.raises(KeyError, match=r"'acme.static.n' is static.*fixed at build.*spec.with_params"):
+        program.params["acme.static.n"] = 4.0
+    assert "acme.static.n" not in program.params
+    with pytest.raises(KeyError, match="unknown parameter 'acme.static.m'"):
+        program.params["acme.static.m"] = 4.0
+
+
+@wp.kernel
+def _reject_all(pending: wp.array(dtype=wp.int32), ok: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    if pending[e] != 0:
+        ok[e] = 0
+
+
+class _Rejecter(Stage):
+    name, family, draws = "acme.rejecter", "track", True
+
+    def enqueue(self, ctx, pending):
+        wp.launch(_reject_all, ctx.num_envs, inputs=[pending], outputs=[ctx.ok], device=ctx.device)
+
+
+def test_the_low_valid_rate_warning_names_the_plugin_stages_not_the_config():
+    reg = Registry()
+    reg.register(_Rejecter)
+    spec = presets.track(num_envs=E, device=DEV).with_stage("acme.rejecter", registry=reg)
+    with pytest.warns(UserWarning, match=r"only 0 of 4 envs.*plugin stages \['acme.rejecter'\]") as record:
+        build(spec, registry=reg)
+    assert not any("TrackGenConfig docstring" in str(w.message) for w in record)
+    with pytest.warns(UserWarning, match="see the TrackGenConfig docstring"):  # no plugin: the config's ranges
+        build(presets.track(num_envs=E, device=DEV).with_params({"band.width": 3.0}))
