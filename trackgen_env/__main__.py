@@ -27,7 +27,8 @@ import warp as wp
 
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
-from .integrations.train import ENV_IDS, EVAL_SEED, SPEC_ENVS, eval_results_json, evaluate, format_eval_table, train
+from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
+                                 format_eval_table, train)
 from .pipeline import PipelineSpec
 
 DEMO_ENVS = ("track", "gates")
@@ -78,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--spec", default=None, metavar="FILE.json",
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
+    train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
+                       help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.6-1.0 m "
+                            "wide, 1500-step episodes; the recipe that transfers to real circuits, docs/training.md)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")
@@ -118,11 +122,13 @@ def _train(args) -> int:
     if args.spec is not None:
         with open(args.spec) as f:
             spec = PipelineSpec.from_dict(json.load(f))
+    if args.preset is not None and args.spec is not None:
+        raise ValueError("--preset sets the courses: pass --preset or --spec, not both")
     env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
     out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
     path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                  logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
-                 plugin=args.plugin)
+                 plugin=args.plugin, preset=args.preset)
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
