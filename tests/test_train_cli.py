@@ -289,7 +289,8 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
     record = json.loads((preset_run / "train.json").read_text())
     env_id, spec, env_kwargs = train_module.train_preset("circuit", 2, "cpu")
     assert record["preset"] == "circuit" and record["env_id"] == env_id == "TrackGen-Track-v0"
-    assert record["num_envs"] == 2 and record["env_kwargs"] == env_kwargs == {"max_episode_steps": 1500}
+    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 1500, "friction_range": [0.85, 1.15]}
+    assert env_kwargs == {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
     saved = PipelineSpec.from_dict(json.loads((preset_run / "spec.json").read_text()))
     assert saved == spec and record["spec"] == spec.to_dict()
     assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.6, 1.0)}
@@ -306,6 +307,7 @@ def test_eval_of_a_preset_run_drives_the_recipes_courses(preset_run, monkeypatch
     monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
     evaluate(preset_run / "model.zip", episodes=1, device="cpu", random_policy=False)
     assert "circuit_layout" in seen[0]["track"].stages and seen[0]["max_episode_steps"] == 1500
+    assert seen[0]["friction_range"] == [0.85, 1.15]
 
 
 def test_train_preset_errors(tmp_path, capsys):

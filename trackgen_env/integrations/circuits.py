@@ -46,8 +46,9 @@ __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits
 CONTROLLERS: dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {
     "pure_pursuit": PurePursuit,
 }
-#: Env arguments of a training run that the circuit env does not take over (it sets its own).
-_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed")
+#: Env arguments of a training run that the circuit env does not take over (it sets its own;
+#: the circuits are driven with the car's own friction, not a training run's randomised one).
+_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed", "friction_range")
 
 
 @dataclass

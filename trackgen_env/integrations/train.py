@@ -115,12 +115,14 @@ SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-
 #: shape is drawn in widths, so the width draw randomises the scale of the whole track against
 #: the car too (a 0.6 m track is a 0.75x copy of the 0.8 m one, and 25% narrower for the car). A
 #: lap takes ~900-1500 steps at racing speed, so the time limit is 1500 steps (75 s), not the
-#: default 1000 that stops most laps before the line.
+#: default 1000 that stops most laps before the line. Each episode drives with the car's
+#: friction scaled by a draw in [0.85, 1.15) (``friction_range``: grip the policy does not
+#: observe, so it learns a margin that holds over the range).
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {
         "spec": lambda num_envs, device: presets.circuit(width=0.8, width_range=(0.6, 1.0), num_envs=num_envs,
                                                          device=device),
-        "env": {"max_episode_steps": 1500},
+        "env": {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)},
         "env_id": "TrackGen-Track-v0",
     },
 }
