@@ -8,6 +8,8 @@ through generated gates (or a real race layout with ``--gates-file``).
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
 courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
+``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
+tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
 They need ``pip install trackgen_env[sb3]``. ``eval [MODEL] --circuits DIR`` drives a model
 or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
 folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
