@@ -337,7 +337,8 @@ class TrackVectorEnv(CourseVectorEnv):
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
       the default behaviour; later ``None`` limits, read-only attributes, a releasing
       ``close()`` and the memory check, none of which changes a valid run; then
-      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default.
+      ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default; then
+      ``friction_range`` (off by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
