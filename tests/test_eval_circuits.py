@@ -74,6 +74,36 @@ def test_an_untrained_model_gets_a_row_per_circuit(circuits, tmp_path):
         assert 0.0 <= r.lap_fraction <= 1.0 and r.off_track_count >= 0
 
 
+@pytest.mark.parametrize("randomize, width", [(None, 1.2), ((1.0, 1.6), 1.3)])
+def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkeypatch, randomize, width):
+    """A model trained on a spec drives the circuits at the spec's width (the middle of a drawn range),
+    with the car's own friction (not the run's randomised one)."""
+    pytest.importorskip("stable_baselines3")
+    import trackgen_env.integrations.circuits as circuits_module
+    from stable_baselines3 import PPO
+
+    from trackgen_env.integrations.sb3 import make_sb3_vec_env
+    from trackgen_env.pipeline import presets
+
+    venv = make_sb3_vec_env("TrackGen-Track-v0", 1, device="cpu", seed=0)
+    PPO("MlpPolicy", venv, n_steps=8, batch_size=8, seed=0, device="cpu").save(tmp_path / "model.zip")
+    venv.close()
+    spec = presets.circuit(width=1.2, width_range=randomize, num_envs=1, device="cpu")
+    (tmp_path / "train.json").write_text(json.dumps({"env_id": "TrackGen-Track-v0", "spec": spec.to_dict(),
+                                                     "env_kwargs": {"friction_range": [0.5, 0.6]}}))
+    built = []
+
+    def recording_env(*args, **kwargs):
+        built.append(kwargs)
+        return env_cls(*args, **kwargs)
+
+    env_cls = circuits_module.TrackVectorEnv
+    monkeypatch.setattr(circuits_module, "TrackVectorEnv", recording_env)
+    results = evaluate_circuits(circuits, model=tmp_path / "model.zip", device="cpu", time_factor=1.1)
+    assert [r.scale for r in results] == pytest.approx([width / 12.0] * 2)
+    assert len(built) == 2 and all("friction_range" not in kwargs for kwargs in built)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["eval", "--circuits", "no/such/dir", "--controller", "pure_pursuit"], "no circuit folder"),
     (["eval", "--circuits", "."], "a model (MODEL) or a controller"),

@@ -296,3 +296,61 @@ def test_a_spec_file_that_is_no_spec_is_named_in_one_line(content, tmp_path, cap
     assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --spec {path}: expected a JSON spec (PipelineSpec.to_dict()") and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def preset_run(tmp_path_factory):
+    """``train --preset circuit``: a 64-step run of 2 envs on the recipe that transfers."""
+    out = tmp_path_factory.mktemp("preset_run")
+    before = torch.get_num_threads()
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["train", "--preset", "circuit", "--steps", "64", "--num-envs", "2", "--seed", "3", "--device", "cpu",
+                   "--out", str(out), "--no-progress"])
+    torch.set_num_threads(before)
+    assert rc == 0
+    return out
+
+
+def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_run):
+    from trackgen_env.pipeline import PipelineSpec
+
+    record = json.loads((preset_run / "train.json").read_text())
+    env_id, spec, env_kwargs = train_module.train_preset("circuit", 2, "cpu")
+    assert record["preset"] == "circuit" and record["env_id"] == env_id == "TrackGen-Track-v0"
+    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 1500, "friction_range": [0.85, 1.15]}
+    assert env_kwargs == {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
+    saved = PipelineSpec.from_dict(json.loads((preset_run / "spec.json").read_text()))
+    assert saved == spec and record["spec"] == spec.to_dict()
+    assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.6, 1.0)}
+
+
+def test_eval_of_a_preset_run_drives_the_recipes_courses(preset_run, monkeypatch):
+    seen = []
+    make = train_module.make_sb3_vec_env
+
+    def recording_make(env_id, num_envs, **kwargs):
+        seen.append(kwargs)
+        return make(env_id, num_envs, **kwargs)
+
+    monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    evaluate(preset_run / "model.zip", episodes=1, device="cpu", random_policy=False)
+    assert "circuit_layout" in seen[0]["track"].stages and seen[0]["max_episode_steps"] == 1500
+    assert seen[0]["friction_range"] == [0.85, 1.15]
+
+
+def test_train_preset_errors(tmp_path, capsys):
+    from trackgen_env.pipeline import presets
+
+    (tmp_path / "spec.json").write_text(json.dumps(presets.track().to_dict()))
+    assert main(["train", "--preset", "circuit", "--spec", str(tmp_path / "spec.json"), "--steps", "10"]) == 2
+    assert "pass --preset or --spec, not both" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--preset", "no_such_recipe", "--steps", "10"])
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="preset must be one of \\['circuit'\\], got 'nope'"):
+        train_module.train(preset="nope", steps=10, out=tmp_path / "a", progress=False)
+    with pytest.raises(ValueError, match="the preset 'circuit' trains TrackGen-Track-v0, got env TrackGen-Gates-v0"):
+        train_module.train("TrackGen-Gates-v0", 10, preset="circuit", out=tmp_path / "b", progress=False)
+    with pytest.raises(ValueError, match="pass preset or spec"):
+        train_module.train("TrackGen-Track-v0", 10, preset="circuit", spec=presets.track(), out=tmp_path / "c", progress=False)
+    assert not any((tmp_path / d).exists() for d in "abc")  # refused before anything was written

@@ -8,6 +8,8 @@ through generated gates (or a real race layout with ``--gates-file``).
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
 courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
+``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
+tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
 They need ``pip install trackgen_env[sb3]``. ``eval [MODEL] --circuits DIR`` drives a model
 or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
 folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
@@ -27,7 +29,8 @@ import warp as wp
 
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
-from .integrations.train import ENV_IDS, EVAL_SEED, SPEC_ENVS, eval_results_json, evaluate, format_eval_table, train
+from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
+                                 format_eval_table, train)
 from .pipeline import PipelineSpec
 
 DEMO_ENVS = ("track", "gates")
@@ -78,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--spec", default=None, metavar="FILE.json",
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
+    train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
+                       help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.6-1.0 m "
+                            "wide, friction x 0.85-1.15, 1500-step episodes; the recipe that transfers to real circuits, docs/training.md)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")
@@ -137,11 +143,13 @@ def _train(args) -> int:
     spec = None
     if args.spec is not None:
         spec = _read_spec(args.spec)
+    if args.preset is not None and args.spec is not None:
+        raise ValueError("--preset sets the courses: pass --preset or --spec, not both")
     env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
     out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
     path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                  logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
-                 plugin=args.plugin)
+                 plugin=args.plugin, preset=args.preset)
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "

@@ -55,6 +55,8 @@ class Stream(enum.IntEnum):
     CHECKPOINT_SAMPLER = 0x43504B53
     #: the gates env's start-state draws (random-gate starts, their perturbation) ("GSTR")
     GATES_START = 0x47535452
+    #: the track env's per-episode car draws (``friction_range``: the friction scale) ("CARP")
+    CAR_PARAMS = 0x43415250
 
 
 #: stream ids per stage for its retry attempts (``max_retries <= 64`` fits)

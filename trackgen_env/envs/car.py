@@ -334,12 +334,13 @@ def yaw_of(q: wp.quat) -> float:
 
 
 @wp.func
-def slip_angle(m: CarModel, steer: float, v: float) -> float:
-    """Slip angle beta [rad] at the CoG for wheel angle ``steer`` at speed ``v``, friction-limited."""
+def slip_angle(m: CarModel, steer: float, v: float, grip: float) -> float:
+    """Slip angle beta [rad] at the CoG for wheel angle ``steer`` at speed ``v``, friction-limited
+    (the friction scaled by ``grip``)."""
     beta = wp.atan(m.l_r / m.wheelbase * wp.tan(steer))
-    # lateral acceleration v^2 sin(beta) / l_r <= mu g
+    # lateral acceleration v^2 sin(beta) / l_r <= grip mu g
     v2 = wp.max(v * v, 1.0e-6)
-    sin_max = wp.min(1.0, m.max_lateral_accel * m.l_r / v2)
+    sin_max = wp.min(1.0, grip * m.max_lateral_accel * m.l_r / v2)
     return wp.clamp(beta, -wp.asin(sin_max), wp.asin(sin_max))
 
 
@@ -356,6 +357,7 @@ def _car_step(
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
     reset_only: int,
+    grip: wp.array(dtype=float),
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
@@ -396,7 +398,7 @@ def _car_step(
             a = throttle * model.max_brake
         v1 = wp.max(0.0, v + a * h)
         vm = 0.5 * (v + v1)
-        beta = slip_angle(model, delta, vm)
+        beta = slip_angle(model, delta, vm, grip[e])
         omega = vm / model.l_r * wp.sin(beta)
         heading = psi + beta + 0.5 * omega * h
         p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
@@ -440,6 +442,7 @@ def _dynamic_car_step(
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
     reset_only: int,
+    grip: wp.array(dtype=float),
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
@@ -477,6 +480,11 @@ def _dynamic_car_step(
     h = model.dt / float(model.substeps)
     l_r = model.l_r
     l_f = tyres.l_f
+    # the friction scale: mu (and with it the axle stiffness mu C_S) times g
+    g = grip[e]
+    stiffness_f = g * tyres.stiffness_front
+    stiffness_r = g * tyres.stiffness_rear
+    friction = g * tyres.friction
     for _ in range(model.substeps):
         if throttle >= 0.0:
             a = throttle * model.max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
@@ -485,7 +493,7 @@ def _dynamic_car_step(
         v1 = wp.max(0.0, v + a * h)
         vm = 0.5 * (v + v1)
         # the kinematic model's state at this speed (what it is below kinematic_speed)
-        beta_k = slip_angle(model, delta, vm)
+        beta_k = slip_angle(model, delta, vm, g)
         omega_k = vm / l_r * wp.sin(beta_k)
         lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
         b = beta_k
@@ -496,15 +504,17 @@ def _dynamic_car_step(
             m = tyres.mass
             load_f = wp.max(0.0, m * (_GRAVITY * l_r - a * tyres.cog_height) / model.wheelbase)
             load_r = wp.max(0.0, m * (_GRAVITY * l_f + a * tyres.cog_height) / model.wheelbase)
-            n = wp.clamp(int(wp.ceil(2.0 * h * (tyres.rate / vm + tyres.rate_const))), 1, _MAX_MICRO_STEPS)
+            # the eigenvalue bound scales as g (rate) and sqrt(g) (rate_const) with the stiffness
+            n = wp.clamp(int(wp.ceil(2.0 * h * (g * tyres.rate / vm + wp.sqrt(g) * tyres.rate_const))), 1,
+                         _MAX_MICRO_STEPS)
             hh = h / float(n)
             bd = beta
             rd = omega
             for _k in range(n):
                 alpha_f = delta - bd - l_f * rd / vm
                 alpha_r = -bd + l_r * rd / vm
-                f_f = _axle_force(tyres.stiffness_front, tyres.friction, load_f, alpha_f)
-                f_r = _axle_force(tyres.stiffness_rear, tyres.friction, load_r, alpha_r)
+                f_f = _axle_force(stiffness_f, friction, load_f, alpha_f)
+                f_r = _axle_force(stiffness_r, friction, load_r, alpha_r)
                 bd_dot = (f_f + f_r) / (m * vm) - rd
                 rd_dot = (l_f * f_f - l_r * f_r) / tyres.yaw_inertia
                 bd = wp.clamp(bd + hh * bd_dot, -_MAX_SLIP, _MAX_SLIP)
@@ -553,6 +563,9 @@ class CarState:
         slip: ``[E]`` float32 [rad] slip angle beta at the CoG (the dynamic model's state; 0 for the kinematic one).
         elapsed: ``[E]`` int32 env steps since the env's last reset (saturates at 2**31 - 1).
         half_extents: ``[E]`` vec3 [m] body box half extents (constant).
+        grip: ``[E]`` float32 friction scale per env, > 0: the car's friction (and the dynamic
+            model's axle stiffness ``mu C_S``) times it; 1 by default (exactly ``params``). The
+            track env's ``friction_range`` draws it at every reset; written in place.
 
     The attributes are read-only after construction (AttributeError): the step kernel and a
     recorded graph hold these arrays and ``params``; write the arrays in place instead.
@@ -574,6 +587,7 @@ class CarState:
         self.slip = zeros(float)
         self.elapsed = zeros(wp.int32)
         self.half_extents = wp.full(num_envs, wp.vec3(*params.half_extents), dtype=wp.vec3, device=self.device)
+        self.grip = wp.ones(num_envs, dtype=float, device=self.device)
         self._constructed = True
 
     def __setattr__(self, name, value):
@@ -598,7 +612,8 @@ class CarState:
             wp.launch(
                 _dynamic_car_step,
                 self.num_envs,
-                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, int(reset_only)],
+                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, int(reset_only),
+                        self.grip],
                 outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
                          self.elapsed],
                 device=self.device,
@@ -607,7 +622,7 @@ class CarState:
         wp.launch(
             _car_step,
             self.num_envs,
-            inputs=[self._model, action, reset_mask, start_position, start_orientation, int(reset_only)],
+            inputs=[self._model, action, reset_mask, start_position, start_orientation, int(reset_only), self.grip],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )

@@ -13,6 +13,7 @@ from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
+from ..seeding import Stream, random_key, uniform_range
 from ..tools.course_size import construction_bound
 from .base import CourseVectorEnv
 from .car import CarParams, CarState, car_params, check_car_model
@@ -162,6 +163,22 @@ def _observe(
     laps_out[e] = laps[e]
     off_track[e] = off
     autoreset[e] = wp.where(term or trunc, 1, 0)
+
+
+@wp.kernel
+def _draw_grip(
+    reset_mask: wp.array(dtype=wp.int32),
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    stream: int,
+    lo: float,
+    hi: float,
+    grip: wp.array(dtype=float),
+):
+    """A new friction scale in [lo, hi) for every reset env, from its stream (seed, counter)."""
+    e = wp.tid()
+    if reset_mask[e] != 0:
+        grip[e] = uniform_range(random_key(seeds[e], counters[e], stream), 0, lo, hi)
 
 
 def _refuse_given_centerline(track) -> None:
@@ -328,6 +345,12 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``checkpoint_spacing``: [m] spacing of the progress checkpoints; default twice the
       distance the car covers in one step at ``max_speed``.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
+    * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
+      <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
+      uniformly in ``[lo, hi)`` from its course's random stream (its seed and generation
+      counter, stream ``Stream.CAR_PARAMS``: deterministic per env, whatever ``num_envs``) and
+      drives that episode with the car's friction times it (the dynamic model's axle stiffness
+      ``mu C_S`` too); ``state.grip`` holds the scales. It is not observed.
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
@@ -348,7 +371,8 @@ class TrackVectorEnv(CourseVectorEnv):
       ``close()`` and the memory check, none of which changes a valid run; then
       ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default; then
       on an elevated or banked track (``TrackGenConfig(elevation=, banking=)``) the car's z
-      follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged.
+      follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
+      ``friction_range`` (off by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -375,6 +399,7 @@ class TrackVectorEnv(CourseVectorEnv):
         centerline: np.ndarray | None = None,
         checkpoint_spacing: float | None = None,
         off_track_penalty: float = 1.0,
+        friction_range: tuple[float, float] | None = None,
         num_lookahead: int = 10,
         lookahead_horizon: float | None = None,
         capture: bool = True,
@@ -385,6 +410,7 @@ class TrackVectorEnv(CourseVectorEnv):
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
+        self.friction_range = _check_friction_range(friction_range)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
         horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
@@ -436,6 +462,11 @@ class TrackVectorEnv(CourseVectorEnv):
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
+        if self.friction_range is not None:
+            seeds = self.course.seeds
+            wp.launch(_draw_grip, self.num_envs,
+                      inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), *self.friction_range],
+                      outputs=[self.state.grip], device=self.device)
         self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
         if self._ground is not None:
             self.state.follow_ground(self._ground)
@@ -481,3 +512,19 @@ class TrackVectorEnv(CourseVectorEnv):
             for e in range(self.num_envs)
         ]
 
+
+def _check_friction_range(value) -> tuple[float, float] | None:
+    """None, or ``(lo, hi)`` floats with ``0 < lo <= hi <= 2``.
+
+    Raises:
+        TypeError: not None and not a pair. ValueError: a bound out of range, or ``lo > hi``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"friction_range must be None or a (lo, hi) pair of friction scales, got {value!r}")
+    lo = check_float("friction_range[0]", value[0], lo=0.0, lo_open=True, hi=2.0)
+    hi = check_float("friction_range[1]", value[1], lo=0.0, lo_open=True, hi=2.0)
+    if lo > hi:
+        raise ValueError(f"friction_range needs lo <= hi, got ({lo}, {hi})")
+    return (lo, hi)

@@ -46,8 +46,9 @@ __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits
 CONTROLLERS: dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {
     "pure_pursuit": PurePursuit,
 }
-#: Env arguments of a training run that the circuit env does not take over (it sets its own).
-_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed")
+#: Env arguments of a training run that the circuit env does not take over (it sets its own;
+#: the circuits are driven with the car's own friction, not a training run's randomised one).
+_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed", "friction_range")
 
 
 @dataclass
@@ -98,7 +99,15 @@ def _load_model(model_path: Path, policy_device: str):
     return policy, model.observation_space, meta
 
 
-def _training_width(env_kwargs: dict) -> float:
+def _training_width(env_kwargs: dict, spec: dict | None = None) -> float:
+    """[m] the band width a policy was trained on: its spec's ``"band.width"`` (the middle of the
+    drawn range when the spec randomises it), its track config's width, else the default config's."""
+    if spec is not None:
+        drawn = spec.get("randomize", {}).get("band.width")
+        if drawn is not None:
+            return 0.5 * (float(drawn[0]) + float(drawn[1]))
+        if "band.width" in spec.get("params", {}):
+            return float(spec["params"]["band.width"])
     track = env_kwargs.get("track")
     if isinstance(track, TrackGenConfig):
         return float(track.width)
@@ -156,7 +165,8 @@ def evaluate_circuits(
             else ``"rc10"``.
         car_model: ``"kinematic"`` or ``"dynamic"``; default the model's, else ``"kinematic"``.
         scale: the circuits' scale factor (> 0); default: true scale for the ``"full"`` car,
-            else each circuit scaled so its mean width is the training width.
+            else each circuit scaled so its mean width is the training width (a spec run's
+            ``"band.width"``, the middle of its range when the spec draws it).
         device: the env's Warp device.
         time_factor: a run ends unfinished after this many reference lap times (> 1).
         torch_threads: torch's threads while a model drives (as ``eval``).
@@ -187,14 +197,15 @@ def evaluate_circuits(
         with _torch_threads(torch_threads_for(policy_device, torch_threads)):
             policy, obs_space, meta = _load_model(model_path, policy_device)
             env_kwargs = dict(meta.get("env_kwargs", {}))
-            return _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor)
+            return _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor,
+                        spec=meta.get("spec"))
     return _run(paths, None, None, {}, car, car_model, scale, device, time_factor, controller=controller)
 
 
-def _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor, controller=None):
+def _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor, controller=None, spec=None):
     params = car_params(car or env_kwargs.get("car", "rc10"))
     model_kind = check_car_model(car_model or env_kwargs.get("car_model", "kinematic"), params)
-    width = _training_width(env_kwargs)
+    width = _training_width(env_kwargs, spec)
     true_scale = params == CAR_PRESETS["full"]
     carried = {k: v for k, v in env_kwargs.items() if k not in _NOT_CARRIED and k not in ("car", "car_model")}
     results = []

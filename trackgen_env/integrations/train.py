@@ -49,12 +49,13 @@ from ..envs.car import car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
 from ..generators.track_config import TrackGenConfig
-from ..pipeline import PipelineSpec, Registry, default_registry
+from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
-           "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry"]
+           "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
+           "TRAIN_PRESETS", "train_preset"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -103,6 +104,40 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
 
 #: The env of each spec family, and the constructor argument that takes the spec.
 SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-v0", "gates")}
+
+
+#: Training recipes of ``train(preset=NAME)`` (``train --preset NAME``): the courses (a spec
+#: builder ``f(num_envs, device) -> PipelineSpec``) and env arguments; PPO keeps its defaults.
+#: ``"circuit"``, the recipe that transfers to real circuits (``docs/training.md``, "A recipe
+#: that transfers"): circuit-like tracks (``presets.circuit``: ~250-450 widths a lap, long
+#: straights into slow corners) with the band width drawn per env and per track in
+#: [0.6, 1.0] m around the 0.8 m that ``eval --circuits`` scales the real circuits to. The
+#: shape is drawn in widths, so the width draw randomises the scale of the whole track against
+#: the car too (a 0.6 m track is a 0.75x copy of the 0.8 m one, and 25% narrower for the car). A
+#: lap takes ~900-1500 steps at racing speed, so the time limit is 1500 steps (75 s), not the
+#: default 1000 that stops most laps before the line. Each episode drives with the car's
+#: friction scaled by a draw in [0.85, 1.15) (``friction_range``: grip the policy does not
+#: observe, so it learns a margin that holds over the range).
+TRAIN_PRESETS: dict[str, dict[str, Any]] = {
+    "circuit": {
+        "spec": lambda num_envs, device: presets.circuit(width=0.8, width_range=(0.6, 1.0), num_envs=num_envs,
+                                                         device=device),
+        "env": {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)},
+        "env_id": "TrackGen-Track-v0",
+    },
+}
+
+
+def train_preset(name: str, num_envs: int, device: str | None = None) -> tuple[str, PipelineSpec, dict[str, Any]]:
+    """The env id, course spec (``num_envs`` envs on ``device``) and env arguments of the recipe ``name``.
+
+    Raises:
+        ValueError: ``name`` is not one of :data:`TRAIN_PRESETS`.
+    """
+    if name not in TRAIN_PRESETS:
+        raise ValueError(f"preset must be one of {sorted(TRAIN_PRESETS)}, got {name!r}")
+    recipe = TRAIN_PRESETS[name]
+    return recipe["env_id"], recipe["spec"](num_envs, device), dict(recipe["env"])
 
 
 def load_registry(reference: str) -> Registry:
@@ -271,6 +306,7 @@ def train(
     callbacks: list | None = None,
     spec: PipelineSpec | None = None,
     plugin: str | None = None,
+    preset: str | None = None,
 ) -> Path:
     """Train PPO on ``env_id`` for ``steps`` env steps (all envs together) and save it under ``out``.
 
@@ -300,6 +336,9 @@ def train(
             courses) and records it in ``train.json``, where ``eval`` finds it.
         plugin: ``"module:attribute"``, the registry of the spec's plugin stages (:func:`load_registry`),
             recorded in ``train.json``.
+        preset: a :data:`TRAIN_PRESETS` recipe (``"circuit"``): its spec (with ``num_envs``
+            envs, default the env's :data:`ENV_DEFAULTS`) and env arguments, under ``env_kwargs``
+            (which override them); recorded in ``train.json`` (``"preset"``) beside the spec.
 
     Returns:
         The path of ``model.zip``.
@@ -308,12 +347,24 @@ def train(
         ValueError: an unknown env, ``steps``/``num_envs``/``torch_threads`` out of range, or a bad ``seed``;
             a spec of the other family, a ``plugin`` without a spec or that names no Registry, a
             spec naming a stage that the registry (``plugin``'s, else the built-ins) lacks, a
-            spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``).
+            spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``);
+            an unknown ``preset``, or one with ``spec`` / ``plugin``, or of another env.
         TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
         ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``), or the plugin's module.
     """
     _check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
+    if preset is not None:
+        if spec is not None or plugin is not None:
+            raise ValueError("a preset sets the courses: pass preset or spec (and plugin), not both")
+        preset_env = train_preset(preset, 1)[0]
+        if preset_env != env_id:
+            raise ValueError(f"the preset {preset!r} trains {preset_env}, got env {env_id}")
+        if num_envs is None:
+            num_envs = defaults["num_envs"]
+        check_int("num_envs", num_envs, lo=1)
+        _, spec, recipe_env = train_preset(preset, num_envs, device)
+        env_kwargs = {**recipe_env, **(env_kwargs or {})}
     spec_kwargs = _spec_kwargs(env_id, spec, plugin)
     clash = sorted(set(spec_kwargs) & set(env_kwargs or {}))
     if clash:
@@ -363,6 +414,7 @@ def train(
             "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
             "env_kwargs": recorded_kwargs, "ppo": hyper,
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
+            "preset": preset,
         }
         if spec is not None:
             built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
