@@ -128,8 +128,9 @@ _CIRCUIT_ENV = {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
 #: ``"circuit_random_start"``: the same, with every episode starting at a random checkpoint
 #: (``random_start``), up to 0.5 rad (29 deg) off the track direction (``start_yaw``) at a speed
 #: in [0, 2) m/s (``start_speed``), and cut after 100 steps (5 s) without a new checkpoint
-#: (``stall_steps``): the circuit recipe's policy learns to pull away from rest in a corner,
-#: which its own episodes (all from the start line) never show it (``docs/training.md``).
+#: (``stall_steps``), so that training shows the policy standing starts in corners, which the
+#: circuit recipe's episodes (all from the start line) never do; an option beside the recipe,
+#: not the recipe (``docs/randomisation-and-curricula.md``, "Random starts and stalled episodes").
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {"spec": _circuit_courses, "env": _CIRCUIT_ENV, "env_id": "TrackGen-Track-v0"},
     "circuit_random_start": {
