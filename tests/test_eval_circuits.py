@@ -90,7 +90,9 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
     venv.close()
     spec = presets.circuit(width=1.2, width_range=randomize, num_envs=1, device="cpu")
     (tmp_path / "train.json").write_text(json.dumps({"env_id": "TrackGen-Track-v0", "spec": spec.to_dict(),
-                                                     "env_kwargs": {"friction_range": [0.5, 0.6]}}))
+                                                     "env_kwargs": {"friction_range": [0.5, 0.6], "random_start": True,
+                                                                    "start_yaw": 0.5, "start_speed": [0.0, 2.0],
+                                                                    "stall_steps": 100}}))
     built = []
 
     def recording_env(*args, **kwargs):
@@ -102,6 +104,8 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
     results = evaluate_circuits(circuits, model=tmp_path / "model.zip", device="cpu", time_factor=1.1)
     assert [r.scale for r in results] == pytest.approx([width / 12.0] * 2)
     assert len(built) == 2 and all("friction_range" not in kwargs for kwargs in built)
+    # the circuits are driven from the start line, to the time limit alone (training-only starts and cuts)
+    assert all("random_start" not in kwargs and "stall_steps" not in kwargs for kwargs in built)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -338,6 +338,28 @@ def test_eval_of_a_preset_run_drives_the_recipes_courses(preset_run, monkeypatch
     assert seen[0]["friction_range"] == [0.85, 1.15]
 
 
+def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that_eval_drops(tmp_path, monkeypatch):
+    _, spec, circuit = train_module.train_preset("circuit", 2, "cpu")
+    env_id, spec_rs, env_kwargs = train_module.train_preset("circuit_random_start", 2, "cpu")
+    assert env_id == "TrackGen-Track-v0" and spec_rs == spec
+    assert env_kwargs == {**circuit, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0), "stall_steps": 100}
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["train", "--preset", "circuit_random_start", "--steps", "64", "--num-envs", "2", "--device", "cpu",
+                     "--out", str(tmp_path), "--no-progress"]) == 0
+    seen = []
+    make = train_module.make_sb3_vec_env
+
+    def recording_make(env_id, num_envs, **kwargs):
+        seen.append(kwargs)
+        return make(env_id, num_envs, **kwargs)
+
+    monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
+    # evaluation drives from the start line, to the time limit alone
+    assert not set(train_module.TRAINING_ONLY_TRACK_KWARGS) & set(seen[0])
+    assert seen[0]["friction_range"] == [0.85, 1.15] and seen[0]["max_episode_steps"] == 1500
+
+
 def test_train_preset_errors(tmp_path, capsys):
     from trackgen_env.pipeline import presets
 
@@ -347,7 +369,7 @@ def test_train_preset_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--preset", "no_such_recipe", "--steps", "10"])
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="preset must be one of \\['circuit'\\], got 'nope'"):
+    with pytest.raises(ValueError, match="preset must be one of \\['circuit', 'circuit_random_start'\\], got 'nope'"):
         train_module.train(preset="nope", steps=10, out=tmp_path / "a", progress=False)
     with pytest.raises(ValueError, match="the preset 'circuit' trains TrackGen-Track-v0, got env TrackGen-Gates-v0"):
         train_module.train("TrackGen-Gates-v0", 10, preset="circuit", out=tmp_path / "b", progress=False)

@@ -83,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
     train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
                        help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.6-1.0 m "
-                            "wide, friction x 0.85-1.15, 1500-step episodes; the recipe that transfers to real circuits, docs/training.md)")
+                            "wide, friction x 0.85-1.15, 1500-step episodes; the recipe that transfers to real circuits, docs/training.md; "
+                            "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
+                            "without progress)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")

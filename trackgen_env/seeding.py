@@ -57,6 +57,8 @@ class Stream(enum.IntEnum):
     GATES_START = 0x47535452
     #: the track env's per-episode car draws (``friction_range``: the friction scale) ("CARP")
     CAR_PARAMS = 0x43415250
+    #: the track env's random-start draws (``random_start``: heading error, start speed) ("TSTR")
+    TRACK_START = 0x54535452
 
 
 #: stream ids per stage for its retry attempts (``max_retries <= 64`` fits)

@@ -356,6 +356,7 @@ def _car_step(
     reset_mask: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
+    start_speed: wp.array(dtype=float),
     reset_only: int,
     grip: wp.array(dtype=float),
     # state (in/out)
@@ -369,13 +370,14 @@ def _car_step(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        # a reset: the env's action is ignored, the car starts again at rest
+        # a reset: the env's action is ignored, the car starts again at its start pose and speed
+        # (along its heading, no yaw rate: at rest unless the env draws a start speed)
         p0 = start_position[e]
         psi0 = yaw_of(start_orientation[e])
         position[e] = wp.vec3(p0[0], p0[1], p0[2])
         orientation[e] = quat_from_yaw(psi0)
         yaw[e] = psi0
-        speed[e] = 0.0
+        speed[e] = start_speed[e]
         yaw_rate[e] = 0.0
         steer[e] = 0.0
         elapsed[e] = 0
@@ -441,6 +443,7 @@ def _dynamic_car_step(
     reset_mask: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
+    start_speed: wp.array(dtype=float),
     reset_only: int,
     grip: wp.array(dtype=float),
     # state (in/out)
@@ -460,7 +463,7 @@ def _dynamic_car_step(
         position[e] = wp.vec3(p0[0], p0[1], p0[2])
         orientation[e] = quat_from_yaw(psi0)
         yaw[e] = psi0
-        speed[e] = 0.0
+        speed[e] = start_speed[e]
         yaw_rate[e] = 0.0
         steer[e] = 0.0
         slip[e] = 0.0
@@ -588,6 +591,7 @@ class CarState:
         self.elapsed = zeros(wp.int32)
         self.half_extents = wp.full(num_envs, wp.vec3(*params.half_extents), dtype=wp.vec3, device=self.device)
         self.grip = wp.ones(num_envs, dtype=float, device=self.device)
+        self._rest = zeros(float)  # the start speed of a reset without one
         self._constructed = True
 
     def __setattr__(self, name, value):
@@ -597,22 +601,25 @@ class CarState:
         super().__setattr__(name, value)
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
-             *, reset_only: bool = False):
-        """Reset the masked envs to their start pose at rest; integrate the others over ``dt``.
+             *, start_speed: wp.array | None = None, reset_only: bool = False):
+        """Reset the masked envs to their start pose and speed; integrate the others over ``dt``.
 
         Args:
             action: ``[E]`` vec2 (steering, throttle) in [-1, 1] (clipped).
-            reset_mask: ``[E]`` int32, nonzero = put the car at the start pose, speed 0.
+            reset_mask: ``[E]`` int32, nonzero = put the car at the start pose and speed.
             start_position, start_orientation: ``[E]`` vec3 / quat start poses.
+            start_speed: ``[E]`` float32 [m/s] >= 0, the reset cars' speed along their heading
+                (no yaw rate, no slip); None: at rest.
             reset_only: leave the unmasked envs untouched (a masked restart).
 
         One launch, no host sync: capturable.
         """
+        v0 = self._rest if start_speed is None else start_speed
         if self.car_model == "dynamic":
             wp.launch(
                 _dynamic_car_step,
                 self.num_envs,
-                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, int(reset_only),
+                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
                         self.grip],
                 outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
                          self.elapsed],
@@ -622,7 +629,8 @@ class CarState:
         wp.launch(
             _car_step,
             self.num_envs,
-            inputs=[self._model, action, reset_mask, start_position, start_orientation, int(reset_only), self.grip],
+            inputs=[self._model, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
+                    self.grip],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )

@@ -15,7 +15,7 @@ from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
 from ..tools.course_size import construction_bound
-from .base import CourseVectorEnv
+from .base import INT32_MAX, CourseVectorEnv
 from .car import CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
@@ -39,6 +39,7 @@ _HALF_WIDTH = wp.constant(OBS_FIELDS.index("half_width"))
 _CURVATURE = wp.constant(OBS_FIELDS.index("curvature"))
 _LAP_FRACTION = wp.constant(OBS_FIELDS.index("lap_fraction"))
 _LOOKAHEAD = wp.constant(OBS_LOOKAHEAD)
+_ELAPSED_MAX = wp.constant(INT32_MAX)
 
 
 @wp.kernel
@@ -68,8 +69,10 @@ def _observe(
     hit: wp.array(dtype=wp.int32),
     laps: wp.array(dtype=wp.int32),
     lap_fraction: wp.array(dtype=float),
+    passed: wp.array(dtype=wp.int32),
     # settings
     max_episode_steps: int,
+    stall_steps: int,
     target_laps: int,
     off_track_penalty: float,
     num_lookahead: int,
@@ -77,6 +80,7 @@ def _observe(
     restart: int,
     # state (in/out)
     s_prev: wp.array(dtype=float),
+    stalled: wp.array(dtype=wp.int32),
     # outputs
     autoreset: wp.array(dtype=wp.int32),
     obs: wp.array2d(dtype=float),
@@ -134,6 +138,7 @@ def _observe(
     off = usable and hit[e] != 0
     if was_reset:
         s_prev[e] = s[e]
+        stalled[e] = 0
         if restart == 0:  # a restart keeps the ended episode's reward and termination
             reward[e] = 0.0
             terminated[e] = False
@@ -152,12 +157,14 @@ def _observe(
         elif progress > 0.5 * length:
             progress = progress - length
     s_prev[e] = s[e]
+    # steps since the car last reached a new checkpoint (new ground only: no reset by wiggling)
+    stalled[e] = wp.where(passed[e] > 0, 0, wp.min(stalled[e], _ELAPSED_MAX - 1) + 1)
     r = progress
     if off:
         r = r - off_track_penalty
     reward[e] = r
     term = off or (not usable) or laps[e] >= target_laps
-    trunc = elapsed[e] >= max_episode_steps
+    trunc = elapsed[e] >= max_episode_steps or (stall_steps > 0 and stalled[e] >= stall_steps)
     terminated[e] = term
     truncated[e] = trunc
     laps_out[e] = laps[e]
@@ -179,6 +186,30 @@ def _draw_grip(
     e = wp.tid()
     if reset_mask[e] != 0:
         grip[e] = uniform_range(random_key(seeds[e], counters[e], stream), 0, lo, hi)
+
+
+@wp.kernel
+def _perturb_start(
+    reset_mask: wp.array(dtype=wp.int32),
+    seeds: wp.array(dtype=wp.int32),
+    counters: wp.array(dtype=wp.int32),
+    stream: int,
+    yaw: float,
+    speed_lo: float,
+    speed_hi: float,
+    # in/out: the sampled checkpoint's orientation, turned by the heading error
+    orientation: wp.array(dtype=wp.quat),
+    # outputs
+    speed: wp.array(dtype=float),
+):
+    """Turn every reset env's start pose by a heading error in [-yaw, yaw) [rad] and draw its
+    start speed in [speed_lo, speed_hi) [m/s], from its stream (seed, counter)."""
+    e = wp.tid()
+    if reset_mask[e] != 0:
+        key = random_key(seeds[e], counters[e], stream)
+        turn = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), uniform_range(key, 0, -yaw, yaw))
+        orientation[e] = wp.normalize(turn * orientation[e])
+        speed[e] = uniform_range(key, 1, speed_lo, speed_hi)
 
 
 def _refuse_given_centerline(track) -> None:
@@ -276,11 +307,24 @@ class TrackVectorEnv(CourseVectorEnv):
     Every env starts at its track's start pose (on the centreline at arc length 0,
     facing along the track) at rest.
 
+    With ``random_start=True`` (training: a start anywhere on the lap, so the policy also
+    learns to pull away from rest in a corner) every episode starts instead on a uniformly
+    drawn checkpoint ``k`` (the course's ``CheckpointSampler``: arc length ``k L / n``, on
+    the centreline, facing along it), turned by a heading error drawn in ``[-start_yaw,
+    start_yaw)`` [rad] and moving along its heading at a speed drawn in ``start_speed``
+    [m/s]; ``Progress`` starts on checkpoint ``k`` (``reset_to``), so a lap is still one full
+    loop, from the start back to it, and ``lap_fraction`` counts from there. The draws come
+    from the env's stream (its seed and generation counter; streams
+    ``Stream.CHECKPOINT_SAMPLER`` and ``Stream.TRACK_START``): deterministic per env,
+    whatever ``num_envs``.
+
     ## Episode End
 
     * Termination: the car's body box touches a band edge (``BandCollision("segments")``),
       the car completed ``laps`` laps (checkpoints passed in order), or the track is invalid.
-    * Truncation: ``max_episode_steps`` steps (counted on the device).
+    * Truncation: ``max_episode_steps`` steps (counted on the device), or, with
+      ``stall_steps``, that many steps without reaching a new checkpoint (a car stopped or
+      circling: the rest of such an episode holds nothing to learn from).
 
     Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** track (the
     course's masked regeneration with ``advance=True``):
@@ -351,6 +395,12 @@ class TrackVectorEnv(CourseVectorEnv):
       counter, stream ``Stream.CAR_PARAMS``: deterministic per env, whatever ``num_envs``) and
       drives that episode with the car's friction times it (the dynamic model's axle stiffness
       ``mu C_S`` too); ``state.grip`` holds the scales. It is not observed.
+    * ``random_start``: a bool (default False): start every episode at a random checkpoint
+      (see Starting State); ``start_yaw`` (default 0) [rad] in ``[0, pi/2]`` bounds its heading
+      error, ``start_speed`` (default ``(0, 0)``: at rest) ``(lo, hi)`` [m/s] with ``0 <= lo <=
+      hi <= max_speed`` its speed; both apply only with ``random_start``.
+    * ``stall_steps``: None (default) or an int >= 1: truncate an episode after that many steps
+      without a new checkpoint (see Episode End).
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
@@ -372,7 +422,8 @@ class TrackVectorEnv(CourseVectorEnv):
       ``car_model="dynamic"`` and the ``"f1tenth"`` car, beside the unchanged default; then
       on an elevated or banked track (``TrackGenConfig(elevation=, banking=)``) the car's z
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
-      ``friction_range`` (off by default).
+      ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
+      ``start_speed``) and ``stall_steps`` (off by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -400,6 +451,10 @@ class TrackVectorEnv(CourseVectorEnv):
         checkpoint_spacing: float | None = None,
         off_track_penalty: float = 1.0,
         friction_range: tuple[float, float] | None = None,
+        random_start: bool = False,
+        start_yaw: float = 0.0,
+        start_speed: tuple[float, float] = (0.0, 0.0),
+        stall_steps: int | None = None,
         num_lookahead: int = 10,
         lookahead_horizon: float | None = None,
         capture: bool = True,
@@ -411,6 +466,12 @@ class TrackVectorEnv(CourseVectorEnv):
         self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
         self.friction_range = _check_friction_range(friction_range)
+        if not isinstance(random_start, (bool, np.bool_)):
+            raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
+        self.random_start = bool(random_start)
+        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
+        self.start_speed = _check_range("start_speed", start_speed, 0.0, self.car.max_speed)
+        self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
         horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
@@ -453,6 +514,12 @@ class TrackVectorEnv(CourseVectorEnv):
         self._ground = self.course.heightfield  # None on a flat, level track: no launch
         self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
+        self._stalled = wp.zeros(E, dtype=wp.int32, device=dev)  # steps since the last new checkpoint
+        # the random start of each env's episode (written for the reset envs)
+        self._start_position = wp.zeros(E, dtype=wp.vec3, device=dev)
+        self._start_orientation = wp.zeros(E, dtype=wp.quat, device=dev)
+        self._start_speed = wp.zeros(E, dtype=float, device=dev)
+        self._start_checkpoint = wp.zeros(E, dtype=wp.int32, device=dev)
         k = np.arange(self.num_lookahead)
         K = max(self.num_lookahead, 1)
         distances = self.lookahead_horizon * (k + 1) * (k + 2) / (K * (K + 1))
@@ -467,7 +534,21 @@ class TrackVectorEnv(CourseVectorEnv):
             wp.launch(_draw_grip, self.num_envs,
                       inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), *self.friction_range],
                       outputs=[self.state.grip], device=self.device)
-        self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
+        if self.random_start:
+            course, seeds = self.course, self.course.seeds
+            course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
+                                             self._start_checkpoint)
+            wp.launch(_perturb_start, self.num_envs,
+                      inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
+                              *self.start_speed],
+                      outputs=[self._start_orientation, self._start_speed], device=self.device)
+            # a lap is a full loop from the start: progress counts from the drawn checkpoint
+            progress = course.components["progress"]
+            progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
+            self.state.step(self._action, reset_mask, self._start_position, self._start_orientation,
+                            start_speed=self._start_speed, reset_only=reset_only)
+        else:
+            self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
         if self._ground is not None:
             self.state.follow_ground(self._ground)
 
@@ -480,9 +561,9 @@ class TrackVectorEnv(CourseVectorEnv):
                 reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
                 r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
-                res.contacts.hit, ev.laps, ev.lap_fraction,
-                self._step_limit, self._lap_limit, self.off_track_penalty, self.num_lookahead, self._lookahead,
-                int(restart), self._s_prev,
+                res.contacts.hit, ev.laps, ev.lap_fraction, ev.passed,
+                self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty,
+                self.num_lookahead, self._lookahead, int(restart), self._s_prev, self._stalled,
             ],
             outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
                      info["laps"], info["off_track"]],
@@ -511,6 +592,21 @@ class TrackVectorEnv(CourseVectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
+
+
+def _check_range(name: str, value, lo: float, hi: float) -> tuple[float, float]:
+    """A ``(low, high)`` pair of floats with ``lo <= low <= high <= hi``.
+
+    Raises:
+        TypeError: not a pair. ValueError: a bound out of ``[lo, hi]``, or ``low > high``.
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
+    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
+    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
+    if low > high:
+        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
+    return (low, high)
 
 
 def _check_friction_range(value) -> tuple[float, float] | None:

@@ -38,7 +38,7 @@ from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
-from .train import _torch_device, _torch_threads, torch_threads_for
+from .train import TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, torch_threads_for
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -48,7 +48,8 @@ CONTROLLERS: dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {
 }
 #: Env arguments of a training run that the circuit env does not take over (it sets its own;
 #: the circuits are driven with the car's own friction, not a training run's randomised one).
-_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed", "friction_range")
+_NOT_CARRIED = ("track", "centerline", "max_episode_steps", "laps", "autoreset_mode", "seed", "friction_range",
+                *TRAINING_ONLY_TRACK_KWARGS)
 
 
 @dataclass

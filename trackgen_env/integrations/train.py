@@ -55,7 +55,7 @@ from .sb3 import make_sb3_vec_env
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
-           "TRAIN_PRESETS", "train_preset"]
+           "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -106,6 +106,13 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
 SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-v0", "gates")}
 
 
+def _circuit_courses(num_envs: int, device: str | None) -> PipelineSpec:
+    """The circuit recipes' courses (``TRAIN_PRESETS``)."""
+    return presets.circuit(width=0.8, width_range=(0.6, 1.0), num_envs=num_envs, device=device)
+
+
+_CIRCUIT_ENV = {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
+
 #: Training recipes of ``train(preset=NAME)`` (``train --preset NAME``): the courses (a spec
 #: builder ``f(num_envs, device) -> PipelineSpec``) and env arguments; PPO keeps its defaults.
 #: ``"circuit"``, the recipe that transfers to real circuits (``docs/training.md``, "A recipe
@@ -118,14 +125,24 @@ SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-
 #: default 1000 that stops most laps before the line. Each episode drives with the car's
 #: friction scaled by a draw in [0.85, 1.15) (``friction_range``: grip the policy does not
 #: observe, so it learns a margin that holds over the range).
+#: ``"circuit_random_start"``: the same, with every episode starting at a random checkpoint
+#: (``random_start``), up to 0.5 rad (29 deg) off the track direction (``start_yaw``) at a speed
+#: in [0, 2) m/s (``start_speed``), and cut after 100 steps (5 s) without a new checkpoint
+#: (``stall_steps``), so that training shows the policy standing starts in corners, which the
+#: circuit recipe's episodes (all from the start line) never do; an option beside the recipe,
+#: not the recipe (``docs/randomisation-and-curricula.md``, "Random starts and stalled episodes").
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
-    "circuit": {
-        "spec": lambda num_envs, device: presets.circuit(width=0.8, width_range=(0.6, 1.0), num_envs=num_envs,
-                                                         device=device),
-        "env": {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)},
+    "circuit": {"spec": _circuit_courses, "env": _CIRCUIT_ENV, "env_id": "TrackGen-Track-v0"},
+    "circuit_random_start": {
+        "spec": _circuit_courses,
+        "env": {**_CIRCUIT_ENV, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0), "stall_steps": 100},
         "env_id": "TrackGen-Track-v0",
     },
 }
+
+#: Track env arguments of training only: ``eval`` drives from the start line at rest, to the
+#: time limit alone, whatever the training run started from.
+TRAINING_ONLY_TRACK_KWARGS = ("random_start", "start_yaw", "start_speed", "stall_steps")
 
 
 def train_preset(name: str, num_envs: int, device: str | None = None) -> tuple[str, PipelineSpec, dict[str, Any]]:
@@ -596,6 +613,8 @@ def evaluate(
         env_kwargs.update(_spec_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
     if env_id == "TrackGen-Gates-v0":
         env_kwargs["start"] = "first_gate"  # evaluation flies from the race start, whatever training started from
+    else:
+        env_kwargs = {k: v for k, v in env_kwargs.items() if k not in TRAINING_ONLY_TRACK_KWARGS}
     if track_csv is not None:
         if env_id != "TrackGen-Track-v0":
             raise ValueError(f"--track-csv drives a real circuit with the car: env must be TrackGen-Track-v0, got {env_id}")
