@@ -348,6 +348,33 @@ _ELAPSED_MAX = wp.constant(INT32_MAX)
 _GRAVITY = wp.constant(GRAVITY)
 
 
+@wp.func
+def _restart(
+    e: int,
+    start_position: wp.array(dtype=wp.vec3),
+    start_orientation: wp.array(dtype=wp.quat),
+    start_speed: wp.array(dtype=float),
+    position: wp.array(dtype=wp.vec3),
+    orientation: wp.array(dtype=wp.quat),
+    yaw: wp.array(dtype=float),
+    speed: wp.array(dtype=float),
+    yaw_rate: wp.array(dtype=float),
+    steer: wp.array(dtype=float),
+    elapsed: wp.array(dtype=wp.int32),
+):
+    """A reset of env ``e`` (both car models): the env's action is ignored, the car starts again at
+    its start pose and speed (along its heading, no yaw rate: at rest unless the env draws a start speed)."""
+    p0 = start_position[e]
+    psi0 = yaw_of(start_orientation[e])
+    position[e] = wp.vec3(p0[0], p0[1], p0[2])
+    orientation[e] = quat_from_yaw(psi0)
+    yaw[e] = psi0
+    speed[e] = start_speed[e]
+    yaw_rate[e] = 0.0
+    steer[e] = 0.0
+    elapsed[e] = 0
+
+
 @wp.kernel
 def _car_step(
     # inputs
@@ -370,17 +397,8 @@ def _car_step(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        # a reset: the env's action is ignored, the car starts again at its start pose and speed
-        # (along its heading, no yaw rate: at rest unless the env draws a start speed)
-        p0 = start_position[e]
-        psi0 = yaw_of(start_orientation[e])
-        position[e] = wp.vec3(p0[0], p0[1], p0[2])
-        orientation[e] = quat_from_yaw(psi0)
-        yaw[e] = psi0
-        speed[e] = start_speed[e]
-        yaw_rate[e] = 0.0
-        steer[e] = 0.0
-        elapsed[e] = 0
+        _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
+                 steer, elapsed)
         return
     if reset_only != 0:
         return
@@ -458,16 +476,9 @@ def _dynamic_car_step(
 ):
     e = wp.tid()
     if reset_mask[e] != 0:
-        p0 = start_position[e]
-        psi0 = yaw_of(start_orientation[e])
-        position[e] = wp.vec3(p0[0], p0[1], p0[2])
-        orientation[e] = quat_from_yaw(psi0)
-        yaw[e] = psi0
-        speed[e] = start_speed[e]
-        yaw_rate[e] = 0.0
-        steer[e] = 0.0
+        _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
+                 steer, elapsed)
         slip[e] = 0.0
-        elapsed[e] = 0
         return
     if reset_only != 0:
         return
