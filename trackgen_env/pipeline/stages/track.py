@@ -183,6 +183,34 @@ def _layout(
     ctrl_count[e] = num_ctrl
 
 
+@wp.func
+def _bends_tighter(d1: wp.vec3, d2: wp.vec3, limit: float) -> bool:
+    """Whether a dense sample turns tighter than radius ``limit``: ``|kappa| * limit > 1``,
+    squared, ``(cross * limit)^2 > |d1_xy|^6`` (no square root)."""
+    speed2 = d1[0] * d1[0] + d1[1] * d1[1]
+    bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
+    return bend * bend > speed2 * speed2 * speed2
+
+
+@wp.func
+def _count_points(
+    e: int,
+    total: float,
+    point_spacing: float,
+    max_points: int,
+    max_loop_length: float,
+    num_points: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+):
+    """Env ``e``'s centreline point count for a loop ``total`` [m] long: a loop over the capacity or
+    the length bound is rejected (its count clipped to the capacity)."""
+    count = wp.max(8, int(wp.round(total / point_spacing)))
+    if count > max_points or total > max_loop_length:
+        ok[e] = 0
+        count = wp.min(count, max_points)
+    num_points[e] = count
+
+
 @wp.kernel
 def _spline_table(
     pending: wp.array(dtype=wp.int32),
@@ -229,10 +257,7 @@ def _spline_table(
                 total = total + wp.length(pos - prev)
                 table[e, d] = total
             prev = pos
-            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
-            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
-            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
-            if bend * bend > speed2 * speed2 * speed2:
+            if _bends_tighter(d1, d2, limit):
                 ok[e] = 0
                 if attempt[e] < max_retries:
                     return  # another draw follows: this one needs no table
@@ -240,11 +265,7 @@ def _spline_table(
     total = total + wp.length(pos0 - prev)
     table[e, n * samples] = total
     loop_length[e] = total
-    count = wp.max(8, int(wp.round(total / point_spacing)))
-    if count > max_points or total > max_loop_length:
-        ok[e] = 0
-        count = wp.min(count, max_points)
-    num_points[e] = count
+    _count_points(e, total, point_spacing, max_points, max_loop_length, num_points, ok)
 
 
 @wp.kernel
@@ -275,10 +296,7 @@ def _spline_bend(
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
             pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
-            # |kappa| * limit > 1, squared: (cross * limit)^2 > |d1_xy|^6
-            speed2 = d1[0] * d1[0] + d1[1] * d1[1]
-            bend = (d1[0] * d2[1] - d1[1] * d2[0]) * limit
-            if bend * bend > speed2 * speed2 * speed2:
+            if _bends_tighter(d1, d2, limit):
                 ok[e] = 0
                 return
         if lanes > 1 and ok[e] == 0:
@@ -357,11 +375,7 @@ def _spline_length(
         total = total + table[e, d]
         table[e, d] = total
     loop_length[e] = total
-    count = wp.max(8, int(wp.round(total / point_spacing)))
-    if count > max_points or total > max_loop_length:
-        ok[e] = 0
-        count = wp.min(count, max_points)
-    num_points[e] = count
+    _count_points(e, total, point_spacing, max_points, max_loop_length, num_points, ok)
 
 
 @wp.kernel
