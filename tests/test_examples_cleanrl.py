@@ -1,15 +1,13 @@
 """The CleanRL-style PPO examples: NEXT_STEP reset transitions left out, truncation bootstrapped, runs end to end."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from examples_import import EXAMPLES, load_example
 
 torch = pytest.importorskip("torch")
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ("cleanrl_ppo_track", "cleanrl_ppo_gates", "ppo_multigpu")
 # 2 iterations of 64 steps
 TINY = "--device cpu --num-envs 4 --num-steps 16 --total-timesteps 128 --num-minibatches 2 --update-epochs 2".split()
@@ -23,12 +21,6 @@ def _keep_torch_threads():
     torch.set_num_threads(threads)
 
 
-def load_example(name: str):
-    """Import ``examples/<name>.py`` as a module (``examples`` is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # A scripted rollout of one env, T = 7 (rows are steps; "reset" rows are NEXT_STEP reset transitions):

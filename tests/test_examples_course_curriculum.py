@@ -1,29 +1,21 @@
 """examples/course_curriculum.py: size and turns grow through the live parameters, no re-recording, sized for the end."""
 
-import importlib.util
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from examples_import import EXAMPLES, load_example
 
 from trackgen_env.envs.track import TrackVectorEnv
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "course_curriculum.py"
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("_example_course_curriculum", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+EXAMPLE = EXAMPLES / "course_curriculum.py"
 
 
 @pytest.fixture(scope="module")
 def example():
-    return load_example()
+    return load_example("course_curriculum")
 
 
 def test_the_schedule_runs_from_start_to_final_and_clips(example):

@@ -1,27 +1,18 @@
 """examples/gates_curriculum.py: the level rule, the live generator parameters it moves, and a brief run."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from examples_import import EXAMPLES, load_example
 
 from trackgen_env.envs.gates import GatesVectorEnv
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gates_curriculum.py"
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("_example_gates_curriculum", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass resolves its annotations through the module
-    spec.loader.exec_module(module)
-    return module
+EXAMPLE = EXAMPLES / "gates_curriculum.py"
 
 
 def test_level_goes_up_at_70_percent_and_down_below_60_percent():
-    c = load_example().Curriculum(levels=3)
+    c = load_example("gates_curriculum").Curriculum(levels=3)
     assert [c.update(s) for s in (0.7, 0.65, 0.9, 0.95, 0.59, 0.6, 0.1, 0.0)] == [1, 1, 2, 2, 1, 1, 0, 0]
     easy, hard = c.params(0), c.params(2)
     assert easy["gate_frames.gate_width"] > hard["gate_frames.gate_width"]
@@ -36,7 +27,7 @@ def _turns(gates):
 
 def test_difficulty_parameters_reach_the_next_courses_without_re_recording():
     """Width, turn limit and size set between episodes shape every env's next course; the step graph stays."""
-    module = load_example()
+    module = load_example("gates_curriculum")
     env = GatesVectorEnv(16, "cpu", seed=41, max_episode_steps=2)
     env.reset(seed=41)
     graph = env.graph
@@ -67,7 +58,7 @@ def test_curriculum_example_trains_briefly_and_applies_its_level(tmp_path):
 
     threads = torch.get_num_threads()
     try:
-        result = load_example().main(["--steps", "512", "--num-envs", "4", "--n-steps", "64", "--levels", "3",
+        result = load_example("gates_curriculum").main(["--steps", "512", "--num-envs", "4", "--n-steps", "64", "--levels", "3",
                                       "--out", str(tmp_path), "--no-progress"])
     finally:
         torch.set_num_threads(threads)

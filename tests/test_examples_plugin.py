@@ -1,29 +1,21 @@
 """examples/plugin_stage.py: the "acme.chicane" plugin changes the courses as declared, and trains briefly."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from examples_import import EXAMPLES, load_example
 
 from trackgen_env.course import Course
 from trackgen_env.pipeline import build, presets
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugin_stage.py"
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("_example_plugin_stage", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+EXAMPLE = EXAMPLES / "plugin_stage.py"
 
 
 @pytest.fixture(scope="module")
 def example():
-    return load_example()
+    return load_example("plugin_stage")
 
 
 def test_the_chicane_moves_the_longest_straights_control_points_apart_sideways(example):
