@@ -226,8 +226,8 @@ def test_train_with_a_spec_and_a_plugin_saves_the_spec_that_rebuilds_the_same_co
     np.testing.assert_array_equal(env.course.result.centerline.numpy(), again.result.centerline.numpy())
 
 
-def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatch):
-    run, _, plugin_stage = spec_run
+def _record_env_kwargs(monkeypatch) -> list:
+    """The env kwargs of every SB3 env ``train_module`` makes from now on, in order."""
     seen = []
     make = train_module.make_sb3_vec_env
 
@@ -236,6 +236,12 @@ def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatc
         return make(env_id, num_envs, **kwargs)
 
     monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    return seen
+
+
+def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatch):
+    run, _, plugin_stage = spec_run
+    seen = _record_env_kwargs(monkeypatch)
     results = evaluate(run / "model.zip", episodes=2, device="cpu", random_policy=False)
     assert results[0].episodes == 2
     assert "acme.chicane" in seen[0]["track"].stages and seen[0]["registry"] is plugin_stage.REGISTRY
@@ -325,14 +331,7 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
 
 
 def test_eval_of_a_preset_run_drives_the_recipes_courses(preset_run, monkeypatch):
-    seen = []
-    make = train_module.make_sb3_vec_env
-
-    def recording_make(env_id, num_envs, **kwargs):
-        seen.append(kwargs)
-        return make(env_id, num_envs, **kwargs)
-
-    monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    seen = _record_env_kwargs(monkeypatch)
     evaluate(preset_run / "model.zip", episodes=1, device="cpu", random_policy=False)
     assert "circuit_layout" in seen[0]["track"].stages and seen[0]["max_episode_steps"] == 1500
     assert seen[0]["friction_range"] == [0.85, 1.15]
@@ -346,14 +345,7 @@ def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["train", "--preset", "circuit_random_start", "--steps", "64", "--num-envs", "2", "--device", "cpu",
                      "--out", str(tmp_path), "--no-progress"]) == 0
-    seen = []
-    make = train_module.make_sb3_vec_env
-
-    def recording_make(env_id, num_envs, **kwargs):
-        seen.append(kwargs)
-        return make(env_id, num_envs, **kwargs)
-
-    monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    seen = _record_env_kwargs(monkeypatch)
     evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
     # evaluation drives from the start line, to the time limit alone
     assert not set(train_module.TRAINING_ONLY_TRACK_KWARGS) & set(seen[0])
