@@ -301,7 +301,8 @@ def test_seeds_gates_preset_and_course_config_are_byte_identical_with_an_rng():
 def test_checkpoint_capacity_auto_is_the_longest_track_over_the_spacing():
     cfg = track_cfg()
     course = Course.track(cfg, checkpoint_spacing=0.6)
-    assert course.components["checkpoints"].capacity == max(3, int(np.ceil(cfg.max_loop_length / 0.6)))
+    # the longest track the generator can produce: its declared bound (the length or the capacity max_points)
+    assert course.components["checkpoints"].capacity == max(3, int(np.ceil(course.generator.layout.max_loop_length / 0.6)))
 
 
 def test_checkpoint_capacity_warns_once_when_a_chosen_capacity_clips_a_valid_env():

@@ -23,13 +23,13 @@ from trackgen_env import GateGenConfig, GateGenerator, TrackGenConfig, TrackGene
 
 PINNED_WARP = "1.19.0"
 PINS = {
-    "track_batch": "6c31925520012590f81c372505a32fb90ed7d097f5f463fe3f5aa863f7f99c69",
+    "track_batch": "f1244fc7b8d3c16cbb90e6e800759a75ea68f2be622272828cba398a9ccd2768",
     "gates_batch": "c56b1d91839dbcecf12af2f2b9a492f28ffebf61f69e8d039fe8f7d4e73e1803",
     "track_rollout_pure_pursuit": "516366f53fe3242130fba72ae96ef643fe9db49797dc72da87a4ebd920ceb9f3",
     "track_rollout_random": "84f78d883833d30a0c122f3b67045d083ba304f276f0c99c5ed93f99697c0a08",
     "gates_rollout_pilot": "cbd4a1a269da90cdbc1bc5f29e76d53996142aab215056c5ac2b7f4629021c06",
     "gates_rollout_random": "3ffcb9f0977b9b2863388a49eaf3503447ab6f8ab873af3286505b58b9638dc3",
-    "track_course_components": "e5bd7e3b324c491497245b997d4a867d403cee31ea8acdb08e169e3b0b6a0cd5",
+    "track_course_components": "0b3b016665a08d07a68a5dd9a9464cfe08b2ac3d5a9aed01be37792a10760052",
     "gates_course_components": "b5df25aaa9ff0cda5b2a26010895d96826d4fa0a6150bf70934eee737438ff79",
 }
 

@@ -63,9 +63,17 @@ class TrackGenConfig:
             outside of each corner, by the full angle where the turn radius is the least
             accepted one (``pipeline.stages.banking``; ``docs/elevated-tracks.md``).
         max_loop_length: [m] longest accepted loop, >= ``pi * size`` for a procedural track
-            (the circumference of the square's inscribed circle); default ``4 * size``.
+            (the circumference of the square's inscribed circle); default ``4 * size``. A loop
+            of more than ``max_points`` points (``round(length / point_spacing)``) draws again
+            too: the generator's declared bound (``layout.max_loop_length``, which sizes the
+            checkpoint ring) is ``min(max_loop_length, (max_points + 0.5) * point_spacing)``.
         max_points: centreline capacity ``P``, in [8, 65536]; default
-            ``ceil(max_loop_length / point_spacing) + 2``.
+            ``ceil(max_loop_length / point_spacing) + 2``, and for a flat procedural track at
+            most ``ceil(L / point_spacing) + 2`` with ``L`` the longest loop the layout draws at
+            the construction values (``pipeline.stages.track.flat_loop_bound``: 24.9 m at the
+            defaults, where the longest of 100,000 loops is 21.3 m; P = 251). A curriculum
+            that later lowers ``radius_jitter`` (rounder loops), moves ``width`` far from it or
+            grows ``size`` (longer loops) builds for its final values or passes ``max_points``.
         min_turn_radius_factor: a track is accepted where its turn radius is >= this factor
             times its half width everywhere (>= 1: below 1 the inner band edge folds over;
             its upper bound is the width's).

@@ -141,6 +141,10 @@ class StageContext:
         self.fields: dict[str, wp.array] = {}
         self.in_place: frozenset[str] = frozenset()
         self.inputs: dict[str, wp.array] = {}
+        # scratch sharing (Program sets them around each stage's allocate): the fields read by
+        # the stage being allocated, the later ones or the commit; bytes of a donor row in use
+        self._live: frozenset[str] | None = None
+        self._scratch_used: dict[str, int] = {}
 
     def field(self, name: str, shape, dtype, *, fill=None) -> wp.array:
         """The working-set field ``name``, allocated (zeros, ``"identity"`` quats, or ``fill``)
@@ -159,6 +163,44 @@ class StageContext:
                 f"{shape} {wp.types.type_repr(dtype)}"
             )
         return have
+
+    def scratch(self, shape, dtype) -> wp.array:
+        """Working memory of the stage being allocated, ``[E, ...]``, valid inside its own
+        ``enqueue`` only (its content is undefined when ``enqueue`` starts: write before reading).
+
+        When every stage is a built-in (each round, a field is written before it is read), the
+        rows may lie in a field that neither this stage, a later one nor the commit reads:
+        the spline's arc-length table, dead once ``resample`` has read it, holds the checks'
+        block bounds (the scratch of different stages may share bytes; a result array is never
+        lent). Without a field with room (or with a plugin stage) the array is its own, zeroed.
+
+        Raises:
+            ValueError: ``shape`` does not start with ``num_envs``.
+        """
+        shape = tuple(np.atleast_1d(shape).tolist())
+        E = self.num_envs
+        if shape[0] != E:
+            raise ValueError(f"scratch needs the env axis first: shape ({E}, ...), got {shape}")
+        item = wp.types.type_size_in_bytes(dtype)
+        inner = (int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1) * item
+        if self._live is not None:
+            donors = [(name, a) for name, a in self.fields.items()
+                      if name not in self._live and name not in self.in_place and a.ndim >= 1 and a.shape[0] == E
+                      and a.is_contiguous]
+            for name, donor in sorted(donors, key=lambda na: -na[1].strides[0]):
+                row = donor.strides[0]
+                start = -(-self._scratch_used.get(name, 0) // item) * item  # whole items into the row
+                if start + inner <= row:
+                    self._scratch_used[name] = start + inner
+                    strides, step = [], item  # C order within the row
+                    for n in reversed(shape[1:]):
+                        strides.insert(0, step)
+                        step *= n
+                    view = wp.array(ptr=donor.ptr + start, dtype=dtype, shape=shape, strides=(row, *strides),
+                                    capacity=donor.capacity - start, device=self.device)
+                    view._ref = donor  # keeps the donor's memory alive
+                    return view
+        return wp.zeros(shape, dtype=dtype, device=self.device)
 
 
 class Program:
@@ -239,12 +281,17 @@ class Program:
             if name in given:  # the caller's array, holding the same initial values
                 wp.copy(given[name], arrays[name])
                 arrays[name] = given[name]
-        if all(is_builtin(cls) for _, cls, _ in found):
+        builtin = all(is_builtin(cls) for _, cls, _ in found)
+        if builtin:
             # no plugin writes rows it was not asked to: the stages may write the result in place
             ctx.in_place = frozenset(family.in_place_fields)
             ctx.fields.update({name: arrays[name] for name in ctx.in_place})
-        for stage in self._stages:
+        for i, stage in enumerate(self._stages):
+            if builtin:  # scratch may share a field nobody reads from stage i on (StageContext.scratch)
+                ctx._live = frozenset(family.commit_reads).union(*(cls.reads for _, cls, _ in found[i:]))
+                ctx._scratch_used = {}
             stage.allocate(ctx)
+        ctx._live = None
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:

@@ -141,7 +141,8 @@ class Stage:
         return {}
 
     def allocate(self, ctx) -> None:
-        """Allocate the fields it writes and its scratch (``ctx.field(name, shape, dtype)``)."""
+        """Allocate the fields it writes (``ctx.field(name, shape, dtype)``) and its scratch
+        (``ctx.scratch(shape, dtype)``: valid inside its own ``enqueue`` only)."""
 
     def enqueue(self, ctx, pending) -> None:
         """Launch the stage's kernels for the envs where ``pending [E] int32`` is nonzero."""
