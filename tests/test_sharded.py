@@ -179,3 +179,18 @@ def test_a_workers_exception_reaches_the_caller_and_the_next_run_works():
     workers.run(seen.append)
     assert sorted(seen) == [0, 0, 1, 1, 2]
     workers.close()
+
+
+def test_torch_and_float64_actions_step_as_in_one_env():
+    """Actions of any real float kind one env takes (a CPU torch tensor, float64 beyond [-1, 1]) give its outputs."""
+    torch = pytest.importorskip("torch")
+    one = gymnasium.make_vec("TrackGen-Gates-v0", num_envs=5, seed=4, device="cpu")
+    env = ShardedVectorEnv("TrackGen-Gates-v0", 5, 2, seed=4, device="cpu")
+    _same(one.reset(), env.reset())
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        a = rng.uniform(-2, 2, one.action_space.shape)
+        _same(one.step(torch.from_numpy(a.astype(np.float32))), env.step(torch.from_numpy(a.astype(np.float32))))
+        _same(one.step(a), env.step(a))
+    one.close()
+    env.close()
