@@ -202,7 +202,7 @@ class EnvIO:
         clipped to [-1, 1], into the action buffer; NumPy releases the GIL for the clip of a large block."""
         if self._action_copied is not None:
             wp.synchronize_event(self._action_copied)  # the previous copy out of the staging array is done
-        # clip-then-round equals round-then-clip (rounding is monotonic, +-1 exact): as astype after clip
+        # clipped in the input's precision, then rounded into the float32 buffer: clip, then astype
         np.clip(actions[rows], -1.0, 1.0, out=self._action_view)
         if self._action_host is not self.action:
             wp.copy(self.action, self._action_host)
