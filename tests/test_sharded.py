@@ -194,3 +194,24 @@ def test_torch_and_float64_actions_step_as_in_one_env():
         _same(one.step(a), env.step(a))
     one.close()
     env.close()
+
+
+def test_a_thread_that_has_not_started_leaves_its_shard_to_the_caller():
+    """On a loaded machine a worker thread may get no core for a while: the caller then steps
+    that shard itself instead of waiting for the thread to start."""
+    workers = _Workers(2)
+    gate, held = threading.Event(), threading.Lock()
+    held.acquire()
+    workers._tasks.put((iter([0]), lambda k: gate.wait(), [None], [held]))  # the one thread is busy elsewhere
+    ran = []
+    caller = threading.Thread(target=workers.run, args=(lambda k: ran.append((k, threading.current_thread().name)),),
+                              name="caller")
+    try:
+        caller.start()
+        caller.join(timeout=30)
+        assert not caller.is_alive(), "run() waited for a thread that had not started"
+        assert sorted(ran) == [(0, "caller"), (1, "caller")]
+    finally:
+        gate.set()
+        caller.join()
+        workers.close()

@@ -11,7 +11,9 @@ in its own persistent thread (shard 0 in the caller's), clips its rows of the ac
 into its action buffer, replays its graph and copies its outputs into its rows of one
 fresh set of output arrays, each a single NumPy or Warp call that releases the GIL for
 the work itself (:meth:`~trackgen_env.envs.base.CourseVectorEnv.step_into`). Nothing is
-concatenated; the info dict is built once over all envs.
+concatenated; the info dict is built once over all envs. A thread that finds no free core to
+start on leaves its shard to the threads that did (the caller's included), so on a loaded
+machine a step is not held up by a thread that has not started.
 
 The shards are seeded so that the sharded env equals one env of the same seeds: an int
 seed ``s`` gives env ``i`` the seed ``env_seeds(s, num_envs)[i]`` exactly as one env does
@@ -22,6 +24,7 @@ env for env, as ``gymnasium.make_vec(env_id, num_envs, seed=s)``.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import weakref
 
@@ -51,71 +54,80 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
 
 
 class _Workers:
-    """``num - 1`` persistent daemon threads: :meth:`run` calls ``job(k)`` for every ``k`` in
-    ``range(num)`` at once (``k = 0`` in the caller's thread) and returns when all are done.
+    """Runs ``job(k)`` for ``k`` in ``range(num_jobs)`` on the caller's thread and ``num_jobs - 1``
+    persistent daemon threads, and returns when all are done.
 
-    A start and a done lock per thread hand the job over (C-level locks: a handover holds the
-    GIL for well under a microsecond, against tens for a ``ThreadPoolExecutor.map``). The
-    threads hold no reference to the env, so an env dropped without ``close()`` is still
-    collected (a finalizer stops its threads).
+    Every thread, the caller's included, takes the next job index from one shared iterator
+    (its ``next`` is atomic under the GIL) until none is left, so a thread that is late (no
+    free core to wake it on) leaves its job to the others: on a loaded machine the step falls
+    back toward the caller running every shard, never waiting for a thread that has not
+    started. The caller then waits only for the jobs the threads took (a lock per job, released
+    when it is done). A handover holds the GIL for a few microseconds (a ``SimpleQueue`` put
+    and get, C-level locks), against tens for a ``ThreadPoolExecutor.map``. The threads hold no
+    reference to the env, so an env dropped without ``close()`` is still collected (a
+    finalizer stops its threads).
     """
 
-    def __init__(self, num: int):
-        self._go = [threading.Lock() for _ in range(num)]
-        self._done = [threading.Lock() for _ in range(num)]
-        for lock in (*self._go, *self._done):
-            lock.acquire()
-        self._job = None
-        self._errors: list[BaseException | None] = [None] * num
-        self._stopped = self._broken = False
-        self._threads = [threading.Thread(target=self._serve, args=(k,), name=f"trackgen-shard-{k}", daemon=True)
-                         for k in range(1, num)]
+    def __init__(self, num_jobs: int):
+        self.num_jobs = num_jobs
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._broken = False
+        self._threads = [threading.Thread(target=self._serve, name=f"trackgen-shard-{k}", daemon=True)
+                         for k in range(1, num_jobs)]
         for thread in self._threads:
             thread.start()
 
-    def _serve(self, k: int) -> None:
-        go, done = self._go[k], self._done[k]
+    def _serve(self) -> None:
         while True:
-            go.acquire()
-            if self._stopped:
+            task = self._tasks.get()
+            if task is None:
                 return
-            try:
-                self._job(k)
-            except BaseException as exc:  # handed to the caller of run()
-                self._errors[k] = exc
-            done.release()
+            _take(*task)  # a task of a finished run finds its iterator empty
+            del task  # keep nothing of a run alive between runs
 
     def run(self, job) -> None:
-        """``job(k)`` for every shard ``k`` in parallel; re-raises the first exception one raised."""
+        """``job(k)`` for every ``k`` at once; re-raises the first exception a job raised (all jobs ran)."""
         if self._broken:
             raise RuntimeError("an earlier step was interrupted while the shards ran: build a new env")
-        self._job = job
-        for go in self._go[1:]:
-            go.release()
-        try:
-            job(0)
-        finally:
-            try:  # every shard's rows are written (and its lock back) before anything else runs
-                for done in self._done[1:]:
-                    done.acquire()
-            except BaseException:  # interrupted while waiting: the locks no longer pair up
-                self._broken = True
-                raise
-            self._job = None
-        errors = [e for e in self._errors if e is not None]
-        self._errors = [None] * len(self._errors)
-        if errors:
-            raise errors[0]
+        n = self.num_jobs
+        indices, errors, done = iter(range(n)), [None] * n, [threading.Lock() for _ in range(n)]
+        for lock in done:
+            lock.acquire()
+        task = (indices, job, errors, done)
+        for _ in self._threads:
+            self._tasks.put(task)
+        mine = _take(*task)
+        try:  # every job is taken now: wait for the ones the threads took
+            for k in range(n):
+                if k not in mine:
+                    done[k].acquire()
+        except BaseException:  # interrupted while a thread still runs a job of this run
+            self._broken = True
+            raise
+        for exc in errors:
+            if exc is not None:
+                raise exc
 
     def close(self) -> None:
         """Stop the threads (idempotent)."""
-        if self._stopped:
-            return
-        self._stopped = True
-        for go in self._go[1:]:
-            go.release()
-        for thread in self._threads:
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._tasks.put(None)
+        for thread in threads:
             thread.join()
+
+
+def _take(indices, job, errors, done) -> list[int]:
+    """Run ``job(k)`` for each ``k`` taken from the shared ``indices`` until none is left; returns the ``k`` run."""
+    taken = []
+    for k in indices:
+        taken.append(k)
+        try:
+            job(k)
+        except BaseException as exc:  # handed to the caller of run()
+            errors[k] = exc
+        done[k].release()
+    return taken
 
 
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):
