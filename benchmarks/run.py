@@ -209,12 +209,14 @@ def run_sharding(cfg) -> dict:
 
 
 class _ReplayClock:
-    """``env.step`` that also times its shards' graph replays (the parallel section of a step:
-    the longest shard's replay), so that a step's time splits into the replays, the ceiling of
-    any sharding here now, and the host part around them, on the same steps."""
+    """``env.step`` that also times its shards' graph replays, so that a step's time splits into
+    the replays and the host part around them, on the same steps: per step, the span from the
+    first replay's start to the last one's end (wall-clock: the parallel section, or the replays
+    in turn where one thread ran several), and the longest shard's replay in its thread's CPU time
+    (what a replay takes while it runs: the ceiling of the sharded step on free cores)."""
 
     def __init__(self, env: ShardedVectorEnv):
-        self.env, self.last, self.last_cpu = env, [0.0] * env.num_shards, [0.0] * env.num_shards
+        self.env, self.last = env, [(0.0, 0.0, 0.0)] * env.num_shards
         self.total = self.total_cpu = 0.0
         self.steps = 0
         for k, shard in enumerate(env.shards):
@@ -224,21 +226,20 @@ class _ReplayClock:
         def run():
             t0, c0 = time.perf_counter(), time.thread_time()
             replay()
-            self.last[k], self.last_cpu[k] = time.perf_counter() - t0, time.thread_time() - c0
+            self.last[k] = (t0, time.perf_counter(), time.thread_time() - c0)
 
         return run
 
     def step(self, action):
         out = self.env.step(action)
-        self.total += max(self.last)
-        self.total_cpu += max(self.last_cpu)
+        self.total += max(t[1] for t in self.last) - min(t[0] for t in self.last)
+        self.total_cpu += max(t[2] for t in self.last)
         self.steps += 1
         return out
 
     def replay_us(self) -> tuple[float, float]:
-        """[us] the longest shard's replay per step, wall-clock and its thread's CPU time (what it
-        takes while it runs: near the wall-clock time on a free core, less where other jobs take
-        turns on it), over every step (the untimed warm-up ones too)."""
+        """[us] per step, over every step (the untimed warm-up ones too): the replays' wall-clock
+        span and the longest replay's CPU time."""
         return 1e6 * self.total / self.steps, 1e6 * self.total_cpu / self.steps
 
 
@@ -525,10 +526,10 @@ def markdown(result: dict, command: str) -> str:
         add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
             f"graph, stepped in its own persistent thread; {s['cpu_cores']} cores, load average "
             f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores). "
-            "Replays: the shards' graph replays in a step (the longest shard's), wall-clock (the ceiling of any "
-            "sharding here now) and its thread's CPU time (what it would take on a free core: its ratio is the "
-            "ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
-            "actions in, outputs out).\n")
+            "Replays: the shards' graph replays in a step, wall-clock from the first one's start to the last "
+            "one's end, and the longest one's CPU time in its thread (what it takes on a free core: its ratio is "
+            "the ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
+            "actions in, outputs out, threads starting).\n")
         add("| shards | transitions/s (timed in turns) | step [us] | replays [us] | replays, CPU [us] | host part [us] |")
         add("|---:|---:|---:|---:|---:|---:|")
         for k in (1, 2):
