@@ -22,7 +22,8 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
 * ``carracing``: Gymnasium's CarRacing-v3 (pixels, physics only, ``make_vec`` sync, track
   generation); skipped with the reason when ``gymnasium[box2d]`` is missing;
 * ``sharding``: :class:`trackgen_env.envs.sharded.ShardedVectorEnv` with 1 and 2 shards
-  (threads), whether its outputs equal one env's, and whether a graph replay releases the GIL.
+  (threads), its step split into the shards' replays (wall-clock and CPU time) and the host part,
+  a GIL-free control, whether its outputs equal one env's, and whether a graph replay releases the GIL.
 
 Writes ``results.json``, ``results.md`` (the tables, each with its command) and
 ``throughput.png`` into ``--out`` (default ``benchmarks/results/latest/``, untracked) and prints
@@ -183,20 +184,63 @@ def run_carracing(cfg) -> dict:
 def run_sharding(cfg) -> dict:
     E, env_id = cfg.work_envs, "TrackGen-Track-v0"
     out = {"num_envs": E, "cpu_cores": len(os.sched_getaffinity(0)), "load_average_before": os.getloadavg()[0]}
-    envs, timers = {}, {}
+    envs, timers, clocks = {}, {}, {}
     for shards in (1, 2):  # timed in turns: the speedup sees the same load
         env = envs[shards] = ShardedVectorEnv(env_id, E, shards, seed=0, device=cfg.device)
         obs, _ = env.reset(seed=0)
-        timers[f"shards_{shards}"] = measure.Timer(env.step, obs, PurePursuit(env.shards[0].car), E, cfg.device)
+        clocks[shards] = _ReplayClock(env)
+        timers[f"shards_{shards}"] = measure.Timer(clocks[shards].step, obs, PurePursuit(env.shards[0].car), E,
+                                                   cfg.device)
     out.update(measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5))
     for env in envs.values():
         env.close()
     out["speedup_2"] = out["shards_2"]["transitions_per_s"] / out["shards_1"]["transitions_per_s"]
+    for shards in (1, 2):
+        out[f"replay_us_{shards}"], out[f"replay_cpu_us_{shards}"] = clocks[shards].replay_us()
+        # what a step adds to its shards' replays: the host part (checks, action in, outputs out)
+        out[f"host_us_{shards}"] = out[f"shards_{shards}"]["step_us"] - out[f"replay_us_{shards}"]
+    out["replay_speedup_2"] = out["replay_us_1"] / out["replay_us_2"]
+    out["replay_cpu_speedup_2"] = out["replay_cpu_us_1"] / out["replay_cpu_us_2"]
     out["equal_to_one_env"] = _shards_equal(env_id, min(E, 256), cfg.device)
     out["gil"] = _gil_probe("cpu", 2_000_000 if cfg.quick else 20_000_000)
     out["two_threads"] = _two_threads(2_000_000 if cfg.quick else 10_000_000)
     out["load_average_after"] = os.getloadavg()[0]
     return out
+
+
+class _ReplayClock:
+    """``env.step`` that also times its shards' graph replays, so that a step's time splits into
+    the replays and the host part around them, on the same steps: per step, the span from the
+    first replay's start to the last one's end (wall-clock: the parallel section, or the replays
+    in turn where one thread ran several), and the longest shard's replay in its thread's CPU time
+    (what a replay takes while it runs: the ceiling of the sharded step on free cores)."""
+
+    def __init__(self, env: ShardedVectorEnv):
+        self.env, self.last = env, [(0.0, 0.0, 0.0)] * env.num_shards
+        self.total = self.total_cpu = 0.0
+        self.steps = 0
+        for k, shard in enumerate(env.shards):
+            shard._replay_step = self._timed(k, shard._replay_step)
+
+    def _timed(self, k: int, replay):
+        def run():
+            t0, c0 = time.perf_counter(), time.thread_time()
+            replay()
+            self.last[k] = (t0, time.perf_counter(), time.thread_time() - c0)
+
+        return run
+
+    def step(self, action):
+        out = self.env.step(action)
+        self.total += max(t[1] for t in self.last) - min(t[0] for t in self.last)
+        self.total_cpu += max(t[2] for t in self.last)
+        self.steps += 1
+        return out
+
+    def replay_us(self) -> tuple[float, float]:
+        """[us] per step, over every step (the untimed warm-up ones too): the replays' wall-clock
+        span and the longest replay's CPU time."""
+        return 1e6 * self.total / self.steps, 1e6 * self.total_cpu / self.steps
 
 
 def _shards_equal(env_id: str, E: int, device: str, steps: int = 50) -> bool:
@@ -339,6 +383,7 @@ def ratios(result: dict, work_envs: int) -> dict:
                                                       / cr["track_generation"]["tracks_per_s"])
     if "sharding" in result:
         out["sharding_speedup_2"] = result["sharding"]["speedup_2"]
+        out["sharding_control_2"] = result["sharding"]["two_threads"]["sha256_control"]
     fu = result.get("first_use", {}).get("TrackGen-Track-v0")
     if fu is not None and fu["cold"] is not None:
         out["track_cold_first_use_s"] = fu["cold"]["total_s"]
@@ -479,12 +524,19 @@ def markdown(result: dict, command: str) -> str:
         s = result["sharding"]
         add(f"## Sharding over threads (`{command} --only sharding`)\n")
         add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
-            f"graph, stepped in a ThreadPoolExecutor; {s['cpu_cores']} cores, load average "
-            f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores).\n")
-        add("| shards | transitions/s (timed in turns) |")
-        add("|---:|---:|")
-        add(f"| 1 | {_f(s['shards_1']['transitions_per_s'])} |")
-        add(f"| 2 | {_f(s['shards_2']['transitions_per_s'])} ({s['speedup_2']:.2f}x) |")
+            f"graph, stepped in its own persistent thread; {s['cpu_cores']} cores, load average "
+            f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores). "
+            "Replays: the shards' graph replays in a step, wall-clock from the first one's start to the last "
+            "one's end, and the longest one's CPU time in its thread (what it takes on a free core: its ratio is "
+            "the ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
+            "actions in, outputs out, threads starting).\n")
+        add("| shards | transitions/s (timed in turns) | step [us] | replays [us] | replays, CPU [us] | host part [us] |")
+        add("|---:|---:|---:|---:|---:|---:|")
+        for k in (1, 2):
+            x = lambda key: f" ({s[key]:.2f}x)" if k == 2 else ""  # noqa: E731
+            add(f"| {k} | {_f(s[f'shards_{k}']['transitions_per_s'])}{x('speedup_2')} | "
+                f"{s[f'shards_{k}']['step_us']:,.0f} | {s[f'replay_us_{k}']:,.0f}{x('replay_speedup_2')} | "
+                f"{s[f'replay_cpu_us_{k}']:,.0f}{x('replay_cpu_speedup_2')} | {s[f'host_us_{k}']:,.0f} |")
         tt = s["two_threads"]
         add(f"\nTwo jobs in 2 threads against in turn, same run: two Warp CPU graph replays "
             f"{tt['warp_graph_replay']:.2f}x, two SHA-256 hashes (C code without the GIL, the control) "

@@ -1,43 +1,56 @@
 """ShardedVectorEnv: shards stepped in threads give exactly one env's outputs for the same seeds."""
 
+import gc
+import threading
+
 import gymnasium
 import numpy as np
 import pytest
 
 import trackgen_env  # noqa: F401  (registers the envs)
-from trackgen_env.envs.sharded import ShardedVectorEnv
+from trackgen_env.envs.sharded import ShardedVectorEnv, _Workers
 
 
 def _same(a, b):
-    assert np.array_equal(a[0], b[0])
-    for x, y in zip(a[1:4], b[1:4]):
-        assert np.array_equal(x, y)
-    info_a, info_b = a[-1], b[-1]
-    assert info_a.keys() == info_b.keys()
-    for key in info_a:
-        assert np.array_equal(info_a[key], info_b[key]), key
+    """Two step (or reset) tuples hold equal arrays of equal dtypes, key for key (nested info too)."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, dict):
+            assert list(x) == list(y)
+            _same(tuple(x.values()), tuple(y.values()))
+        else:
+            assert isinstance(y, np.ndarray) and x.dtype == y.dtype
+            assert np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("env_id", ["TrackGen-Track-v0", "TrackGen-Gates-v0"])
-def test_shards_equal_one_env_of_the_same_seeds_step_for_step(env_id):
+def _shard_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("trackgen-shard")]
+
+
+@pytest.mark.parametrize("env_id, mode", [("TrackGen-Track-v0", "NextStep"), ("TrackGen-Gates-v0", "NextStep"),
+                                          ("TrackGen-Track-v0", "SameStep")])
+def test_shards_equal_one_env_of_the_same_seeds_step_for_step(env_id, mode):
+    """obs, reward, terminated, truncated and info (SAME_STEP's final_obs / final_info, present only
+    when an env of any shard ended) equal one env's over a rollout with auto-resets and a reseed."""
     E = 7
-    one = gymnasium.make_vec(env_id, num_envs=E, seed=3, device="cpu")
-    sharded = ShardedVectorEnv(env_id, E, 3, seed=3, device="cpu")
+    one = gymnasium.make_vec(env_id, num_envs=E, seed=3, device="cpu", autoreset_mode=mode)
+    sharded = ShardedVectorEnv(env_id, E, 3, seed=3, device="cpu", autoreset_mode=mode)
     assert [b - a for a, b in sharded.bounds] == [2, 2, 3]
     assert sharded.observation_space == one.observation_space and sharded.action_space == one.action_space
-    o1, i1 = one.reset()
-    o2, i2 = sharded.reset()
-    assert np.array_equal(o1, o2) and i1.keys() == i2.keys()
+    assert sharded.metadata["autoreset_mode"] == one.metadata["autoreset_mode"]
+    _same(one.reset(), sharded.reset())
     rng = np.random.default_rng(0)
-    ended = 0
+    ended = with_final = 0
     for step in range(80):
         if step == 40:  # reseeding maps the seed over the shards as one env does
-            assert np.array_equal(one.reset(seed=11)[0], sharded.reset(seed=11)[0])
-        a = rng.uniform(-1, 1, one.action_space.shape).astype(np.float32)
+            _same(one.reset(seed=11), sharded.reset(seed=11))
+        a = rng.uniform(-1.5, 1.5, one.action_space.shape)  # float64, some out of [-1, 1]: the clip
         r1 = one.step(a)
         _same(r1, sharded.step(a))
         ended += int((r1[2] | r1[3]).sum())
+        with_final += "final_obs" in r1[4]
     assert ended > 0  # auto-resets happened inside the shards too
+    assert (with_final > 0) == (mode == "SameStep")
     one.close()
     sharded.close()
 
@@ -52,11 +65,22 @@ def test_a_masked_reset_touching_one_shard_leaves_the_others_as_one_env_does():
     for _ in range(5):
         _same(one.step(a), sharded.step(a))
     mask = np.array([False, True, False, False, False, False])  # in shard 0 only
-    o1, i1 = one.reset(options={"reset_mask": mask})
-    o2, i2 = sharded.reset(options={"reset_mask": mask})
-    assert np.array_equal(o1, o2)
-    assert np.array_equal(i1["_laps"], i2["_laps"])
+    _same(one.reset(options={"reset_mask": mask}), sharded.reset(options={"reset_mask": mask}))
     _same(one.step(a), sharded.step(a))
+
+
+def test_outputs_are_fresh_arrays_that_a_later_step_leaves_alone():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
+    obs0, _ = env.reset()
+    kept = obs0.copy()
+    first = env.step(np.ones((4, 2), np.float32))
+    copies = [x.copy() for x in first[:4]]
+    second = env.step(np.ones((4, 2), np.float32))
+    assert np.array_equal(obs0, kept)
+    for x, y, z in zip(first[:4], copies, second[:4]):
+        assert np.array_equal(x, y) and not np.shares_memory(x, z)
+    assert not np.array_equal(first[0], second[0])  # the cars moved
+    env.close()
 
 
 def test_bad_arguments_are_refused_before_any_shard_steps():
@@ -66,9 +90,128 @@ def test_bad_arguments_are_refused_before_any_shard_steps():
         ShardedVectorEnv("TrackGen-Track-v0", 2, 2, seed=0, device="cpu", output="torch")
     with pytest.raises(ValueError, match="3 ints"):
         ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=[1, 2], device="cpu")
-    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
-    obs, _ = env.reset()
-    with pytest.raises(ValueError, match=r"actions must have shape \(4, 2\)"):
-        env.step(np.zeros((3, 2), np.float32))
-    assert np.array_equal(env.step(np.zeros((4, 2), np.float32))[0][:, 3:], obs[:, 3:])  # nothing moved before
+    with pytest.raises(ValueError, match="an int >= 0"):
+        ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=-1, device="cpu")
+
+
+def test_bad_actions_raise_one_envs_error_and_leave_every_shard_unchanged():
+    """The actions are checked once over all envs: the message names the env as one env's does
+    (not its row in a shard), and no shard steps, not even those before the bad rows."""
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=6, seed=2, device="cpu")
+    env = ShardedVectorEnv("TrackGen-Track-v0", 6, 3, seed=2, device="cpu")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros((6, 2), np.float32))
+    _same(one.reset(), env.reset())
+    nan = np.zeros((6, 2), np.float32)
+    nan[5, 1] = np.nan  # in the last shard
+    bad = [nan, np.zeros((5, 2), np.float32), np.zeros((6, 3), np.float32), np.zeros((6, 2), np.int32)]
+    for actions in bad:
+        with pytest.raises((TypeError, ValueError)) as expected:
+            one.step(actions)
+        with pytest.raises(expected.type) as got:
+            env.step(actions)
+        assert str(got.value) == str(expected.value)
+    assert "env(s) [5]" in str(pytest.raises(ValueError, env.step, nan).value)
+    inf = np.zeros((6, 2), np.float32)
+    inf[0] = [np.inf, -np.inf]  # not NaN (their sum is): accepted, clipped
+    _same(one.step(inf), env.step(inf))
+    _same(one.step(np.ones((6, 2))), env.step(np.ones((6, 2))))  # nothing moved before
     env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(np.zeros((6, 2), np.float32))
+    one.close()
+
+
+def test_bad_reset_options_raise_one_envs_error_before_any_shard_resets():
+    kw = dict(device="cpu", autoreset_mode="Disabled")
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=4, seed=1, **kw)
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=1, **kw)
+    no = np.zeros(4, bool)
+    yes = np.array([True, False, False, False])
+    bad = [dict(options={"reset_mask": yes}),  # before the first full reset
+           dict(options={"reset_mask": no}), dict(options={"reset_mask": np.ones(3, bool)}),
+           dict(options={"reset_mask": yes.astype(int)}), dict(options={"reset_mask": yes}, seed=1),
+           dict(options={"other": 1}), dict(seed=-2)]
+    for i, kwargs in enumerate(bad):
+        if i == 1:
+            _same(one.reset(), env.reset())
+        with pytest.raises((TypeError, ValueError, RuntimeError)) as expected:
+            one.reset(**kwargs)
+        with pytest.raises(expected.type) as got:
+            env.reset(**kwargs)
+        assert str(got.value) == str(expected.value), kwargs
+    a = np.full((4, 2), 0.5, np.float32)
+    _same(one.step(a), env.step(a))  # every shard as before
+    one.close()
+    env.close()
+
+
+def test_the_worker_threads_persist_and_stop_with_close_or_collection():
+    before = len(_shard_threads())
+    env = ShardedVectorEnv("TrackGen-Track-v0", 6, 3, seed=0, device="cpu")
+    threads = _shard_threads()
+    assert len(threads) == before + 2  # shard 0 steps in the caller's thread
+    obs, _ = env.reset()
+    for _ in range(3):
+        env.step(np.zeros((6, 2), np.float32))
+    assert _shard_threads() == threads  # the same threads, none started per step
+    env.close()
+    assert len(_shard_threads()) == before
+    dropped = ShardedVectorEnv("TrackGen-Track-v0", 2, 2, seed=0, device="cpu")
+    assert len(_shard_threads()) == before + 1
+    del dropped  # never closed: the threads hold no reference to it, its finalizer stops them
+    gc.collect()
+    assert len(_shard_threads()) == before
+
+
+def test_a_workers_exception_reaches_the_caller_and_the_next_run_works():
+    workers = _Workers(3)
+    seen = []
+
+    def job(k):
+        if k == 2:
+            raise KeyError("shard 2")
+        seen.append(k)
+
+    with pytest.raises(KeyError, match="shard 2"):
+        workers.run(job)
+    assert sorted(seen) == [0, 1]  # the others ran to the end before the caller saw it
+    workers.run(seen.append)
+    assert sorted(seen) == [0, 0, 1, 1, 2]
+    workers.close()
+
+
+def test_torch_and_float64_actions_step_as_in_one_env():
+    """Actions of any real float kind one env takes (a CPU torch tensor, float64 beyond [-1, 1]) give its outputs."""
+    torch = pytest.importorskip("torch")
+    one = gymnasium.make_vec("TrackGen-Gates-v0", num_envs=5, seed=4, device="cpu")
+    env = ShardedVectorEnv("TrackGen-Gates-v0", 5, 2, seed=4, device="cpu")
+    _same(one.reset(), env.reset())
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        a = rng.uniform(-2, 2, one.action_space.shape)
+        _same(one.step(torch.from_numpy(a.astype(np.float32))), env.step(torch.from_numpy(a.astype(np.float32))))
+        _same(one.step(a), env.step(a))
+    one.close()
+    env.close()
+
+
+def test_a_thread_that_has_not_started_leaves_its_shard_to_the_caller():
+    """On a loaded machine a worker thread may get no core for a while: the caller then steps
+    that shard itself instead of waiting for the thread to start."""
+    workers = _Workers(2)
+    gate, held = threading.Event(), threading.Lock()
+    held.acquire()
+    workers._tasks.put((iter([0]), lambda k: gate.wait(), [None], [held]))  # the one thread is busy elsewhere
+    ran = []
+    caller = threading.Thread(target=workers.run, args=(lambda k: ran.append((k, threading.current_thread().name)),),
+                              name="caller")
+    try:
+        caller.start()
+        caller.join(timeout=30)
+        assert not caller.is_alive(), "run() waited for a thread that had not started"
+        assert sorted(ran) == [(0, "caller"), (1, "caller")]
+    finally:
+        gate.set()
+        caller.join()
+        workers.close()

@@ -58,7 +58,7 @@ from gymnasium.vector.utils import batch_space
 from .. import exec as exec_modes
 from ..checks import check_int, resolve_device
 from ..course import memory
-from .io import EnvIO, check_output, host_bool_mask
+from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
 __all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
 
@@ -531,7 +531,7 @@ class CourseVectorEnv(VectorEnv):
         """
         self._check_open()
         seed = check_seed(seed, self.num_envs)
-        mask = self._check_reset_options(options, seed)
+        mask = self.check_reset_options(options, seed)
         with self._io.stream_scope():
             return self._reset(seed, mask)
 
@@ -556,7 +556,14 @@ class CourseVectorEnv(VectorEnv):
         obs, _, _, _, info = self._io.outputs(final=False)
         return obs, info
 
-    def _check_reset_options(self, options, seed) -> np.ndarray | None:
+    def check_reset_options(self, options, seed, *, num_envs: int | None = None) -> np.ndarray | None:
+        """The checks of :meth:`reset`'s ``options`` (with its ``seed``): None, or the reset mask as a
+        bool NumPy array; ``num_envs``: the mask's length (default this env's; a sharded env's all envs).
+
+        Raises:
+            as :meth:`reset` for bad options.
+        """
+        num_envs = self.num_envs if num_envs is None else num_envs
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be None or a dict, got {type(options).__name__} {options!r}")
         if not options:
@@ -572,8 +579,8 @@ class CourseVectorEnv(VectorEnv):
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
             got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
             raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {got}")
-        if mask.shape != (self.num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}")
+        if mask.shape != (num_envs,):
+            raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {mask.shape}")
         if not mask.any():
             raise ValueError("options['reset_mask'] must hold at least one True")
         if seed is not None:
@@ -598,16 +605,57 @@ class CourseVectorEnv(VectorEnv):
             TypeError: ``actions`` is not of a real floating dtype.
             ValueError: ``actions`` has another shape, or (NumPy) holds NaN.
         """
+        self.check_steppable()
+        with self._io.stream_scope():
+            self._io.write_actions(actions)
+            self._replay_step()
+            return self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+
+    def check_steppable(self) -> None:
+        """Raises RuntimeError where :meth:`step` would: the env is closed, or ``reset()`` was not called yet."""
         self._check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+
+    def step_into(self, actions: np.ndarray, out: HostOutputs, rows: slice) -> None:
+        """:meth:`step` with the actions checked already and the outputs written into ``out``'s rows.
+
+        The step of :class:`~trackgen_env.envs.sharded.ShardedVectorEnv`'s shards: the GIL is held
+        only for a few calls (the clip, the replay's call, one copy per output array), the work
+        between them runs without it.
+
+        Args:
+            actions: a host array :func:`~trackgen_env.envs.io.check_actions` accepted, whose rows
+                ``rows`` (``E`` of them) are this env's; clipped to [-1, 1] here.
+            out: fresh NumPy outputs with this env's dtypes (:meth:`new_outputs`), written at ``rows``.
+            rows: this env's rows of ``actions`` and ``out``.
+
+        Raises:
+            RuntimeError: as :meth:`check_steppable` (call it first to refuse before any env steps).
+        """
+        self.check_steppable()
         with self._io.stream_scope():
-            self._io.write_actions(actions)
-            if self.graph is not None:
-                wp.capture_launch(self.graph)
-            else:
-                self._step_body()
-            return self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+            self._io.write_checked_actions(actions, rows)
+            self._replay_step()
+            self._io.copy_outputs(out, rows)
+
+    def new_outputs(self, num_envs: int, *, final: bool | None = None) -> HostOutputs:
+        """Fresh NumPy outputs of ``num_envs`` envs of this env's kind, for :meth:`step_into`;
+        ``final``: with SAME_STEP's ``final_obs`` / ``final_info`` (default: under SAME_STEP)."""
+        if final is None:
+            final = self.autoreset_mode is AutoresetMode.SAME_STEP
+        return self._io.new_outputs(num_envs, final=final)
+
+    def copy_outputs(self, out: HostOutputs, rows: slice) -> None:
+        """Copy the current outputs (the last step's or reset's) into ``out``'s rows ``rows``."""
+        self._check_open()
+        self._io.copy_outputs(out, rows)
+
+    def _replay_step(self) -> None:
+        if self.graph is not None:
+            wp.capture_launch(self.graph)
+        else:
+            self._step_body()
 
     # -- rendering ---------------------------------------------------------------------------
     def render(self):

@@ -6,7 +6,9 @@ observation, reward, termination, info arrays) and
 * checks an action and writes it into the action buffer (on CUDA through a pinned staging
   array; a torch tensor on the env's device is copied on the device, without a host round trip);
 * returns the step's outputs: fresh NumPy copies (on CUDA one wait for all the copies), or
-  zero-copy torch views of the buffers (``output="torch"``);
+  zero-copy torch views of the buffers (``output="torch"``); :class:`HostOutputs` holds the
+  NumPy arrays, and :meth:`EnvIO.copy_outputs` writes one env's buffers into rows of a larger
+  one (:class:`~trackgen_env.envs.sharded.ShardedVectorEnv` fills one set from all its shards);
 * with torch outputs on CUDA, launches the env's work on torch's current stream
   (:meth:`EnvIO.stream_scope`), so that the views are ordered with torch's work.
 """
@@ -14,11 +16,12 @@ observation, reward, termination, info arrays) and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import warp as wp
 
-__all__ = ["EnvIO", "OUTPUTS", "check_output"]
+__all__ = ["EnvIO", "HostOutputs", "OUTPUTS", "check_action_shape", "check_actions", "check_output"]
 
 #: The output types of ``step()`` / ``reset()``.
 OUTPUTS = ("numpy", "torch")
@@ -39,6 +42,93 @@ def check_output(output: str) -> str:
         except ImportError as exc:
             raise ImportError('output="torch" needs PyTorch (pip install "trackgen_env[torch]")') from exc
     return output
+
+
+def check_actions(actions, num_envs: int, action_dim: int, action_labels: str = "") -> np.ndarray:
+    """``actions`` (``[E, A]`` real floats; NumPy, array-like or a torch tensor) as a host array, checked, not clipped.
+
+    Raises:
+        TypeError: not of a real floating dtype.
+        ValueError: a shape other than ``(num_envs, action_dim)``, or NaN (the message names the envs).
+    """
+    if _is_torch(actions):
+        actions = actions.detach().cpu().numpy()
+    a = np.asarray(actions)
+    if a.dtype.kind != "f":
+        raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
+    check_action_shape(a.shape, num_envs, action_dim, action_labels)
+    # one sum finds a NaN in a NaN-free batch without a temporary [E, A] mask (inf - inf also
+    # gives NaN: only then is the mask built)
+    with np.errstate(invalid="ignore"):
+        maybe_nan = np.isnan(a.sum())
+    if maybe_nan:
+        nan = np.isnan(a)
+        if nan.any():
+            rows = np.flatnonzero(nan.any(axis=1))
+            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
+    return a
+
+
+def check_action_shape(shape, num_envs: int, action_dim: int, action_labels: str = "") -> None:
+    """Raises ValueError unless ``shape == (num_envs, action_dim)``."""
+    if tuple(shape) != (num_envs, action_dim):
+        raise ValueError(f"actions must have shape ({num_envs}, {action_dim}) {action_labels}, got {tuple(shape)}")
+
+
+@dataclasses.dataclass
+class HostOutputs:
+    """One step's NumPy outputs of ``E`` envs before they are handed out (fresh arrays, written in place).
+
+    Attributes:
+        obs: ``[E, D]`` float32; ``reward``: ``[E]`` float32; ``terminated``, ``truncated``: ``[E]`` bool.
+        info: ``{name: [E] array}``, the env's info arrays (their dtypes).
+        final_obs, final_info: SAME_STEP's ended-step copies (None / ``{}`` without them).
+    """
+
+    obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    info: dict
+    final_obs: np.ndarray | None = None
+    final_info: dict = dataclasses.field(default_factory=dict)
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every array, in :meth:`EnvIO.copy_outputs`'s order."""
+        out = [self.obs, self.reward, self.terminated, self.truncated, *self.info.values()]
+        if self.final_obs is not None:
+            out += [self.final_obs, *self.final_info.values()]
+        return out
+
+    def step_tuple(self):
+        """``(obs, reward, terminated, truncated, info)`` as Gymnasium's vector step: info holds each
+        info array with its ``"_name"`` mask (all True); with ``final_obs``, and only when an env ended
+        (as Gymnasium's SyncVectorEnv), ``"final_obs"`` / ``"final_info"`` masked by ``terminated | truncated``."""
+        num_envs = self.reward.shape[0]
+        info = {}
+        for name, value in self.info.items():
+            info[name] = value
+            info["_" + name] = np.ones(num_envs, dtype=bool)
+        if self.final_obs is not None:
+            done = self.terminated | self.truncated
+            if done.any():
+                info["final_obs"] = self.final_obs
+                info["_final_obs"] = done
+                final_info = {}
+                for name, value in self.final_info.items():
+                    final_info[name] = value
+                    final_info["_" + name] = done.copy()
+                info["final_info"] = final_info
+                info["_final_info"] = done.copy()
+        return self.obs, self.reward, self.terminated, self.truncated, info
+
+    def reset_tuple(self, mask: np.ndarray | None = None):
+        """``(obs, info)`` of a reset; the info masks are all True, or (a masked reset, as SyncVectorEnv) ``mask``."""
+        obs, _, _, _, info = dataclasses.replace(self, final_obs=None, final_info={}).step_tuple()
+        if mask is not None:
+            for name in self.info:
+                info["_" + name] = mask.copy()
+        return obs, info
 
 
 class EnvIO:
@@ -69,7 +159,9 @@ class EnvIO:
         self._action_copied = None if device.is_cpu else wp.Event(device)
         self._torch = self._torch_views() if output == "torch" else None
         self._streams = {}  # torch CUDA stream handle -> wp.Stream
-        self._pinned: dict[int, wp.array] = {}  # id(device array) -> its pinned host mirror (NumPy output on CUDA)
+        # NumPy views of the output buffers (CPU), or of their pinned host mirrors (CUDA), at first use
+        self._views: list[np.ndarray] | None = None
+        self._mirrors: list[wp.array] = []
 
     # -- streams -----------------------------------------------------------------------------
     def stream_scope(self):
@@ -100,35 +192,21 @@ class EnvIO:
             # stays on the device: no host round trip, no sync; NaN is not checked (that would sync)
             if not actions.dtype.is_floating_point:
                 raise TypeError(f"actions must be a real floating tensor (float32 preferred), got dtype {actions.dtype}")
-            self._check_action_shape(tuple(actions.shape))
+            check_action_shape(actions.shape, self.num_envs, self.action_dim, self.action_labels)
             self._torch["action"].copy_(actions, non_blocking=True)  # the dynamics kernels clip to [-1, 1]
             return
-        a = self._check_actions(actions)
+        self.write_checked_actions(check_actions(actions, self.num_envs, self.action_dim, self.action_labels))
+
+    def write_checked_actions(self, actions: np.ndarray, rows: slice = slice(None)) -> None:
+        """Write ``actions[rows]`` (a host array :func:`check_actions` accepted, of ``E`` rows here),
+        clipped to [-1, 1], into the action buffer; NumPy releases the GIL for the clip of a large block."""
         if self._action_copied is not None:
             wp.synchronize_event(self._action_copied)  # the previous copy out of the staging array is done
-        np.copyto(self._action_view, a)
+        # clipped in the input's precision, then rounded into the float32 buffer: clip, then astype
+        np.clip(actions[rows], -1.0, 1.0, out=self._action_view)
         if self._action_host is not self.action:
             wp.copy(self.action, self._action_host)
             wp.record_event(self._action_copied)
-
-    def _check_action_shape(self, shape) -> None:
-        if shape != (self.num_envs, self.action_dim):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs}, {self.action_dim}) {self.action_labels}, got {shape}"
-            )
-
-    def _check_actions(self, actions) -> np.ndarray:
-        if _is_torch(actions):
-            actions = actions.detach().cpu().numpy()
-        a = np.asarray(actions)
-        if a.dtype.kind != "f":
-            raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
-        self._check_action_shape(a.shape)
-        nan = np.isnan(a)
-        if nan.any():
-            rows = np.flatnonzero(nan.any(axis=1))
-            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
-        return np.clip(a, -1.0, 1.0).astype(np.float32, copy=False)
 
     # -- the outputs -------------------------------------------------------------------------
     def _torch_views(self) -> dict:
@@ -148,53 +226,71 @@ class EnvIO:
         """The step's 5-tuple; ``final``: add SAME_STEP's ``final_obs`` / ``final_info``."""
         if self._torch is not None:
             return self._torch_outputs(final)
-        arrays = [self.obs, self.reward, self.terminated, self.truncated, *self.info.values()]
-        if final:
-            arrays += [self.final_obs, *self.final_info.values()]
-        host = iter(self._to_host(arrays))
-        obs, reward, terminated, truncated = next(host), next(host), next(host), next(host)
-        info = {}
-        everyone = np.ones(self.num_envs, dtype=bool)
-        for name in self.info:
-            info[name] = next(host)
-            info["_" + name] = everyone.copy()
-        if final:
-            done = terminated | truncated
-            final_obs = next(host)
-            if done.any():  # as Gymnasium's SyncVectorEnv: the keys only when an env ended
-                info["final_obs"] = final_obs
-                info["_final_obs"] = done
-                final_info = {}
-                for name in self.final_info:
-                    final_info[name] = next(host)
-                    final_info["_" + name] = done.copy()
-                info["final_info"] = final_info
-                info["_final_info"] = done.copy()
-        return obs, reward, terminated, truncated, info
+        out = self.new_outputs(self.num_envs, final=final)
+        self.copy_outputs(out)
+        return out.step_tuple()
 
     def masked_reset_outputs(self, mask: np.ndarray):
         """``(obs, info)`` of a masked reset: as Gymnasium's SyncVectorEnv, the info masks are ``mask``."""
-        obs, _, _, _, info = self.outputs(final=False)
-        reset = mask if self._torch is None else self._torch["everyone"].new_tensor(mask)
+        if self._torch is None:
+            out = self.new_outputs(self.num_envs, final=False)
+            self.copy_outputs(out)
+            return out.reset_tuple(mask)
+        obs, _, _, _, info = self._torch_outputs(final=False)
+        reset = self._torch["everyone"].new_tensor(mask)
         for name in self.info:
-            info["_" + name] = reset.copy() if self._torch is None else reset
+            info["_" + name] = reset
         return obs, info
 
-    def _to_host(self, arrays: list) -> list[np.ndarray]:
-        """Fresh NumPy copies of ``arrays``. On CUDA: asynchronous copies into pinned host
-        mirrors (allocated once), one wait for all of them, then a host copy each, so that
-        an array returned earlier is never overwritten by a later step."""
-        if self.device.is_cpu:
-            return [a.numpy().copy() for a in arrays]
-        mirrors = []
-        for a in arrays:
-            mirror = self._pinned.get(id(a))
-            if mirror is None:
-                mirror = self._pinned[id(a)] = wp.empty(a.shape, dtype=a.dtype, device="cpu", pinned=True)
-            wp.copy(mirror, a)
-            mirrors.append(mirror)
-        wp.synchronize_stream(wp.get_stream(self.device))
-        return [m.numpy().copy() for m in mirrors]
+    def new_outputs(self, num_envs: int, *, final: bool) -> HostOutputs:
+        """Fresh, unwritten NumPy arrays for the outputs of ``num_envs`` envs of this env's kind
+        (dtypes and trailing shapes of its buffers); ``final``: with SAME_STEP's ``final_obs`` / ``final_info``.
+
+        Raises:
+            ValueError: ``final`` for an env without them (not SAME_STEP).
+        """
+        if final and self.final_obs is None:
+            raise ValueError("final outputs (final_obs, final_info) exist only under autoreset_mode=SameStep")
+        count = 4 + len(self.info) + (1 + len(self.final_info) if final else 0)
+        empty = iter([np.empty((num_envs, *v.shape[1:]), dtype=v.dtype) for v in self._host_views()[:count]])
+        obs, reward, terminated, truncated = next(empty), next(empty), next(empty), next(empty)
+        info = {name: next(empty) for name in self.info}
+        if not final:
+            return HostOutputs(obs, reward, terminated, truncated, info)
+        return HostOutputs(obs, reward, terminated, truncated, info, next(empty), {name: next(empty) for name in self.final_info})
+
+    def copy_outputs(self, out: HostOutputs, rows: slice = slice(None)) -> None:
+        """Copy this env's output buffers into ``out``'s rows ``rows`` (``E`` rows; all of them by default).
+
+        NumPy releases the GIL for each copy of a large block, so shards in threads copy out in
+        parallel. On CUDA: asynchronous copies into pinned host mirrors (allocated once), one
+        wait for all of them, then the host copies.
+        """
+        dsts = out.arrays()  # the first of the buffers (a reset's outputs under SAME_STEP: not the final ones)
+        views = self._host_views()[:len(dsts)]
+        if not self.device.is_cpu:
+            for mirror, a in zip(self._mirrors, self._buffers()[:len(dsts)]):
+                wp.copy(mirror, a)
+            wp.synchronize_stream(wp.get_stream(self.device))
+        for dst, src in zip(dsts, views):
+            np.copyto(dst[rows], src)
+
+    def _buffers(self) -> list[wp.array]:
+        """The output buffers, in :meth:`HostOutputs.arrays`'s order."""
+        arrays = [self.obs, self.reward, self.terminated, self.truncated, *self.info.values()]
+        if self.final_obs is not None:
+            arrays += [self.final_obs, *self.final_info.values()]
+        return arrays
+
+    def _host_views(self) -> list[np.ndarray]:
+        """NumPy views of the output buffers (on CUDA of their pinned host mirrors), made once."""
+        if self._views is None:
+            if self.device.is_cpu:
+                self._views = [a.numpy() for a in self._buffers()]
+            else:
+                self._mirrors = [wp.empty(a.shape, dtype=a.dtype, device="cpu", pinned=True) for a in self._buffers()]
+                self._views = [m.numpy() for m in self._mirrors]
+        return self._views
 
     def _torch_outputs(self, final: bool):
         t = self._torch

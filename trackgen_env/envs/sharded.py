@@ -1,11 +1,19 @@
 """``ShardedVectorEnv``: one vector env split over worker threads, one shard per CPU core.
 
 Warp runs a CPU kernel on one thread. A shard is an env of its own (its own buffers and
-recorded step graph) over a contiguous slice of the envs; ``step`` steps every shard in a
-``ThreadPoolExecutor`` and concatenates the outputs. Warp calls its native library through
-``ctypes.CDLL``, which releases the GIL for the call, so the shards' graph replays (the
-kernels) run in parallel; only the shards' short Python parts (action checks, output
-copies) take turns. ``benchmarks/run.py`` measures the scaling (``benchmarks/NOTES.md``).
+recorded step graph) over a contiguous slice of the envs. Warp calls its native library
+through ``ctypes.CDLL``, which releases the GIL for the call, so the shards' graph replays
+(the kernels) run in parallel; ``benchmarks/run.py`` measures the scaling (``benchmarks/NOTES.md``).
+
+A step holds the GIL as little as the work allows, since whatever a shard does under it
+waits for the other shards: the actions are checked once for all envs; each shard then,
+in its own persistent thread (shard 0 in the caller's), clips its rows of the actions
+into its action buffer, replays its graph and copies its outputs into its rows of one
+fresh set of output arrays, each a single NumPy or Warp call that releases the GIL for
+the work itself (:meth:`~trackgen_env.envs.base.CourseVectorEnv.step_into`). Nothing is
+concatenated; the info dict is built once over all envs. A thread that finds no free core to
+start on leaves its shard to the threads that did (the caller's included), so on a loaded
+machine a step is not held up by a thread that has not started.
 
 The shards are seeded so that the sharded env equals one env of the same seeds: an int
 seed ``s`` gives env ``i`` the seed ``env_seeds(s, num_envs)[i]`` exactly as one env does
@@ -16,7 +24,9 @@ env for env, as ``gymnasium.make_vec(env_id, num_envs, seed=s)``.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+import weakref
 
 import gymnasium
 import numpy as np
@@ -24,21 +34,100 @@ from gymnasium.vector.utils import batch_space
 
 from ..checks import check_int
 from ..seeding import env_seeds
+from .base import check_seed
+from .io import check_actions
 
 __all__ = ["ShardedVectorEnv"]
 
 
 def _shard_seeds(seed, num_envs: int, bounds) -> list:
-    """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS)."""
+    """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS).
+
+    Raises:
+        ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.envs.base.check_seed`).
+    """
+    seed = check_seed(seed, num_envs)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2**31))
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        per_env = env_seeds(int(seed), num_envs)
-    else:
-        per_env = np.asarray(seed)
-        if per_env.shape != (num_envs,):
-            raise ValueError(f"seed must be an int, None or {num_envs} ints, got shape {per_env.shape}")
+    per_env = env_seeds(seed, num_envs) if isinstance(seed, int) else seed
     return [[int(x) for x in per_env[a:b]] for a, b in bounds]
+
+
+class _Workers:
+    """Runs ``job(k)`` for ``k`` in ``range(num_jobs)`` on the caller's thread and ``num_jobs - 1``
+    persistent daemon threads, and returns when all are done.
+
+    Every thread, the caller's included, takes the next job index from one shared iterator
+    (its ``next`` is atomic under the GIL) until none is left, so a thread that is late (no
+    free core to wake it on) leaves its job to the others: on a loaded machine the step falls
+    back toward the caller running every shard, never waiting for a thread that has not
+    started. The caller then waits only for the jobs the threads took (a lock per job, released
+    when it is done). A handover holds the GIL for a few microseconds (a ``SimpleQueue`` put
+    and get, C-level locks), against tens for a ``ThreadPoolExecutor.map``. The threads hold no
+    reference to the env, so an env dropped without ``close()`` is still collected (a
+    finalizer stops its threads).
+    """
+
+    def __init__(self, num_jobs: int):
+        self.num_jobs = num_jobs
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._broken = False
+        self._threads = [threading.Thread(target=self._serve, name=f"trackgen-shard-{k}", daemon=True)
+                         for k in range(1, num_jobs)]
+        for thread in self._threads:
+            thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            _take(*task)  # a task of a finished run finds its iterator empty
+            del task  # keep nothing of a run alive between runs
+
+    def run(self, job) -> None:
+        """``job(k)`` for every ``k`` at once; re-raises the first exception a job raised (all jobs ran)."""
+        if self._broken:
+            raise RuntimeError("an earlier step was interrupted while the shards ran: build a new env")
+        n = self.num_jobs
+        indices, errors, done = iter(range(n)), [None] * n, [threading.Lock() for _ in range(n)]
+        for lock in done:
+            lock.acquire()
+        task = (indices, job, errors, done)
+        for _ in self._threads:
+            self._tasks.put(task)
+        mine = _take(*task)
+        try:  # every job is taken now: wait for the ones the threads took
+            for k in range(n):
+                if k not in mine:
+                    done[k].acquire()
+        except BaseException:  # interrupted while a thread still runs a job of this run
+            self._broken = True
+            raise
+        for exc in errors:
+            if exc is not None:
+                raise exc
+
+    def close(self) -> None:
+        """Stop the threads (idempotent)."""
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._tasks.put(None)
+        for thread in threads:
+            thread.join()
+
+
+def _take(indices, job, errors, done) -> list[int]:
+    """Run ``job(k)`` for each ``k`` taken from the shared ``indices`` until none is left; returns the ``k`` run."""
+    taken = []
+    for k in indices:
+        taken.append(k)
+        try:
+            job(k)
+        except BaseException as exc:  # handed to the caller of run()
+            errors[k] = exc
+        done[k].release()
+    return taken
 
 
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):
@@ -47,24 +136,27 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     Args:
         env_id: a registered vector env id (``"TrackGen-Track-v0"``, ``"TrackGen-Gates-v0"``).
         num_envs: envs in all, an int >= 1.
-        num_shards: shards (worker threads), an int in ``[1, num_envs]``; None: the CPU
-            cores this process may use (``os.sched_getaffinity``), at most ``num_envs``. Shard
-            ``k`` holds envs ``[k E / S, (k + 1) E / S)``.
+        num_shards: shards (threads), an int in ``[1, num_envs]``; None: the CPU cores this
+            process may use (``os.sched_getaffinity``), at most ``num_envs``. Shard ``k`` holds
+            envs ``[k E / S, (k + 1) E / S)``.
         seed: an int, ``num_envs`` ints, or None (as the env's ``seed``).
         **kwargs: the env's other arguments (``device``, ``autoreset_mode``, ``car``, ...);
-            ``output`` must be ``"numpy"`` (the outputs are concatenated on the host).
+            ``output`` must be ``"numpy"`` (the shards write into shared host arrays).
 
     ``step`` runs the shards in parallel; ``reset`` runs them in turn (it may record a graph,
     and Warp's CPU capture state is one per process). ``reset(seed=, options=)`` and
-    ``step(actions [E, A])`` return what one env of
-    ``num_envs`` would: ``obs [E, D]``, ``reward [E]``, ``terminated [E]``, ``truncated
-    [E]`` NumPy arrays and the info dict with each array concatenated over the shards.
-    ``options={"reset_mask": m}`` (``[E]`` bool) resets the masked envs of the shards that hold one.
+    ``step(actions [E, A])`` return what one env of ``num_envs`` would, array for array and
+    key for key: ``obs [E, D]`` float32, ``reward [E]`` float32, ``terminated [E]``, ``truncated
+    [E]`` bool fresh NumPy arrays and the info dict (its arrays over all envs; under SAME_STEP
+    ``final_obs`` / ``final_info`` when an env ended). ``options={"reset_mask": m}`` (``[E]``
+    bool) resets the masked envs of the shards that hold one.
 
     Raises:
         TypeError / ValueError: bad ``num_envs`` / ``num_shards`` / ``seed``, ``output`` other
-            than ``"numpy"``; actions of another leading size (before any shard steps). The
-            shard env's own errors as it raises them.
+            than ``"numpy"``; in ``step`` actions one env would refuse (another shape, not real
+            floats, NaN) and in ``reset`` options one env would refuse, both before any shard
+            changes. RuntimeError: a step before ``reset()`` or after ``close()``. The shard
+            env's own errors as it raises them.
     """
 
     def __init__(self, env_id: str, num_envs: int, num_shards: int | None = None, *, seed=None, **kwargs):
@@ -73,9 +165,10 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
             num_shards = min(len(os.sched_getaffinity(0)), self.num_envs)
         self.num_shards = check_int("num_shards", num_shards, lo=1, hi=self.num_envs)
         if kwargs.get("output", "numpy") != "numpy":
-            raise ValueError(f"ShardedVectorEnv concatenates NumPy outputs: output must be 'numpy', got {kwargs['output']!r}")
+            raise ValueError(f"ShardedVectorEnv writes NumPy outputs: output must be 'numpy', got {kwargs['output']!r}")
         E, S = self.num_envs, self.num_shards
         self.bounds = [(k * E // S, (k + 1) * E // S) for k in range(S)]
+        self._rows = [slice(a, b) for a, b in self.bounds]
         seeds = _shard_seeds(seed, E, self.bounds)
         self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
                        for (a, b), s in zip(self.bounds, seeds)]
@@ -86,51 +179,39 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)
         self.action_space = batch_space(self.single_action_space, E)
-        self._pool = ThreadPoolExecutor(max_workers=S, thread_name_prefix="trackgen-shard")
-
-    def _map(self, fn):
-        return list(self._pool.map(fn, range(self.num_shards)))
-
-    def _join(self, outs):
-        """Concatenate a tuple of per-shard outputs (arrays, and info dicts of arrays)."""
-        joined = []
-        for parts in zip(*outs):
-            if isinstance(parts[0], dict):
-                joined.append({key: np.concatenate([p[key] for p in parts]) for key in parts[0]})
-            else:
-                joined.append(np.concatenate(parts))
-        return tuple(joined)
+        self._workers = _Workers(S)
+        weakref.finalize(self, self._workers.close)
 
     def reset(self, *, seed=None, options=None):
         """Reset as one env would (see the class docstring); ``(obs [E, D], info)``."""
+        first = self.shards[0]
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
-        if options is not None and "reset_mask" in options:
-            mask = np.asarray(options["reset_mask"])
-            if mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}")
-
-            def one(k):
-                a, b = self.bounds[k]
-                shard = self.shards[k]
-                if not mask[a:b].any():  # a shard whose envs are all left alone: its current outputs
-                    return shard._io.masked_reset_outputs(mask[a:b])
-                return shard.reset(seed=seeds[k], options={**options, "reset_mask": mask[a:b]})
-        else:
-            def one(k):
-                return self.shards[k].reset(seed=seeds[k], options=options)
+        mask = first.check_reset_options(options, seed, num_envs=self.num_envs)
+        out = first.new_outputs(self.num_envs, final=False)
         # in turn, not in the threads: a reset may record a graph, and Warp's CPU capture state is
         # one per process (a capture in one thread would take in another thread's launches)
-        return self._join([one(k) for k in range(self.num_shards)])
+        for k, shard in enumerate(self.shards):
+            rows = self._rows[k]
+            if mask is None:
+                shard.reset(seed=seeds[k])
+            elif mask[rows].any():  # a shard whose envs are all left alone keeps its outputs
+                shard.reset(options={"reset_mask": mask[rows]})
+            shard.copy_outputs(out, rows)
+        return out.reset_tuple(mask)
 
     def step(self, actions):
         """Step every shard in its thread; ``(obs, reward, terminated, truncated, info)`` over all envs."""
-        actions = np.asarray(actions)
-        if actions.ndim < 1 or actions.shape[0] != self.num_envs:
-            raise ValueError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
-        return self._join(self._map(lambda k: self.shards[k].step(actions[slice(*self.bounds[k])])))
+        for shard in self.shards:
+            shard.check_steppable()
+        first = self.shards[0]
+        actions = check_actions(actions, self.num_envs, self.single_action_space.shape[0], first.action_labels)
+        out = first.new_outputs(self.num_envs)
+        shards, rows = self.shards, self._rows
+        self._workers.run(lambda k: shards[k].step_into(actions, out, rows[k]))
+        return out.step_tuple()
 
     def close_extras(self, **kwargs):
         """Close every shard and stop the worker threads."""
+        self._workers.close()
         for shard in self.shards:
             shard.close()
-        self._pool.shutdown()
