@@ -55,6 +55,14 @@ def test_seed_copies_only_the_missing_modules_of_this_target(tmp_path, monkeypat
     assert sorted(p.name for p in cache.iterdir()) == ["wp_trackgen_env.a_1111111", "wp_trackgen_env.b_2222222"]
 
 
+def test_seed_skips_a_cache_it_cannot_write(tmp_path, monkeypatch):
+    prebuilt = tmp_path / "prebuilt"
+    _module(prebuilt / wp.get_cpu_kernel_cache_key(), "wp_trackgen_env.a_1111111", {"a.o": "obj", "a.meta": "{}"})
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "file" / "cache"))
+    assert kernel_cache.seed(prebuilt) == []
+
+
 def test_a_cpu_generator_seeds_the_kernel_cache_once_per_process(tmp_path, monkeypatch):
     TrackGenerator(TrackGenConfig(num_envs=2, device="cpu"))  # its modules loaded: nothing compiles below
     prebuilt, cache = tmp_path / "prebuilt", tmp_path / "cache"

@@ -74,7 +74,8 @@ def seed(prebuilt_dir: str | os.PathLike | None = None) -> list[str]:
     initialises Warp (``wp.init()``) to read ``wp.config.kernel_cache_dir`` and the target key.
     A module folder already in the cache is left as it is. Each folder is copied under a
     temporary name and renamed into place, so a concurrent process sees it whole or not at all.
-    Does nothing when ``wp.config.cache_kernels`` is off or the tree has no folder for this key.
+    Does nothing when ``wp.config.cache_kernels`` is off or the tree has no folder for this key;
+    a folder that cannot be written (``OSError``) is skipped, and Warp compiles that module as usual.
 
     Returns:
         The module folder names copied.
@@ -91,16 +92,20 @@ def seed(prebuilt_dir: str | os.PathLike | None = None) -> list[str]:
         if not source.is_dir():
             return []
         cache = Path(wp.config.kernel_cache_dir)
-        cache.mkdir(parents=True, exist_ok=True)
         copied = []
         for module_dir in sorted(source.iterdir()):
             if (cache / module_dir.name).exists():
                 continue
-            staging = Path(tempfile.mkdtemp(prefix=f".{module_dir.name}.seeding-", dir=cache))
-            shutil.copytree(module_dir, staging, dirs_exist_ok=True)
+            staging = None
             try:
+                cache.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(prefix=f".{module_dir.name}.seeding-", dir=cache))
+                shutil.copytree(module_dir, staging, dirs_exist_ok=True)
                 os.rename(staging, cache / module_dir.name)
                 copied.append(module_dir.name)
-            except OSError:  # another process put it there first
-                shutil.rmtree(staging, ignore_errors=True)
+            except OSError:
+                # another process put it there first, or the cache is not writable: Warp compiles
+                # the module at its first launch as it would without this tree
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
         return copied
