@@ -1,7 +1,8 @@
 """Compile the registered envs' CPU kernels into the package at install (``setup.py``'s ``build_py``).
 
 ``python -m trackgen_env.envs.prebuild TARGET`` constructs each registered env
-(``gymnasium.make_vec(id, num_envs=2, device="cpu")``), resets and steps it once, with Warp's kernel
+(``gymnasium.make_vec(id, num_envs=2, device="cpu")``), resets and steps it once (the gates env
+with its reference controller, :class:`~trackgen_env.envs.controllers.CourseLinePilot`), with Warp's kernel
 cache on a new empty folder (set in a child process, since Warp reads ``WARP_CACHE_PATH`` once, at
 ``wp.init()``), then stores this package's compiled modules in ``TARGET/<key>/``
 (:func:`trackgen_env.kernel_cache.store`), which :func:`trackgen_env.kernel_cache.seed` copies into
@@ -21,18 +22,24 @@ import numpy as np
 
 from .. import kernel_cache
 from . import _ENVS, register_envs
+from .controllers import CourseLinePilot
 
 __all__ = ["build", "compile_envs"]
 
 
+#: an env's reference controller that launches kernels of its own (the demo's; PurePursuit is NumPy)
+_PILOTS = {"TrackGen-Gates-v0": CourseLinePilot}
+
+
 def compile_envs(env_ids: tuple[str, ...] = tuple(_ENVS), num_envs: int = 2) -> None:
-    """Construct, reset and step each env of ``env_ids`` (registered ids) once on the CPU (compiles
-    what they launch)."""
+    """Construct, reset and step each env of ``env_ids`` (registered ids) once on the CPU, with its
+    reference controller where that has kernels (compiles what they launch)."""
     register_envs()
     for env_id in env_ids:
         env = gymnasium.make_vec(env_id, num_envs=num_envs, device="cpu")
         env.reset(seed=0)
-        env.step(np.zeros(env.action_space.shape, env.action_space.dtype))
+        pilot = _PILOTS.get(env_id)
+        env.step(np.zeros(env.action_space.shape, env.action_space.dtype) if pilot is None else pilot(env)())
         env.close()
 
 
