@@ -8,7 +8,8 @@
 * :func:`reset_cost`: a step's time with a given share of envs auto-resetting;
 * :func:`breakdown`: where an eager step's time goes;
 * :func:`memory_per_env`, :func:`first_use`: device memory per env per part, and import +
-  construction + first step in a fresh interpreter on a cold / warm kernel cache.
+  construction + first step in a fresh interpreter on a cold / warm kernel cache, from the
+  sources (every kernel compiled) or from the package as installed (the kernels prebuilt).
 
 Only the step is timed, never the policy. Warp runs CPU kernels on one thread: CPU numbers are per core.
 """
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 import numpy as np
 import warp as wp
@@ -30,6 +33,7 @@ from trackgen_env import GateGenConfig, GateGenerator, TrackGenConfig, TrackGene
 from trackgen_env.envs.controllers import CourseLinePilot, PurePursuit
 from trackgen_env.envs.gates import GatesVectorEnv
 from trackgen_env.envs.track import TrackVectorEnv
+from trackgen_env.kernel_cache import PREBUILT_DIR
 
 ENVS = {"TrackGen-Track-v0": TrackVectorEnv, "TrackGen-Gates-v0": GatesVectorEnv}
 #: the issue's target for TrackGen-Track-v0 at default capacities, excluding user buffers
@@ -253,34 +257,75 @@ env.step(np.zeros(env.action_space.shape, np.float32))
 wp.synchronize()
 t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "construction_s": t2 - t1, "first_step_s": t3 - t2,
-                  "total_s": t3 - t0, "cache": wp.config.kernel_cache_dir}))
+                  "total_s": t3 - t0, "cache": wp.config.kernel_cache_dir, "package": trackgen_env.__file__}))
 """
 
 
-def first_use(env_id: str, num_envs: int, device: str, cache: str | None) -> dict:
+def first_use(env_id: str, num_envs: int, device: str, cache: str | None, package_root: str = ROOT) -> dict:
     """Seconds of import / construction (``make_vec``) / reset + first step in a fresh subprocess,
-    with Warp's kernel cache at ``cache`` (``WARP_CACHE_PATH``, read at ``wp.init()``; None: the user's)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
+    with Warp's kernel cache at ``cache`` (``WARP_CACHE_PATH``, read at ``wp.init()``; None: the user's)
+    and ``trackgen_env`` imported from the folder ``package_root``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     if cache is not None:
         env["WARP_CACHE_PATH"] = cache
-    run = subprocess.run([sys.executable, "-c", _CHILD, env_id, str(num_envs), device], env=env,
+    # run in package_root: ``python -c`` imports from its working folder before PYTHONPATH
+    run = subprocess.run([sys.executable, "-c", _CHILD, env_id, str(num_envs), device], env=env, cwd=package_root,
                          capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"the first-use run of {env_id} failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    used = result.pop("cache")
+    used, package = result.pop("cache"), result.pop("package")
+    if not os.path.realpath(package).startswith(os.path.realpath(package_root)):
+        raise RuntimeError(f"the first-use run imported {package!r}, not the package in {package_root!r}")
     if cache is not None and not os.path.realpath(used).startswith(os.path.realpath(cache)):
         raise RuntimeError(f"warp did not use the kernel cache {cache!r} (WARP_CACHE_PATH)")
     return result
 
 
-def latency(env_id: str, num_envs: int, device: str, cold: bool = True) -> dict:
-    """``{"cold", "warm"}`` of :func:`first_use`: a new, empty kernel cache folder, then the same folder
-    again; ``cold=False``: only warm, on the user's kernel cache (``cold`` is then None)."""
-    if not cold:
+def source_without_prebuilt(folder: str) -> str:
+    """A copy of the package's sources in ``folder`` without the install's compiled kernels
+    (``trackgen_env/_prebuilt``, present after an editable install): a first use from it compiles
+    every module. Returns the folder to put on ``PYTHONPATH``."""
+    shutil.copytree(os.path.join(ROOT, "trackgen_env"), os.path.join(folder, "trackgen_env"),
+                    ignore=shutil.ignore_patterns(os.path.basename(PREBUILT_DIR), "__pycache__"))
+    return folder
+
+
+def installed_package(folder: str) -> str:
+    """The package as ``pip install`` gives it: a wheel built from the sources by the project's own
+    ``setup.py`` (``pip wheel --no-build-isolation --no-deps``: its ``build_py`` compiles the envs' CPU
+    kernels into ``trackgen_env/_prebuilt``), unpacked into ``folder/site``. Returns that folder."""
+    wheels, site = os.path.join(folder, "wheel"), os.path.join(folder, "site")
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+                          "-w", wheels, ROOT], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"building the wheel failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
+    (wheel,) = [f for f in os.listdir(wheels) if f.endswith(".whl")]
+    with zipfile.ZipFile(os.path.join(wheels, wheel)) as z:
+        z.extractall(site)
+    if not os.path.isdir(os.path.join(site, "trackgen_env", os.path.basename(PREBUILT_DIR))):
+        raise RuntimeError(f"the wheel {wheel} holds no prebuilt kernels (its build_py did not store them)")
+    return site
+
+
+def latency(env_id: str, num_envs: int, device: str, source: str | None = None, installed: str | None = None) -> dict:
+    """:func:`first_use` in fresh interpreters: ``{"num_envs", "cold", "warm", "installed"}``.
+
+    ``cold``: from ``source`` (:func:`source_without_prebuilt`) on a new, empty kernel cache folder
+    (every module compiled), ``warm``: the same folder again; ``installed``: from ``installed``
+    (:func:`installed_package`) on another new, empty folder (the prebuilt kernels copied in, none
+    compiled). ``source=None``: no cold run, warm on the user's cache from this tree;
+    ``installed=None``: no installed run (None in the result).
+    """
+    if source is None:
         first_use(env_id, num_envs, device, None)  # make sure the user's cache holds the kernels
-        return {"num_envs": num_envs, "cold": None, "warm": first_use(env_id, num_envs, device, None)}
-    with tempfile.TemporaryDirectory(prefix="warp-cache-") as cache:
-        c = first_use(env_id, num_envs, device, cache)
-        w = first_use(env_id, num_envs, device, cache)
-    return {"num_envs": num_envs, "cold": c, "warm": w}
+        c, w = None, first_use(env_id, num_envs, device, None)
+    else:
+        with tempfile.TemporaryDirectory(prefix="warp-cache-") as cache:
+            c = first_use(env_id, num_envs, device, cache, source)
+            w = first_use(env_id, num_envs, device, cache, source)
+    i = None
+    if installed is not None:
+        with tempfile.TemporaryDirectory(prefix="warp-cache-") as cache:
+            i = first_use(env_id, num_envs, device, cache, installed)
+    return {"num_envs": num_envs, "cold": c, "warm": w, "installed": i}

@@ -17,8 +17,9 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
 * ``resets``: a step's time with 0 %, 1 % and 100 % of the envs auto-resetting;
 * ``breakdown``: where an eager TrackGen-Track-v0 step's time goes;
 * ``memory``: device memory per env, per part (the envs' ``memory_estimate``);
-* ``first_use``: import + construction + first step in a fresh interpreter, cold (new empty
-  Warp kernel cache) and warm (``--quick``: warm only, on the user's cache);
+* ``first_use``: import + construction + first step in a fresh interpreter on a new empty Warp
+  kernel cache, from the installed package (a wheel of these sources: its kernels prebuilt) and
+  from the sources (cold: every module compiled), and warm (``--quick``: warm only, on the user's cache);
 * ``carracing``: Gymnasium's CarRacing-v3 (pixels, physics only, ``make_vec`` sync, track
   generation); skipped with the reason when ``gymnasium[box2d]`` is missing;
 * ``sharding``: :class:`trackgen_env.envs.sharded.ShardedVectorEnv` with 1 and 2 shards
@@ -40,6 +41,7 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 import threading
 import time
 
@@ -162,9 +164,14 @@ def run_memory(cfg) -> dict:
 
 
 def run_first_use(cfg) -> dict:
-    # --quick: TrackGen-Track-v0 only, warm only (a cold compile alone takes ~10 s)
-    return {env_id: measure.latency(env_id, 64, cfg.device, cold=not cfg.quick)
-            for env_id in (ENV_IDS[:1] if cfg.quick else ENV_IDS)}
+    # --quick: TrackGen-Track-v0 only, warm only (a cold compile alone takes ~10 s, the wheel ~20 s)
+    if cfg.quick:
+        return {env_id: measure.latency(env_id, 64, cfg.device) for env_id in ENV_IDS[:1]}
+    with tempfile.TemporaryDirectory(prefix="trackgen-first-use-") as folder:
+        source = measure.source_without_prebuilt(os.path.join(folder, "source"))
+        installed = measure.installed_package(os.path.join(folder, "installed"))
+        return {env_id: measure.latency(env_id, 64, cfg.device, source=source, installed=installed)
+                for env_id in ENV_IDS}
 
 
 def run_carracing(cfg) -> dict:
@@ -385,8 +392,8 @@ def ratios(result: dict, work_envs: int) -> dict:
         out["sharding_speedup_2"] = result["sharding"]["speedup_2"]
         out["sharding_control_2"] = result["sharding"]["two_threads"]["sha256_control"]
     fu = result.get("first_use", {}).get("TrackGen-Track-v0")
-    if fu is not None and fu["cold"] is not None:
-        out["track_cold_first_use_s"] = fu["cold"]["total_s"]
+    if fu is not None and fu["installed"] is not None:  # what a user gets: installed, an empty kernel cache
+        out["track_cold_first_use_s"] = fu["installed"]["total_s"]
     if "memory" in result:
         out["track_device_bytes_per_env"] = result["memory"]["TrackGen-Track-v0"]["device_total_per_env"]
     return out
@@ -487,13 +494,15 @@ def markdown(result: dict, command: str) -> str:
         add("")
     if "first_use" in result:
         add(f"## First use [s] (`{command} --only first_use`)\n")
-        add("A fresh interpreter: import, `gymnasium.make_vec(id, 64)`, reset + one step; cold: a new empty Warp "
-            "kernel cache (`WARP_CACHE_PATH`), warm: the same folder again.\n")
-        add("| env | cache | import | construction | first step | total |")
+        add("A fresh interpreter: import, `gymnasium.make_vec(id, 64)`, reset + one step. installed: the package "
+            "from a wheel of these sources (`pip wheel --no-build-isolation`: its `setup.py` compiles the envs' CPU "
+            "kernels into it), on a new empty Warp kernel cache (`WARP_CACHE_PATH`); cold: the sources without "
+            "those kernels (every module compiled), on a new empty cache; warm: that cache again.\n")
+        add("| env | package, cache | import | construction | first step | total |")
         add("|---|---|---:|---:|---:|---:|")
         for env_id, r in result["first_use"].items():
-            for kind in ("cold", "warm"):
-                t = r[kind]
+            for kind in ("installed", "cold", "warm"):
+                t = r.get(kind)
                 if t is None:
                     add(f"| {env_id} | {kind} | not run (--quick) | | | |")
                 else:

@@ -34,7 +34,7 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
-from .. import exec as exec_modes
+from .. import exec as exec_modes, kernel_cache
 from ..capture import NotCapturableError, is_capturing
 from ..checks import check_mask
 from ..seeding import SeedState
@@ -253,6 +253,8 @@ class Program:
         family.check(spec)
         _check_reads(spec, family, found)
         E, dev = spec.num_envs, wp.get_device(spec.device)
+        if dev.is_cpu:
+            kernel_cache.seed()  # the install's compiled kernels, before the first launch compiles any
         given = _check_out(out, family.result_fields(spec), dev)
         self.spec, self.family, self._family = spec, spec.family, family
         self.stages = tuple(name for name, _, _ in found)
