@@ -38,6 +38,7 @@ from .. import exec as exec_modes, kernel_cache
 from ..capture import NotCapturableError, is_capturing
 from ..checks import check_mask
 from ..seeding import SeedState
+from .launches import Launches
 from .params import Params
 from .registry import Registry, default_registry, is_builtin
 from .spec import PipelineSpec
@@ -271,6 +272,7 @@ class Program:
         self.max_retries = int(spec.settings["max_retries"]) if draws else 0
         self._draws = draws
         ctx = self._ctx = StageContext(spec, self.params, self.seeds, self.max_retries)
+        self._launches = Launches()
         self._stages = [cls() for _, cls, _ in found]
         self.input_info = {}
         for stage in self._stages:
@@ -345,11 +347,12 @@ class Program:
     def _round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""
         w = self._ctx
-        wp.launch(_round_begin, self.num_envs, inputs=[w.pending], outputs=[w.ok, w.run], device=self.device)
+        # the same arguments every round: replayed from the first recording (pipeline.launches)
+        self._launches.launch(_round_begin, self.num_envs, inputs=[w.pending], outputs=[w.ok, w.run], device=self.device)
         for stage in self._stages:
             stage.enqueue(w, w.pending)
-        wp.launch(_finalize, self.num_envs, inputs=[self.max_retries, w.ok],
-                  outputs=[w.pending, w.attempt, w.valid, w.run], device=self.device)
+        self._launches.launch(_finalize, self.num_envs, inputs=[self.max_retries, w.ok],
+                              outputs=[w.pending, w.attempt, w.valid, w.run], device=self.device)
 
     def _first_generation(self) -> None:
         """Generate every env once and warn if most envs hold no course.

@@ -30,6 +30,8 @@ from numbers import Real
 
 import numpy as np
 
+from .launches import Launches
+
 __all__ = ["Param", "Stage", "Family", "check_settings"]
 
 
@@ -147,6 +149,15 @@ class Stage:
     def enqueue(self, ctx, pending) -> None:
         """Launch the stage's kernels for the envs where ``pending [E] int32`` is nonzero."""
         raise NotImplementedError(f"stage {self.name!r} does not implement enqueue(ctx, pending)")
+
+    def launch(self, kernel, dim, *, inputs, outputs=(), device) -> None:
+        """``wp.launch(kernel, dim, inputs=..., outputs=..., device=...)`` for ``enqueue``, replayed
+        from its first recording while every argument is unchanged (:class:`~trackgen_env.pipeline.
+        launches.Launches`: an eager round then skips the argument packing)."""
+        launches = self.__dict__.get("_launches")
+        if launches is None:
+            launches = self._launches = Launches()
+        launches.launch(kernel, dim, inputs=inputs, outputs=outputs, device=device)
 
     @classmethod
     def full_params(cls) -> dict[str, Param]:

@@ -806,7 +806,7 @@ class Band(Stage):
         ctx.field("ctrl_hw", (_e(ctx), ctx.settings["num_control_points"]), float)
 
     def enqueue(self, ctx, pending):
-        wp.launch(_band, _e(ctx), inputs=[pending, ctx.params["band.width"]], outputs=[ctx.fields["ctrl_hw"]],
+        self.launch(_band, _e(ctx), inputs=[pending, ctx.params["band.width"]], outputs=[ctx.fields["ctrl_hw"]],
                   device=ctx.device)
 
 
@@ -834,7 +834,7 @@ class Layout(Stage):
 
     def enqueue(self, ctx, pending):
         p, f, s = ctx.params, ctx.fields, ctx.settings
-        wp.launch(
+        self.launch(
             _layout, _e(ctx),
             inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"], f["ctrl_hw"],
@@ -894,7 +894,7 @@ class Spline(Stage):
         E, L = _e(ctx), self.lanes
         if L == 1:
             # one thread per env (the CPU): the bound, the chords and their sum in one pass
-            wp.launch(
+            self.launch(
                 _spline_table, E,
                 inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, s["point_spacing"],
                         s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
@@ -904,12 +904,12 @@ class Spline(Stage):
         # a lane per control segment (CUDA): the bound, then the chords, then their sum in
         # sample order (one thread per env: the same sums as the one pass, so the same bytes)
         if factor > 0.0:  # with 0 no sample can fail the bound
-            wp.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+            self.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
                                                     f["ctrl_hw"], factor], outputs=[ctx.ok], device=ctx.device)
-        wp.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+        self.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
                                                   ctx.max_retries, ctx.attempt, ctx.ok], outputs=[f["table"]],
                   device=ctx.device)
-        wp.launch(
+        self.launch(
             _spline_length, E,
             inputs=[pending, f["ctrl_count"], self.samples, s["point_spacing"], s["max_loop_length"], s["max_points"],
                     ctx.max_retries, ctx.attempt],
@@ -937,7 +937,7 @@ class Resample(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         kind = _BSPLINE if _procedural(ctx) else _CATMULL_ROM
-        wp.launch(
+        self.launch(
             _resample, (_e(ctx), self.lanes),
             inputs=[pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
                     ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
@@ -961,10 +961,10 @@ class Checks(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        wp.launch(_check_blocks, (_e(ctx), self.lanes),
+        self.launch(_check_blocks, (_e(ctx), self.lanes),
                   inputs=[pending, f["num_points"], f["loop_length"], f["centerline"], f["arc_length"], f["half_width"],
                           ctx.ok, self.lanes], outputs=[self.box, self.span], device=ctx.device)
-        wp.launch(
+        self.launch(
             _checks, (_e(ctx), self.lanes),
             inputs=[pending, self.lanes, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
                     f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box, self.span],
@@ -985,7 +985,7 @@ class Start(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        wp.launch(_start, _e(ctx), inputs=[pending, f["num_points"], f["centerline"], f["tangent"]],
+        self.launch(_start, _e(ctx), inputs=[pending, f["num_points"], f["centerline"], f["tangent"]],
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
