@@ -188,3 +188,40 @@ def test_a_draw_with_a_tight_knot_is_rejected_before_its_table():
     assert np.all(ok[knot_tight] == 0)
     assert np.all(table[knot_tight] == -1.0), "a draw tight at a knot wrote its table"
     assert np.all(table[ok != 0][:, 1] != -1.0)  # an accepted draw has its table
+
+
+@pytest.mark.parametrize("source", ["procedural", "centerline"])
+def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
+    """The CUDA layout of the resample stage (lanes of points, each a binary search of the
+    table, so a lane's points jump across control segments), run on the CPU with 7 lanes,
+    against one lane (the CPU's walk): the same rows, padding included."""
+    E = 128
+    spec = (presets.track(num_envs=E, device=DEV) if source == "procedural"
+            else presets.track(num_envs=E, device=DEV, source="centerline", max_input_points=16))
+    program = build(spec, seeds=9, prepare=False)
+    if source == "centerline":
+        rng = np.random.default_rng(2)
+        t = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
+        xy = np.zeros((E, 16, 4), np.float32)
+        xy[..., 0] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.cos(t)
+        xy[..., 1] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.sin(t)
+        xy[..., 2:] = 0.4
+        program.inputs["centerline.xy"].assign(xy)
+        program.inputs["centerline.count"].assign(np.full(E, 16, np.int32))
+    ctx = program._ctx
+    ctx.pending.fill_(1)
+    ctx.ok.fill_(1)
+    ctx.attempt.fill_(ctx.max_retries)  # every draw is resampled, rejected or not
+    stages = [s.name for s in program._stages]
+    for stage in program._stages[:stages.index("resample")]:
+        stage.enqueue(ctx, ctx.pending)
+    resample = program._stages[stages.index("resample")]
+    rows = []
+    for lanes in (1, 7):
+        for name in track._POINT_FIELDS:
+            ctx.fields[name].fill_(-1.0)
+        resample.lanes = lanes
+        resample.enqueue(ctx, ctx.pending)
+        rows.append([ctx.fields[name].numpy().tobytes() for name in track._POINT_FIELDS])
+    assert rows[0] == rows[1]
+    assert np.all(ctx.fields["num_points"].numpy() > 8)

@@ -53,8 +53,10 @@ TRACK_STAGES = ("band", "layout", "spline", "resample", "checks", "start")
 CENTERLINE_STAGES = ("centerline", "spline", "resample", "start")
 # a banked track (banking > 0) runs "banking" after "resample" (stages.banking)
 
-# Dense spline samples per control segment (the arc-length table), per source.
+# Dense spline samples per control segment (the arc-length table), per source: powers of two,
+# so that a segment parameter x / samples is the exact product x * (1 / samples) (_segment_t).
 _DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
+assert all(n & (n - 1) == 0 for n in _DENSE_SAMPLES.values())
 
 
 def lanes(device, points: int) -> int:
@@ -90,6 +92,13 @@ def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: i
     d1 = 0.5 * (a + 2.0 * b * t + 3.0 * c * t2)
     d2 = 0.5 * (2.0 * b + 6.0 * c * t)
     return pos, d1, d2
+
+
+@wp.func
+def _segment_t(x: float, samples: int) -> float:
+    """``x / samples``, the segment parameter of dense sample position ``x``, as a product:
+    exact (the same float) for a power of two ``samples``, and no division per sample."""
+    return x * (1.0 / float(samples))
 
 
 # --- kernels -----------------------------------------------------------------------------
@@ -272,7 +281,7 @@ def _spline_table(
         # (0 turns the check off): most rejected draws stop before the resampling
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
             d = k * samples + i
             if d > 0:
                 total = total + wp.length(pos - prev)
@@ -316,7 +325,7 @@ def _spline_bend(
         p3 = wrapped_point(ctrl, e, k + 2, n)
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
             if _bends_tighter(d1, d2, limit):
                 ok[e] = 0
                 return
@@ -353,9 +362,9 @@ def _spline_chords(
         p2 = wrapped_point(ctrl, e, k + 1, n)
         p3 = wrapped_point(ctrl, e, k + 2, n)
         # the last sample of the segment before
-        prev, d1, d2 = _curve(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, float(samples - 1) / float(samples), kind)
+        prev, d1, d2 = _curve(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, _segment_t(float(samples - 1), samples), kind)
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, float(i) / float(samples), kind)
+            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
             d = k * samples + i
             if d == 0:
                 d = last
@@ -443,6 +452,15 @@ def _resample(
     kappa = float(0.0)
     hw = float(0.0)
     s = float(0.0)
+    # the control segment of the last point, and its four control points: read again only
+    # when a point lies in another segment (~200 points share n = 12 segments)
+    k = int(0)
+    first = int(0)
+    end = int(0)
+    p0 = wp.vec3()
+    p1 = wp.vec3()
+    p2 = wp.vec3()
+    p3 = wp.vec3()
     for j in range(lane, centerline.shape[1], lanes):
         # padding (j >= count) repeats the last point: evaluated once per lane, then copied
         if j < count or padded == 0:
@@ -462,11 +480,18 @@ def _resample(
             frac = float(0.0)
             if seg > 0.0:
                 frac = (s - table[e, lo]) / seg
-            k = lo // samples
-            t = (float(lo - k * samples) + frac) / float(samples)
+            if lo < first or lo >= end:
+                k = lo // samples
+                first = k * samples
+                end = first + samples
+                p0 = wrapped_point(ctrl, e, k - 1, n)
+                p1 = wrapped_point(ctrl, e, k, n)
+                p2 = wrapped_point(ctrl, e, k + 1, n)
+                p3 = wrapped_point(ctrl, e, k + 2, n)
+            t = _segment_t(float(lo - first) + frac, samples)
             d1 = wp.vec3()
             d2 = wp.vec3()
-            pos, d1, d2 = _curve(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n), wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), t, kind)
+            pos, d1, d2 = _curve(p0, p1, p2, p3, t, kind)
             speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
             tan = wp.normalize(d1)
             left = wp.vec3(0.0, 0.0, 0.0)
