@@ -151,45 +151,6 @@ def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
         assert np.count_nonzero(outputs[0][0] == 0) > 0  # rejections are compared too
 
 
-def test_a_draw_with_a_tight_knot_is_rejected_before_its_table():
-    """The one pass tests the knot samples (t = 0 of each control segment) first: a draw
-    that retries and has a tight knot sample stops there, without writing any of its
-    arc-length table, with the verdict of the full dense scan (``_spline_bend``)."""
-    E = 512
-    program = build(presets.track(num_envs=E, device=DEV), seeds=11, prepare=False)
-    ctx, stages = program._ctx, {s.name: s for s in program._stages}
-    ctx.pending.fill_(1)
-    ctx.attempt.zero_()  # every draw retries when rejected
-    for name in ("band", "layout"):
-        stages[name].enqueue(ctx, ctx.pending)
-    f, s = ctx.fields, ctx.settings
-    full = wp.ones(E, dtype=wp.int32, device=DEV)
-    wp.launch(track._spline_bend, (E, 1), inputs=[ctx.pending, f["ctrl"], f["ctrl_count"], int(track._BSPLINE),
-                                                  stages["spline"].samples, 1, f["ctrl_hw"],
-                                                  s["min_turn_radius_factor"]], outputs=[full], device=DEV)
-    # the knot samples alone (t = 0), evaluated on the host with the curve's B-spline formula
-    ctrl, hw = f["ctrl"].numpy().astype(np.float64), f["ctrl_hw"].numpy()
-    n = f["ctrl_count"].numpy()
-    knot_tight = np.zeros(E, bool)
-    for e in range(E):
-        p = ctrl[e, :n[e]]
-        d1 = 0.5 * (np.roll(p, -1, 0) - np.roll(p, 1, 0))
-        d2 = np.roll(p, 1, 0) - 2.0 * p + np.roll(p, -1, 0)
-        bend = (d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]) * s["min_turn_radius_factor"] * hw[e, :n[e]]
-        speed2 = d1[:, 0] ** 2 + d1[:, 1] ** 2
-        # well clear of the float32 rounding of the kernel's test
-        knot_tight[e] = np.any(bend * bend > 1.01 * speed2 ** 3)
-    f["table"].fill_(-1.0)
-    ctx.ok.fill_(1)
-    stages["spline"].enqueue(ctx, ctx.pending)
-    ok, table = ctx.ok.numpy(), f["table"].numpy()
-    assert np.array_equal(ok, full.numpy())  # the verdict of the full scan
-    assert 0.3 * E < np.count_nonzero(knot_tight)  # most rejected draws are tight at a knot
-    assert np.all(ok[knot_tight] == 0)
-    assert np.all(table[knot_tight] == -1.0), "a draw tight at a knot wrote its table"
-    assert np.all(table[ok != 0][:, 1] != -1.0)  # an accepted draw has its table
-
-
 @pytest.mark.parametrize("source", ["procedural", "centerline"])
 def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
     """The CUDA layout of the resample stage (lanes of points, each a binary search of the

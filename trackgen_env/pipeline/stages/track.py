@@ -679,6 +679,9 @@ def _checks(
 @wp.kernel
 def _start(
     pending: wp.array(dtype=wp.int32),
+    max_retries: int,
+    attempt: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
     num_points: wp.array(dtype=wp.int32),
     centerline: wp.array2d(dtype=wp.vec3),
     tangent: wp.array2d(dtype=wp.vec3),
@@ -686,7 +689,8 @@ def _start(
     start_orientation: wp.array(dtype=wp.quat),
 ):
     e = wp.tid()
-    if pending[e] == 0:
+    # a draw already rejected gets no pose (as in _resample), but for the last attempt
+    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
         return
     if num_points[e] >= 1:
         # on the first point, facing along the loop
@@ -1010,8 +1014,9 @@ class Start(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        self.launch(_start, _e(ctx), inputs=[pending, f["num_points"], f["centerline"], f["tangent"]],
-                  outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
+        self.launch(_start, _e(ctx), inputs=[pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
+                                             f["centerline"], f["tangent"]],
+                    outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
 # --- the family: result, commit, settings ----------------------------------------------------
