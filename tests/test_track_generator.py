@@ -228,3 +228,24 @@ def test_start_pose_is_on_the_first_point_facing_along_the_track():
     yaw = 2 * np.arctan2(q[:, 2], q[:, 3])
     t = r.tangent.numpy()[:, 0]
     assert np.allclose(np.cos(yaw), t[:, 0], atol=1e-5) and np.allclose(np.sin(yaw), t[:, 1], atol=1e-5)
+
+
+def test_flat_and_hilly_envs_of_one_batch_share_their_plan_view():
+    """The layout skips the height profile of a flat env (elevation 0): its control points
+    keep z = 0 and the xy of the same draw with hills (the profile only sets heights)."""
+    E = 32
+    hilly = TrackGenerator(TrackGenConfig(num_envs=E, device="cpu", elevation=0.5), seeds=3, prepare=False)
+    mixed = TrackGenerator(TrackGenConfig(num_envs=E, device="cpu", elevation=0.5), seeds=3, prepare=False)
+    flat = np.arange(E) % 2 == 0
+    mixed.params["layout.elevation"] = np.where(flat, 0.0, 0.5).astype(np.float32)
+    ctrl = []
+    for gen in (hilly, mixed):
+        ctx = gen._ctx
+        ctx.pending.fill_(1)
+        for stage in gen._stages[:2]:  # band, layout
+            stage.enqueue(ctx, ctx.pending)
+        ctrl.append(ctx.fields["ctrl"].numpy().copy())
+    assert np.array_equal(ctrl[1][..., :2], ctrl[0][..., :2])
+    assert np.all(ctrl[1][flat, :, 2] == 0.0) and not np.any(np.signbit(ctrl[1][flat, :, 2]))
+    assert np.array_equal(ctrl[1][~flat], ctrl[0][~flat])
+    assert np.ptp(ctrl[0][flat, :, 2]) > 0.1  # the same draws with hills do climb

@@ -173,6 +173,9 @@ def _layout(
     q1 = TWO_PI * uniform(key, _HILLS + 3)
     q2 = TWO_PI * uniform(key, _HILLS + 4)
     q3 = TWO_PI * uniform(key, _HILLS + 5)
+    # a flat loop (elevation +-0) skips the profile: its height elevation * clamp(...) is the
+    # elevation itself (the clamp is finite and >= +0), so the bytes are those of the profile
+    flat = elevation[e] == 0.0
     g_lo = float(1.0e30)
     g_hi = float(-1.0e30)
     for k in range(num_ctrl):
@@ -180,15 +183,18 @@ def _layout(
         theta = phase + direction * u
         f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
         r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
-        g = b1 * wp.cos(u + q1) + b2 * wp.cos(2.0 * u + q2) + b3 * wp.cos(3.0 * u + q3)
-        g_lo = wp.min(g_lo, g)
-        g_hi = wp.max(g_hi, g)
+        g = elevation[e]
+        if not flat:
+            g = b1 * wp.cos(u + q1) + b2 * wp.cos(2.0 * u + q2) + b3 * wp.cos(3.0 * u + q3)
+            g_lo = wp.min(g_lo, g)
+            g_hi = wp.max(g_hi, g)
         ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), g)
-    # the profile scaled to [0, elevation] over the control points (0 everywhere when flat)
-    span = wp.max(g_hi - g_lo, 1.0e-6)
-    for k in range(num_ctrl):
-        c = ctrl[e, k]
-        ctrl[e, k] = wp.vec3(c[0], c[1], elevation[e] * wp.clamp((c[2] - g_lo) / span, 0.0, 1.0))
+    if not flat:
+        # the profile scaled to [0, elevation] over the control points
+        span = wp.max(g_hi - g_lo, 1.0e-6)
+        for k in range(num_ctrl):
+            c = ctrl[e, k]
+            ctrl[e, k] = wp.vec3(c[0], c[1], elevation[e] * wp.clamp((c[2] - g_lo) / span, 0.0, 1.0))
     ctrl_count[e] = num_ctrl
 
 
