@@ -1,5 +1,6 @@
-"""The track stages' CUDA layouts, run on the CPU: the blocked self-intersection scan gives the
-point-by-point verdict, the spline by control-segment lanes the one-pass bytes."""
+"""The track stages' CPU and CUDA layouts, run on the CPU: the blocked self-intersection scan
+(one pass, or by lanes of blocks) gives the point-by-point verdict, the spline by
+control-segment lanes and the resampling by lanes of points the one-pass bytes."""
 
 from __future__ import annotations
 
@@ -86,10 +87,12 @@ def _random_loops(E: int, P: int, seed: int):
     return count, total, centerline, arc, curvature, hw
 
 
-@pytest.mark.parametrize("lanes", [1, 7])
+@pytest.mark.parametrize("lanes", [0, 1, 7])
 def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
+    """lanes 0: the CPU's one pass (_checks_one_pass: the bounds, then the scan, per env);
+    1 and 7: the bounds kernel, then the scan kernel, by lanes of blocks (CUDA)."""
     E, P = 512, 402
-    count, total, centerline, arc, curvature, hw = _random_loops(E, P, seed=lanes)
+    count, total, centerline, arc, curvature, hw = _random_loops(E, P, seed=lanes or 3)
     arrays = [wp.array(count, device=DEV), wp.array(total, device=DEV), wp.array(centerline, dtype=wp.vec3, device=DEV),
               wp.array(arc, device=DEV), wp.array(curvature, device=DEV), wp.array(hw, device=DEV)]
     pending = wp.ones(E, dtype=wp.int32, device=DEV)
@@ -99,9 +102,12 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     blocks = (E, (P + 7) // 8)
     box, span = wp.zeros(blocks, dtype=wp.vec4, device=DEV), wp.zeros(blocks, dtype=wp.vec4, device=DEV)
     c, tot, cl, al, cu, h = arrays
-    wp.launch(track._check_blocks, (E, lanes), inputs=[pending, c, tot, cl, al, h, ok, lanes], outputs=[box, span],
-              device=DEV)
-    wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
+    if lanes == 0:
+        wp.launch(track._checks_one_pass, E, inputs=[pending, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
+    else:
+        wp.launch(track._check_blocks, (E, lanes), inputs=[pending, c, tot, cl, al, h, ok, lanes], outputs=[box, span],
+                  device=DEV)
+        wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
     want = expected.numpy()
     assert 0.2 * E < np.count_nonzero(want == 0) < 0.9 * E  # both verdicts are common
     assert np.array_equal(ok.numpy(), want)

@@ -609,13 +609,14 @@ def _runs_skip(span_i: wp.vec4, span_k: wp.vec4, total: float) -> bool:
     return (span_k[1] - span_i[0]) <= skip or (total - (span_k[0] - span_i[1])) <= skip
 
 
-@wp.kernel
-def _checks(
-    pending: wp.array(dtype=wp.int32),
+@wp.func
+def _scan_blocks(
+    e: int,
+    lane: int,
     lanes: int,
     min_turn_radius_factor: float,
-    num_points: wp.array(dtype=wp.int32),
-    loop_length: wp.array(dtype=float),
+    count: int,
+    total: float,
     centerline: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
     curvature: wp.array2d(dtype=float),
@@ -623,12 +624,9 @@ def _checks(
     box: wp.array2d(dtype=wp.vec4),
     span: wp.array2d(dtype=wp.vec4),
     ok: wp.array(dtype=wp.int32),
-):
-    e, lane = wp.tid()
-    if pending[e] == 0 or ok[e] == 0:
-        return
-    count = num_points[e]
-    total = loop_length[e]
+) -> bool:
+    """Whether lane ``lane``'s blocks of env ``e`` turn tighter than the bound or cross the
+    band (the blocks' bounds ``box`` / ``span`` written: ``_block_bounds``)."""
     blocks = (count + _STRIDE - 1) // _STRIDE
     # Blocks of STRIDE consecutive points, i's block bi against the blocks bj >= bi: a pair of
     # blocks whose bounding boxes are farther apart than i's reach, or none of whose fine runs
@@ -641,8 +639,7 @@ def _checks(
         for i in range(first, last):
             # turn radius >= factor * half width (the inner band edge must not fold over)
             if wp.abs(curvature[e, i]) * min_turn_radius_factor * half_width[e, i] > 1.0:
-                ok[e] = 0
-                return
+                return True
         box_i = box[e, bi]
         span_i = span[e, bi]
         for bj in range(bi, blocks):
@@ -676,10 +673,62 @@ def _checks(
                         if ds > skip and total - ds > skip:
                             dj = centerline[e, j] - pi
                             if dj[0] * dj[0] + dj[1] * dj[1] < (hw + half_width[e, j]) * (hw + half_width[e, j]):
-                                ok[e] = 0
-                                return
-        if ok[e] == 0:
-            return
+                                return True
+        if lanes > 1 and ok[e] == 0:
+            return False  # another lane rejected the draw
+    return False
+
+
+@wp.kernel
+def _checks(
+    pending: wp.array(dtype=wp.int32),
+    lanes: int,
+    min_turn_radius_factor: float,
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    box: wp.array2d(dtype=wp.vec4),
+    span: wp.array2d(dtype=wp.vec4),
+    ok: wp.array(dtype=wp.int32),
+):
+    e, lane = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    if _scan_blocks(e, lane, lanes, min_turn_radius_factor, num_points[e], loop_length[e], centerline, arc_length,
+                    curvature, half_width, box, span, ok):
+        ok[e] = 0
+
+
+@wp.kernel
+def _checks_one_pass(
+    pending: wp.array(dtype=wp.int32),
+    min_turn_radius_factor: float,
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+    box: wp.array2d(dtype=wp.vec4),
+    span: wp.array2d(dtype=wp.vec4),
+    ok: wp.array(dtype=wp.int32),
+):
+    # one thread per env (the CPU): the blocks' bounds, then the scan, while the env's rows
+    # are still in the cache (two kernels read them back from memory, env after env)
+    e = wp.tid()
+    if pending[e] == 0 or ok[e] == 0:
+        return
+    count = num_points[e]
+    total = loop_length[e]
+    step = total / float(count)
+    for b in range((count + _STRIDE - 1) // _STRIDE):
+        _block_bounds(e, b, count, step, centerline, arc_length, half_width, box, span)
+    if _scan_blocks(e, 0, 1, min_turn_radius_factor, count, total, centerline, arc_length, curvature, half_width,
+                    box, span, ok):
+        ok[e] = 0
 
 
 @wp.kernel
@@ -996,6 +1045,12 @@ class Checks(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
+        if self.lanes == 1:
+            self.launch(_checks_one_pass, _e(ctx),
+                        inputs=[pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+                                f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box,
+                                self.span], outputs=[ctx.ok], device=ctx.device)
+            return
         self.launch(_check_blocks, (_e(ctx), self.lanes),
                   inputs=[pending, f["num_points"], f["loop_length"], f["centerline"], f["arc_length"], f["half_width"],
                           ctx.ok, self.lanes], outputs=[self.box, self.span], device=ctx.device)
