@@ -192,3 +192,34 @@ def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
         rows.append([ctx.fields[name].numpy().tobytes() for name in track._POINT_FIELDS])
     assert rows[0] == rows[1]
     assert np.all(ctx.fields["num_points"].numpy() > 8)
+
+
+@wp.kernel
+def _both_evaluations(ctrl: wp.array(dtype=wp.vec3), samples: int, kind: int, weights: wp.array2d(dtype=wp.vec4),
+                      tabled: wp.array2d(dtype=wp.vec3), direct: wp.array2d(dtype=wp.vec3)):
+    i = wp.tid()
+    a, b, c = track._dense_sample(ctrl[0], ctrl[1], ctrl[2], ctrl[3], i, samples, kind, weights)
+    x, y, z = track._curve(ctrl[0], ctrl[1], ctrl[2], ctrl[3], float(i) / float(samples), kind)
+    tabled[i, 0] = a
+    tabled[i, 1] = b
+    tabled[i, 2] = c
+    direct[i, 0] = x
+    direct[i, 1] = y
+    direct[i, 2] = z
+
+
+@pytest.mark.parametrize("source", ["procedural", "centerline"])
+def test_a_dense_sample_from_the_weight_table_is_the_curve_at_i_over_samples(source):
+    """The spline reads a B-spline's basis weights at its dense samples from a table: the same
+    floats as the curve evaluated at t = i / samples (a power of two: the product is exact)."""
+    inputs = 16 if source == "centerline" else 0
+    program = build(presets.track(num_envs=1, device=DEV, source=source, max_input_points=inputs), seeds=0, prepare=False)
+    spline = next(s for s in program._stages if s.name == "spline")
+    kind = int(track._BSPLINE if source == "procedural" else track._CATMULL_ROM)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        ctrl = wp.array(rng.normal(0.0, 3.0, (4, 3)).astype(np.float32), dtype=wp.vec3, device=DEV)
+        out = [wp.zeros((spline.samples, 3), dtype=wp.vec3, device=DEV) for _ in range(2)]
+        wp.launch(_both_evaluations, spline.samples, inputs=[ctrl, spline.samples, kind, spline.weights], outputs=out,
+                  device=DEV)
+        assert out[0].numpy().tobytes() == out[1].numpy().tobytes()

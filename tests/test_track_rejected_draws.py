@@ -27,7 +27,7 @@ def test_a_draw_with_a_tight_knot_is_rejected_before_its_table():
     f, s = ctx.fields, ctx.settings
     full = wp.ones(E, dtype=wp.int32, device=DEV)
     wp.launch(track._spline_bend, (E, 1), inputs=[ctx.pending, f["ctrl"], f["ctrl_count"], int(track._BSPLINE),
-                                                  stages["spline"].samples, 1, f["ctrl_hw"],
+                                                  stages["spline"].samples, stages["spline"].weights, 1, f["ctrl_hw"],
                                                   s["min_turn_radius_factor"]], outputs=[full], device=DEV)
     # the knot samples alone (t = 0), evaluated on the host with the curve's B-spline formula
     ctrl, hw = f["ctrl"].numpy().astype(np.float64), f["ctrl_hw"].numpy()

@@ -74,17 +74,34 @@ _HILLS = wp.constant(68)  # first random index of the height profile (past 8 + 3
 
 # --- curve evaluation --------------------------------------------------------------------
 @wp.func
-def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: int):
-    """Position, first and second derivative (per unit t) of one spline segment."""
+def _bspline_weights(t: float):
+    """The uniform cubic B-spline's basis weights at ``t`` of the position (times 6), the first
+    derivative (times 2) and the second derivative, as three ``vec4`` (one per control point)."""
     t2 = t * t
     t3 = t2 * t
+    return (wp.vec4((1.0 - t) * (1.0 - t) * (1.0 - t), 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0, t3),
+            wp.vec4(-(1.0 - t) * (1.0 - t), 3.0 * t2 - 4.0 * t, -3.0 * t2 + 2.0 * t + 1.0, t2),
+            wp.vec4(1.0 - t, 3.0 * t - 2.0, -3.0 * t + 1.0, t))
+
+
+@wp.func
+def _bspline(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, w_pos: wp.vec4, w_d1: wp.vec4, w_d2: wp.vec4):
+    """Position, first and second derivative of a B-spline segment from its basis weights."""
+    s = 1.0 / 6.0
+    pos = s * (w_pos[0] * p0 + w_pos[1] * p1 + w_pos[2] * p2 + w_pos[3] * p3)
+    d1 = 0.5 * (w_d1[0] * p0 + w_d1[1] * p1 + w_d1[2] * p2 + w_d1[3] * p3)
+    d2 = w_d2[0] * p0 + w_d2[1] * p1 + w_d2[2] * p2 + w_d2[3] * p3
+    return pos, d1, d2
+
+
+@wp.func
+def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: int):
+    """Position, first and second derivative (per unit t) of one spline segment."""
     if kind == _BSPLINE:
-        s = 1.0 / 6.0
-        pos = s * ((1.0 - t) * (1.0 - t) * (1.0 - t) * p0 + (3.0 * t3 - 6.0 * t2 + 4.0) * p1
-                   + (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) * p2 + t3 * p3)
-        d1 = 0.5 * (-(1.0 - t) * (1.0 - t) * p0 + (3.0 * t2 - 4.0 * t) * p1 + (-3.0 * t2 + 2.0 * t + 1.0) * p2 + t2 * p3)
-        d2 = (1.0 - t) * p0 + (3.0 * t - 2.0) * p1 + (-3.0 * t + 1.0) * p2 + t * p3
-        return pos, d1, d2
+        w_pos, w_d1, w_d2 = _bspline_weights(t)
+        return _bspline(p0, p1, p2, p3, w_pos, w_d1, w_d2)
+    t2 = t * t
+    t3 = t2 * t
     a = -p0 + p2
     b = 2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3
     c = -p0 + 3.0 * p1 - 3.0 * p2 + p3
@@ -99,6 +116,26 @@ def _segment_t(x: float, samples: int) -> float:
     """``x / samples``, the segment parameter of dense sample position ``x``, as a product:
     exact (the same float) for a power of two ``samples``, and no division per sample."""
     return x * (1.0 / float(samples))
+
+
+@wp.func
+def _dense_sample(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, i: int, samples: int, kind: int,
+                  weights: wp.array2d(dtype=wp.vec4)):
+    """``_curve`` at dense sample ``i`` of a segment (t = i / samples): a B-spline's basis
+    weights there are the same for every segment and env, so they are read from
+    ``weights[i]`` (``_dense_weights``: the same floats as ``_bspline_weights``)."""
+    if kind == _BSPLINE:
+        return _bspline(p0, p1, p2, p3, weights[i, 0], weights[i, 1], weights[i, 2])
+    return _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
+
+
+@wp.kernel
+def _dense_weights(samples: int, weights: wp.array2d(dtype=wp.vec4)):
+    i = wp.tid()
+    w_pos, w_d1, w_d2 = _bspline_weights(_segment_t(float(i), samples))
+    weights[i, 0] = w_pos
+    weights[i, 1] = w_d1
+    weights[i, 2] = w_d2
 
 
 # --- kernels -----------------------------------------------------------------------------
@@ -208,7 +245,8 @@ def _bends_tighter(d1: wp.vec3, d2: wp.vec3, limit: float) -> bool:
 
 
 @wp.func
-def _bends_at_a_knot(ctrl: wp.array2d(dtype=wp.vec3), e: int, n: int, kind: int, ctrl_hw: wp.array2d(dtype=float),
+def _bends_at_a_knot(ctrl: wp.array2d(dtype=wp.vec3), e: int, n: int, kind: int, samples: int,
+                     weights: wp.array2d(dtype=wp.vec4), ctrl_hw: wp.array2d(dtype=float),
                      min_turn_radius_factor: float) -> bool:
     """Whether the first dense sample of a control segment (its knot, t = 0) turns tighter than
     the bound. The one pass tests these first: a loop bends tightest near its control points
@@ -218,8 +256,9 @@ def _bends_at_a_knot(ctrl: wp.array2d(dtype=wp.vec3), e: int, n: int, kind: int,
     if min_turn_radius_factor <= 0.0:
         return False  # no sample can fail the bound
     for k in range(n):
-        pos, d1, d2 = _curve(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n),
-                             wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), 0.0, kind)
+        pos, d1, d2 = _dense_sample(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n),
+                                    wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), 0, samples, kind,
+                                    weights)
         if _bends_tighter(d1, d2, min_turn_radius_factor * ctrl_hw[e, k]):
             return True
     return False
@@ -251,6 +290,7 @@ def _spline_table(
     ctrl_count: wp.array(dtype=wp.int32),
     kind: int,
     samples: int,
+    weights: wp.array2d(dtype=wp.vec4),
     point_spacing: float,
     max_loop_length: float,
     max_points: int,
@@ -272,7 +312,7 @@ def _spline_table(
         num_points[e] = 0
         loop_length[e] = 0.0
         return
-    if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, ctrl_hw, min_turn_radius_factor):
+    if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, samples, weights, ctrl_hw, min_turn_radius_factor):
         ok[e] = 0
         return  # another draw follows: this one needs no table
     total = float(0.0)
@@ -287,7 +327,7 @@ def _spline_table(
         # (0 turns the check off): most rejected draws stop before the resampling
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
+            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
             d = k * samples + i
             if d > 0:
                 total = total + wp.length(pos - prev)
@@ -297,7 +337,8 @@ def _spline_table(
                 ok[e] = 0
                 if attempt[e] < max_retries:
                     return  # another draw follows: this one needs no table
-    pos0, d10, d20 = _curve(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n), wrapped_point(ctrl, e, 2, n), 0.0, kind)
+    pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n),
+                                   wrapped_point(ctrl, e, 2, n), 0, samples, kind, weights)
     total = total + wp.length(pos0 - prev)
     table[e, n * samples] = total
     loop_length[e] = total
@@ -311,6 +352,7 @@ def _spline_bend(
     ctrl_count: wp.array(dtype=wp.int32),
     kind: int,
     samples: int,
+    weights: wp.array2d(dtype=wp.vec4),
     lanes: int,
     ctrl_hw: wp.array2d(dtype=float),
     min_turn_radius_factor: float,
@@ -331,7 +373,7 @@ def _spline_bend(
         p3 = wrapped_point(ctrl, e, k + 2, n)
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
+            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
             if _bends_tighter(d1, d2, limit):
                 ok[e] = 0
                 return
@@ -346,6 +388,7 @@ def _spline_chords(
     ctrl_count: wp.array(dtype=wp.int32),
     kind: int,
     samples: int,
+    weights: wp.array2d(dtype=wp.vec4),
     lanes: int,
     max_retries: int,
     attempt: wp.array(dtype=wp.int32),
@@ -368,9 +411,9 @@ def _spline_chords(
         p2 = wrapped_point(ctrl, e, k + 1, n)
         p3 = wrapped_point(ctrl, e, k + 2, n)
         # the last sample of the segment before
-        prev, d1, d2 = _curve(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, _segment_t(float(samples - 1), samples), kind)
+        prev, d1, d2 = _dense_sample(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, samples - 1, samples, kind, weights)
         for i in range(samples):
-            pos, d1, d2 = _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
+            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
             d = k * samples + i
             if d == 0:
                 d = last
@@ -966,6 +1009,9 @@ class Spline(Stage):
     def allocate(self, ctx):
         self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
         dense = ctx.fields["ctrl"].shape[1] * self.samples
+        # the B-spline basis weights of the dense samples (the same for every segment and env)
+        self.weights = wp.empty((self.samples, 3), dtype=wp.vec4, device=ctx.device)
+        wp.launch(_dense_weights, self.samples, inputs=[self.samples], outputs=[self.weights], device=ctx.device)
         ctx.field("table", (_e(ctx), dense + 1), float)
         ctx.field("loop_length", _e(ctx), float)
         ctx.field("num_points", _e(ctx), wp.int32)
@@ -980,7 +1026,7 @@ class Spline(Stage):
             # one thread per env (the CPU): the bound, the chords and their sum in one pass
             self.launch(
                 _spline_table, E,
-                inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, s["point_spacing"],
+                inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
                         s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
                 outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
             )
@@ -988,9 +1034,9 @@ class Spline(Stage):
         # a lane per control segment (CUDA): the bound, then the chords, then their sum in
         # sample order (one thread per env: the same sums as the one pass, so the same bytes)
         if factor > 0.0:  # with 0 no sample can fail the bound
-            self.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+            self.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
                                                     f["ctrl_hw"], factor], outputs=[ctx.ok], device=ctx.device)
-        self.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, L,
+        self.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
                                                   ctx.max_retries, ctx.attempt, ctx.ok], outputs=[f["table"]],
                   device=ctx.device)
         self.launch(
