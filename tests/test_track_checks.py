@@ -105,9 +105,10 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     if lanes == 0:
         wp.launch(track._checks_one_pass, E, inputs=[pending, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
     else:
-        wp.launch(track._check_blocks, (E, lanes), inputs=[pending, c, tot, cl, al, h, ok, lanes], outputs=[box, span],
+        wp.launch(track._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
                   device=DEV)
-        wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
+        wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, c, tot, cl, al, h, box, span], outputs=[ok],
+                  device=DEV)
     want = expected.numpy()
     assert 0.2 * E < np.count_nonzero(want == 0) < 0.9 * E  # both verdicts are common
     assert np.array_equal(ok.numpy(), want)

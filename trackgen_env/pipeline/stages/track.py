@@ -579,15 +579,17 @@ def _box_gap(a: float, b: float) -> float:
 @wp.kernel
 def _check_blocks(
     pending: wp.array(dtype=wp.int32),
+    min_turn_radius_factor: float,
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     centerline: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
-    ok: wp.array(dtype=wp.int32),
     lanes: int,
     box: wp.array2d(dtype=wp.vec4),
     span: wp.array2d(dtype=wp.vec4),
+    ok: wp.array(dtype=wp.int32),
 ):
     e, lane = wp.tid()
     if pending[e] == 0 or ok[e] == 0:
@@ -595,7 +597,10 @@ def _check_blocks(
     count = num_points[e]
     step = loop_length[e] / float(count)
     for b in range(lane, (count + _STRIDE - 1) // _STRIDE, lanes):
-        _block_bounds(e, b, count, step, centerline, arc_length, half_width, box, span)
+        if _block_bounds(e, b, count, step, min_turn_radius_factor, centerline, arc_length, curvature, half_width,
+                         box, span):
+            ok[e] = 0  # the scan (_checks) skips the env
+            return
 
 
 @wp.func
@@ -604,13 +609,17 @@ def _block_bounds(
     b: int,
     count: int,
     step: float,
+    min_turn_radius_factor: float,
     centerline: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
     box: wp.array2d(dtype=wp.vec4),
     span: wp.array2d(dtype=wp.vec4),
-):
-    """The bounds of block ``b`` (points ``b * STRIDE`` on) of env ``e``, for ``_checks``."""
+) -> bool:
+    """The bounds of block ``b`` (points ``b * STRIDE`` on) of env ``e``, for the scan
+    (``_scan_blocks``); whether a point of the block turns tighter than the bound (tested
+    here, on the rows the bounds read: the scan then tests crossings only)."""
     first = b * _STRIDE
     lo = wp.vec2(BIG, BIG)
     hi = wp.vec2(-BIG, -BIG)
@@ -623,6 +632,9 @@ def _block_bounds(
         p = centerline[e, j]
         s = arc_length[e, j]
         hw = half_width[e, j]
+        # turn radius >= factor * half width (the inner band edge must not fold over)
+        if wp.abs(curvature[e, j]) * min_turn_radius_factor * hw > 1.0:
+            return True
         probe = probe + (p[0] + p[1] + s + hw)
         lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
         hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
@@ -640,6 +652,7 @@ def _block_bounds(
         skip = -BIG
     box[e, b] = wp.vec4(lo[0], lo[1], hi[0], hi[1])
     span[e, b] = wp.vec4(a_lo, a_hi, r2, skip)
+    return False
 
 
 @wp.func
@@ -657,19 +670,17 @@ def _scan_blocks(
     e: int,
     lane: int,
     lanes: int,
-    min_turn_radius_factor: float,
     count: int,
     total: float,
     centerline: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
     box: wp.array2d(dtype=wp.vec4),
     span: wp.array2d(dtype=wp.vec4),
     ok: wp.array(dtype=wp.int32),
 ) -> bool:
-    """Whether lane ``lane``'s blocks of env ``e`` turn tighter than the bound or cross the
-    band (the blocks' bounds ``box`` / ``span`` written: ``_block_bounds``)."""
+    """Whether a point of lane ``lane``'s blocks of env ``e`` crosses the band (the blocks'
+    bounds ``box`` / ``span`` written and the bound tested: ``_block_bounds``)."""
     blocks = (count + _STRIDE - 1) // _STRIDE
     # Blocks of STRIDE consecutive points, i's block bi against the blocks bj >= bi: a pair of
     # blocks whose bounding boxes are farther apart than i's reach, or none of whose fine runs
@@ -679,10 +690,6 @@ def _scan_blocks(
     for bi in range(lane, blocks, lanes):
         first = bi * _STRIDE
         last = wp.min(first + _STRIDE, count)
-        for i in range(first, last):
-            # turn radius >= factor * half width (the inner band edge must not fold over)
-            if wp.abs(curvature[e, i]) * min_turn_radius_factor * half_width[e, i] > 1.0:
-                return True
         box_i = box[e, bi]
         span_i = span[e, bi]
         for bj in range(bi, blocks):
@@ -726,12 +733,10 @@ def _scan_blocks(
 def _checks(
     pending: wp.array(dtype=wp.int32),
     lanes: int,
-    min_turn_radius_factor: float,
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     centerline: wp.array2d(dtype=wp.vec3),
     arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
     box: wp.array2d(dtype=wp.vec4),
     span: wp.array2d(dtype=wp.vec4),
@@ -739,9 +744,8 @@ def _checks(
 ):
     e, lane = wp.tid()
     if pending[e] == 0 or ok[e] == 0:
-        return
-    if _scan_blocks(e, lane, lanes, min_turn_radius_factor, num_points[e], loop_length[e], centerline, arc_length,
-                    curvature, half_width, box, span, ok):
+        return  # not pending, or rejected (by _check_blocks' bound too)
+    if _scan_blocks(e, lane, lanes, num_points[e], loop_length[e], centerline, arc_length, half_width, box, span, ok):
         ok[e] = 0
 
 
@@ -759,8 +763,8 @@ def _checks_one_pass(
     span: wp.array2d(dtype=wp.vec4),
     ok: wp.array(dtype=wp.int32),
 ):
-    # one thread per env (the CPU): the blocks' bounds, then the scan, while the env's rows
-    # are still in the cache (two kernels read them back from memory, env after env)
+    # one thread per env (the CPU): the bound and the blocks' bounds, then the scan, while the
+    # env's rows are still in the cache (two kernels read them back from memory, env after env)
     e = wp.tid()
     if pending[e] == 0 or ok[e] == 0:
         return
@@ -768,9 +772,11 @@ def _checks_one_pass(
     total = loop_length[e]
     step = total / float(count)
     for b in range((count + _STRIDE - 1) // _STRIDE):
-        _block_bounds(e, b, count, step, centerline, arc_length, half_width, box, span)
-    if _scan_blocks(e, 0, 1, min_turn_radius_factor, count, total, centerline, arc_length, curvature, half_width,
-                    box, span, ok):
+        if _block_bounds(e, b, count, step, min_turn_radius_factor, centerline, arc_length, curvature, half_width,
+                         box, span):
+            ok[e] = 0
+            return
+    if _scan_blocks(e, 0, 1, count, total, centerline, arc_length, half_width, box, span, ok):
         ok[e] = 0
 
 
@@ -1098,14 +1104,12 @@ class Checks(Stage):
                                 self.span], outputs=[ctx.ok], device=ctx.device)
             return
         self.launch(_check_blocks, (_e(ctx), self.lanes),
-                  inputs=[pending, f["num_points"], f["loop_length"], f["centerline"], f["arc_length"], f["half_width"],
-                          ctx.ok, self.lanes], outputs=[self.box, self.span], device=ctx.device)
-        self.launch(
-            _checks, (_e(ctx), self.lanes),
-            inputs=[pending, self.lanes, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
-                    f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box, self.span],
-            outputs=[ctx.ok], device=ctx.device,
-        )
+                    inputs=[pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+                            f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.lanes],
+                    outputs=[self.box, self.span, ctx.ok], device=ctx.device)
+        self.launch(_checks, (_e(ctx), self.lanes),
+                    inputs=[pending, self.lanes, f["num_points"], f["loop_length"], f["centerline"], f["arc_length"],
+                            f["half_width"], self.box, self.span], outputs=[ctx.ok], device=ctx.device)
 
 
 class Start(Stage):
