@@ -1018,6 +1018,7 @@ class Spline(Stage):
         # the B-spline basis weights of the dense samples (the same for every segment and env)
         self.weights = wp.empty((self.samples, 3), dtype=wp.vec4, device=ctx.device)
         wp.launch(_dense_weights, self.samples, inputs=[self.samples], outputs=[self.weights], device=ctx.device)
+        wp.synchronize_device(ctx.device)  # written before any stream of the program reads it
         ctx.field("table", (_e(ctx), dense + 1), float)
         ctx.field("loop_length", _e(ctx), float)
         ctx.field("num_points", _e(ctx), wp.int32)
