@@ -5,10 +5,15 @@ One round of the retry loop, for the pending envs (``Program`` runs it)::
     band     (per env: half width of every control point, from "band.width")
     layout   (per env: control points from the env's stream, keyed by its attempt)
     spline   (per env; on CUDA per env x control segment: the turn-radius bound on the dense
-              samples, arc-length table of the closed spline, loop length, point count)
-    resample (per env x point: points every ~point_spacing, tangent, normal, curvature)
-    checks   (per env x block of 8 points: turn radius, band self-intersection)
+              samples, the knots first on the CPU, arc-length table of the closed spline, loop
+              length, point count)
+    resample (per env; on CUDA per env x point: points every ~point_spacing, tangent, normal,
+              curvature)
+    checks   (per env; on CUDA per env x block of 8 points: turn radius, band self-intersection)
     start    (per env: the start pose on the first point, facing along the loop)
+
+A draw rejected in a round that is not its env's last stops at the first tight sample found
+(its table unfinished) and gets no rows or pose: the next round draws again.
 
 then the masked commit copies the staged rows into ``result`` (the stages write it in place when
 all are built-ins: ``Program``). A given centreline
