@@ -224,3 +224,26 @@ def test_a_dense_sample_from_the_weight_table_is_the_curve_at_i_over_samples(sou
         wp.launch(_both_evaluations, spline.samples, inputs=[ctrl, spline.samples, kind, spline.weights], outputs=out,
                   device=DEV)
         assert out[0].numpy().tobytes() == out[1].numpy().tobytes()
+
+
+def test_the_checks_stage_by_block_lanes_gives_the_one_pass_verdict():
+    """The checks stage's two layouts through its enqueue (the CPU's one pass, CUDA's bounds and
+    scan kernels by lanes of blocks, run on the CPU) on resampled draws, tight ones included."""
+    E = 256
+    program = build(presets.track(num_envs=E, device=DEV), seeds=13, prepare=False)
+    ctx = program._ctx
+    ctx.pending.fill_(1)
+    ctx.ok.fill_(1)
+    ctx.attempt.fill_(ctx.max_retries)  # every draw gets its table and rows, tight or not
+    stages = [s.name for s in program._stages]
+    for stage in program._stages[:stages.index("checks")]:
+        stage.enqueue(ctx, ctx.pending)
+    checks = program._stages[stages.index("checks")]
+    verdicts = []
+    for lanes in (1, 7):
+        ctx.ok.fill_(1)
+        checks.lanes = lanes
+        checks.enqueue(ctx, ctx.pending)
+        verdicts.append(ctx.ok.numpy().copy())
+    assert np.array_equal(verdicts[0], verdicts[1])
+    assert 0.2 * E < np.count_nonzero(verdicts[0] == 0) < 0.8 * E  # both verdicts are common
