@@ -39,6 +39,8 @@ FAMILIES = {
     "circuit": lambda n, device, seed: build(presets.circuit(num_envs=n, device=device), seeds=seed).result,
 }
 COLORS = {"default": "tab:blue", "circuit": "tab:green"}
+#: measures plotted on a log axis
+LOG_MEASURES = ("tightest_radius_over_width",)
 
 
 def real_circuits(folder: str) -> dict[str, CircuitStats]:
@@ -113,6 +115,9 @@ def plot(gens: dict[str, list[CircuitStats]], real: dict[str, CircuitStats], png
         lo = min([r.min()] + [g.min() for g in values.values()])
         hi = max([r.max()] + [g.max() for g in values.values()])
         bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 30)
+        if key in LOG_MEASURES and lo > 0:  # spans decades (the IMS oval's 11 beside hairpins of 0.5)
+            bins = np.geomspace(lo, hi if hi > lo else 10.0 * lo, 30)
+            ax.set_xscale("log")
         for name, g in values.items():
             ax.hist(g, bins=bins, density=True, alpha=0.45, color=COLORS.get(name), label=f"generated ({name})")
         ax.hist(r, bins=bins, density=True, alpha=0.55, color="tab:orange", label="real circuits")

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import math
 
 import numpy as np
 import pytest
@@ -323,17 +324,36 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
     record = json.loads((preset_run / "train.json").read_text())
     env_id, spec, env_kwargs = train_module.train_preset("circuit", 2, "cpu")
     assert record["preset"] == "circuit" and record["env_id"] == env_id == "TrackGen-Track-v0"
-    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 1500, "friction_range": [0.85, 1.15]}
-    assert env_kwargs == {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
+    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 2500, "friction_range": [0.85, 1.15]}
+    assert env_kwargs == {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
     saved = PipelineSpec.from_dict(json.loads((preset_run / "spec.json").read_text()))
     assert saved == spec and record["spec"] == spec.to_dict()
-    assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.6, 1.0)}
+    assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.9, 1.5)}
+
+
+@pytest.mark.parametrize("name", sorted(train_module.TRAIN_PRESETS))
+def test_every_corner_of_a_circuit_recipe_is_drivable_by_its_car_at_full_lock(name):
+    """The family is drawn in widths, the car is not: on the recipe's narrowest band the
+    tightest corner the family draws (``min_corner_radius`` widths) must leave its outer
+    edge outside the circle that the car's outer front body corner sweeps at full lock (no
+    reverse gear: a car that cannot make a corner stands in it)."""
+    from trackgen_env.envs.car import car_params
+
+    env_id, spec, env_kwargs = train_module.train_preset(name, 1, "cpu")
+    p = car_params(env_kwargs.get("car", "rc10"))
+    # kinematic single-track model: the turn centre on the rear axle line, L / tan(max_steer)
+    # from the rear axle; the body box centred at the centre of mass, l_r ahead of the rear axle
+    rear = p.wheelbase / math.tan(p.max_steer)
+    swept = math.hypot(rear + 0.5 * p.width, p.cog_to_rear * p.wheelbase + 0.5 * p.length)
+    w_lo = spec.randomize["band.width"][0]
+    outer = (spec.params["circuit_layout.min_corner_radius"] + 0.5) * w_lo
+    assert outer >= swept, f"{name}: a corner's outer edge at {outer:.3f} m, the car sweeps {swept:.3f} m"
 
 
 def test_eval_of_a_preset_run_drives_the_recipes_courses(preset_run, monkeypatch):
     seen = _record_env_kwargs(monkeypatch)
     evaluate(preset_run / "model.zip", episodes=1, device="cpu", random_policy=False)
-    assert "circuit_layout" in seen[0]["track"].stages and seen[0]["max_episode_steps"] == 1500
+    assert "circuit_layout" in seen[0]["track"].stages and seen[0]["max_episode_steps"] == 2500
     assert seen[0]["friction_range"] == [0.85, 1.15]
 
 
@@ -349,7 +369,7 @@ def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that
     evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
     # evaluation drives from the start line, to the time limit alone
     assert not set(train_module.TRAINING_ONLY_TRACK_KWARGS) & set(seen[0])
-    assert seen[0]["friction_range"] == [0.85, 1.15] and seen[0]["max_episode_steps"] == 1500
+    assert seen[0]["friction_range"] == [0.85, 1.15] and seen[0]["max_episode_steps"] == 2500
 
 
 def test_train_preset_errors(tmp_path, capsys):

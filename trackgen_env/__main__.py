@@ -82,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
     train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
-                       help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.6-1.0 m "
-                            "wide, friction x 0.85-1.15, 1500-step episodes; the recipe that transfers to real circuits, docs/training.md; "
+                       help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.9-1.5 m "
+                            "wide (1:10), friction x 0.85-1.15, 2500-step episodes; the recipe that transfers to real circuits, docs/training.md; "
                             "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
                             "without progress)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",

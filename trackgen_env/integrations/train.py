@@ -108,23 +108,28 @@ SPEC_ENVS = {"track": ("TrackGen-Track-v0", "track"), "gates": ("TrackGen-Gates-
 
 def _circuit_courses(num_envs: int, device: str | None) -> PipelineSpec:
     """The circuit recipes' courses (``TRAIN_PRESETS``)."""
-    return presets.circuit(width=0.8, width_range=(0.6, 1.0), num_envs=num_envs, device=device)
+    return presets.circuit(width=1.2, width_range=(0.9, 1.5), num_envs=num_envs, device=device)
 
 
-_CIRCUIT_ENV = {"max_episode_steps": 1500, "friction_range": (0.85, 1.15)}
+_CIRCUIT_ENV = {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
 
 #: Training recipes of ``train(preset=NAME)`` (``train --preset NAME``): the courses (a spec
 #: builder ``f(num_envs, device) -> PipelineSpec``) and env arguments; PPO keeps its defaults.
 #: ``"circuit"``, the recipe that transfers to real circuits (``docs/training.md``, "A recipe
-#: that transfers"): circuit-like tracks (``presets.circuit``: ~250-450 widths a lap, long
-#: straights into slow corners) with the band width drawn per env and per track in
-#: [0.6, 1.0] m around the 0.8 m that ``eval --circuits`` scales the real circuits to. The
-#: shape is drawn in widths, so the width draw randomises the scale of the whole track against
-#: the car too (a 0.6 m track is a 0.75x copy of the 0.8 m one, and 25% narrower for the car). A
-#: lap takes ~900-1500 steps at racing speed, so the time limit is 1500 steps (75 s), not the
-#: default 1000 that stops most laps before the line. Each episode drives with the car's
-#: friction scaled by a draw in [0.85, 1.15) (``friction_range``: grip the policy does not
-#: observe, so it learns a margin that holds over the range).
+#: that transfers"): circuit-like tracks (``presets.circuit``: ~270-410 widths a lap, long
+#: straights into slow corners as tight as 0.55 widths) at 1:10 scale, with the band width
+#: drawn per env and per track in [0.9, 1.5] m around the 1.2 m that ``eval --circuits`` then
+#: scales the real circuits to (their mean width is 12.2 m: 1:10). The shape is drawn in
+#: widths, so the width draw randomises the scale of the whole track against the car too (a
+#: 0.9 m track is a 0.75x copy of the 1.2 m one, and 25% narrower for the car). The narrowest
+#: band keeps every corner drivable by the rc10 car: its body sweeps a circle of 0.88 m at
+#: full lock (no reverse gear), and a 0.55-width corner's outer edge is at 1.05 widths, 0.95 m
+#: on a 0.9 m band (on the 0.6 m band of the recipe's 0.8 m version, 0.63 m: a third of those
+#: tracks held a corner the car cannot drive). A lap takes ~1050-1900 steps at racing speed,
+#: so the time limit is 2500 steps (125 s), not the default 1000 that stops most laps before
+#: the line. Each episode drives with the car's friction scaled by a draw in [0.85, 1.15)
+#: (``friction_range``: grip the policy does not observe, so it learns a margin that holds
+#: over the range).
 #: ``"circuit_random_start"``: the same, with every episode starting at a random checkpoint
 #: (``random_start``), up to 0.5 rad (29 deg) off the track direction (``start_yaw``) at a speed
 #: in [0, 2) m/s (``start_speed``), and cut after 100 steps (5 s) without a new checkpoint

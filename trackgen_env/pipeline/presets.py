@@ -64,7 +64,7 @@ def gates(*, gate_width: float = 0.0, **kwargs) -> PipelineSpec:
 
 
 def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=None, point_spacing: float = 0.25,
-            min_turn_radius_factor: float = 1.5, max_retries: int = 16, **layout) -> PipelineSpec:
+            min_turn_radius_factor: float = 1.0, max_retries: int = 16, **layout) -> PipelineSpec:
     """The circuit-like track family: long straights, slow and fast corners, hairpins,
     chicanes, at any scale (``width`` sets it).
 
@@ -72,8 +72,10 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
     polygon with a main straight, every length in band widths) in place of ``layout``. At
     the defaults >= 99 % of the envs are valid and >= 90 % of the tracks have every
     statistic of :mod:`trackgen_env.stats` inside the range of the 19 real circuits of the
-    TUMFTM racetrack database (Heilmeier et al., 2020): loops of ~250-450 widths,
-    ~60 % of the lap on straights, corner radii from ~1 to ~80 widths (``docs/courses.md``).
+    TUMFTM racetrack database (Heilmeier et al., 2020): loops of ~270-410 widths (p5-p95),
+    ~60 % of the lap on straights, corner radii from 0.55 to ~80 widths, a loop's tightest
+    corner 0.57 / 0.72 / 1.3 widths at p5 / median / p95 where the real circuits' is 0.45 /
+    0.67 / 11 at min / median / max (``docs/courses.md``).
 
     Args:
         width: [m] full width of the band (``"band.width"``), > 0: 1.2 for a 1:10 RC car,
@@ -84,8 +86,10 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
             Randomize ``"band.width"`` through this argument, not ``with_randomize``, or the
             loops wider than the capacities allow are rejected.
         point_spacing: centreline point spacing in widths (of the narrowest band), in [0.05, 0.5].
-        min_turn_radius_factor: the checks' least turn radius in half widths, >= 1 (1.5: 0.75
-            widths; real hairpins reach ~0.5-0.7 widths by :mod:`trackgen_env.stats`).
+        min_turn_radius_factor: the checks' least turn radius in half widths, >= 1 (1: half
+            the width, the geometric limit, where the inner edge closes into a point; the
+            layout's fillets stay at >= ``min_corner_radius`` = 0.55 widths, and real
+            hairpins reach 0.45-0.7 widths by :mod:`trackgen_env.stats`).
         max_retries: the retry bound, in [12, 64].
         layout: construction values of the ``"circuit_layout.*"`` parameters by their short
             name (``corners_hi=12``, ``wiggle=0.2``; see ``stages.circuit.CircuitLayout.params``).

@@ -10,7 +10,9 @@ into a centreline as for any procedural track. One thread per env::
               one angular gap of gap_lo..gap_hi rad between two vertices at R: the main straight
     fillets   each vertex rounded by a circular arc: a slow corner (the one that ends the main
               straight, every corner turning by more than slow_turn rad, and a slow_share of
-              the others) of radius slow_radius_lo..slow_radius_hi widths; the others of a
+              the others) of a radius drawn log-uniformly in [slow_radius_lo, slow_radius_hi]
+              widths (0.55-3: a loop's tightest is ~0.57-1.3 widths, as real circuits'
+              hairpins, 0.45-2); the others of a
               radius drawn log-uniformly in [corner_radius_lo, corner_radius_hi] widths times
               one common factor, found by bisection, that puts a drawn share
               (straight_fraction_lo..hi) of the loop on straights (arcs wider than
@@ -34,11 +36,17 @@ Every length is a multiple of the band's width (``band.width``, read from ``ctrl
 the same seed draws the same shape, scaled, at any width: a 1:10 RC track at 1.2 m or a
 full-size circuit at 12 m. The shape of the distribution follows real circuits' structure:
 long straights into slow corners, sweepers, hairpins, chicanes (alternating turns where
-the polygon is star-shaped inward), corner radii from ~1 to ~80 widths; the defaults were
+the polygon is star-shaped inward), corner radii from ~0.55 to ~80 widths; the defaults were
 tuned against the 19 circuits of the TUMFTM racetrack database (Heilmeier et al., *Vehicle
 System Dynamics* 58(10), 2020) with :mod:`trackgen_env.stats` (``docs/courses.md``).
 Fillets: the tangent length of a circular arc of radius ``r`` turning by ``a`` is ``r
-tan(a / 2)`` (standard road-design geometry).
+tan(a / 2)`` (standard road-design geometry). The slowest corner's floor, 0.55 widths: a
+centreline radius of half the width (0.5 widths) closes the inner edge of the band into a
+point (its radius ``r - w / 2``), the geometric limit the checks hold (``min_turn_radius_factor
+= 1``); 0.55 leaves an inner edge of 0.05 widths and room for the spline, which turns a
+sampled arc slightly tighter (the uniform cubic B-spline of points every ``t`` rad on a
+circle of radius ``r`` has radius ``r (2 + cos t) / 3`` at the knots: 0.989 ``r`` at the
+default ``arc_step``).
 """
 
 from __future__ import annotations
@@ -201,7 +209,9 @@ def _circuit_layout(
         if k == 0 or wp.abs(turn) >= slow_turn[e] or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
             # a slow corner (always the one that ends the main straight, the braking zone, and
             # every sharp one), its radius kept out of the scaling below (stored negative)
-            r = -w * (slow_radius_lo[e] + (slow_radius_hi[e] - slow_radius_lo[e]) * uniform(key, _PER_VERTEX + 4 * k + 2))
+            # log-uniform, as the other corners: real circuits' slowest corners crowd the low end
+            ls_lo = wp.log(slow_radius_lo[e])
+            r = -w * wp.exp(ls_lo + (wp.log(slow_radius_hi[e]) - ls_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
         r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
         fillet[e, k] = wp.vec3(r, r_fit, turn)
     # -- one common factor on the drawn radii sets the share of the loop on straights to a
@@ -313,7 +323,7 @@ class CircuitLayout(Stage):
     params = (
         _p("corners_lo", 13.0, 3.0, MAX_CORNERS, "fewest polygon vertices (corners) of a draw", 32),
         _p("corners_hi", 22.0, 3.0, MAX_CORNERS, "most polygon vertices (corners) of a draw", 33),
-        _p("radius_lo", 55.0, 0.0, math.inf, "[widths] least outer radius of the polygon", 34, True),
+        _p("radius_lo", 50.0, 0.0, math.inf, "[widths] least outer radius of the polygon", 34, True),
         _p("radius_hi", 68.0, 0.0, math.inf, "[widths] largest outer radius of the polygon", 35, True),
         _p("depth", 0.64, 0.0, 0.95, "fraction of the outer radius a vertex is drawn inward", 36),
         _p("angle_jitter", 0.26, 0.0, 0.45, "fraction of the angular step a vertex is drawn away", 37),
@@ -321,7 +331,7 @@ class CircuitLayout(Stage):
         _p("gap_hi", 1.216, 0.0, 2.0, "[rad] largest angular gap of the main straight", 39),
         _p("corner_radius_lo", 1.0, 0.0, math.inf, "[widths] least drawn fillet radius (log-uniform)", 40, True),
         _p("corner_radius_hi", 80.0, 0.0, math.inf, "[widths] largest drawn fillet radius (log-uniform)", 41, True),
-        _p("min_corner_radius", 0.85, 0.5, math.inf, "[widths] a fillet shrunk below this rejects the draw", 42),
+        _p("min_corner_radius", 0.55, 0.5, math.inf, "[widths] a fillet shrunk below this rejects the draw", 42),
         _p("arc_step", 0.2618, 0.0, 1.0, "[rad] largest turn between arc control points", 43, True),
         _p("arc_chord", 2.0, 0.0, math.inf, "[widths] largest chord between arc control points", 44, True),
         _p("straight_step", 7.9, 1.0, math.inf, "[widths] spacing of the control points on a straight", 45),
@@ -331,7 +341,7 @@ class CircuitLayout(Stage):
         _p("straight_fraction_hi", 0.67, 0.0, 1.0, "largest target share of the loop on straights", 49),
         _p("straight_radius", 50.0, 0.0, math.inf, "[widths] an arc wider than this counts as straight", 50, True),
         _p("slow_share", 0.2, 0.0, 1.0, "share of the corners drawn slow (and the one after the main straight)", 51),
-        _p("slow_radius_lo", 0.9, 0.0, math.inf, "[widths] least radius of a slow corner", 52, True),
+        _p("slow_radius_lo", 0.55, 0.0, math.inf, "[widths] least radius of a slow corner (log-uniform)", 52, True),
         _p("slow_radius_hi", 3.0, 0.0, math.inf, "[widths] largest radius of a slow corner", 53, True),
         _p("slow_turn", 1.4, 0.0, 4.0, "[rad] a corner turning more is slow (4: none by its turn)", 54),
         _p("straight_fraction_tolerance", 0.05, 0.0, 1.0, "a draw that misses its straight share by more is rejected", 55),
