@@ -92,7 +92,8 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
     (tmp_path / "train.json").write_text(json.dumps({"env_id": "TrackGen-Track-v0", "spec": spec.to_dict(),
                                                      "env_kwargs": {"friction_range": [0.5, 0.6], "random_start": True,
                                                                     "start_yaw": 0.5, "start_speed": [0.0, 2.0],
-                                                                    "stall_steps": 100}}))
+                                                                    "stall_steps": 100, "accel_range": [0.8, 1.2],
+                                                                    "steer_range": [0.95, 1.05]}}))
     built = []
 
     def recording_env(*args, **kwargs):
@@ -106,6 +107,8 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
     assert len(built) == 2 and all("friction_range" not in kwargs for kwargs in built)
     # the circuits are driven from the start line, to the time limit alone (training-only starts and cuts)
     assert all("random_start" not in kwargs and "stall_steps" not in kwargs for kwargs in built)
+    # and with the car's own motor and steering
+    assert all("accel_range" not in kwargs and "steer_range" not in kwargs for kwargs in built)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -343,7 +343,9 @@ def test_every_corner_of_a_circuit_recipe_is_drivable_by_its_car_at_full_lock(na
     p = car_params(env_kwargs.get("car", "rc10"))
     # kinematic single-track model: the turn centre on the rear axle line, L / tan(max_steer)
     # from the rear axle; the body box centred at the centre of mass, l_r ahead of the rear axle
-    rear = p.wheelbase / math.tan(p.max_steer)
+    # from the recipe's least lock (a drawn steering scale below 1 turns wider)
+    lock = p.max_steer * env_kwargs.get("steer_range", (1.0, 1.0))[0]
+    rear = p.wheelbase / math.tan(lock)
     swept = math.hypot(rear + 0.5 * p.width, p.cog_to_rear * p.wheelbase + 0.5 * p.length)
     w_lo = spec.randomize["band.width"][0]
     outer = (spec.params["circuit_layout.min_corner_radius"] + 0.5) * w_lo
@@ -372,6 +374,22 @@ def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that
     assert seen[0]["friction_range"] == [0.85, 1.15] and seen[0]["max_episode_steps"] == 2500
 
 
+def test_the_car_dr_preset_is_the_circuit_recipe_with_motor_and_steering_draws_that_eval_drops(tmp_path, monkeypatch):
+    _, spec, circuit = train_module.train_preset("circuit", 2, "cpu")
+    env_id, spec_dr, env_kwargs = train_module.train_preset("circuit_car_dr", 2, "cpu")
+    assert env_id == "TrackGen-Track-v0" and spec_dr == spec
+    assert env_kwargs == {**circuit, "accel_range": (0.8, 1.2), "steer_range": (0.95, 1.05)}
+    seen = _record_env_kwargs(monkeypatch)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["train", "--preset", "circuit_car_dr", "--steps", "64", "--num-envs", "2", "--device", "cpu",
+                     "--out", str(tmp_path), "--no-progress"]) == 0
+    assert seen[0]["accel_range"] == (0.8, 1.2) and seen[0]["steer_range"] == (0.95, 1.05)  # training draws them
+    evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
+    # evaluation drives the car's own motor and steering
+    assert "accel_range" not in seen[1] and "steer_range" not in seen[1]
+    assert seen[1]["friction_range"] == [0.85, 1.15] and seen[1]["max_episode_steps"] == 2500
+
+
 def test_train_preset_errors(tmp_path, capsys):
     from trackgen_env.pipeline import presets
 
@@ -381,7 +399,7 @@ def test_train_preset_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--preset", "no_such_recipe", "--steps", "10"])
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="preset must be one of \\['circuit', 'circuit_random_start'\\], got 'nope'"):
+    with pytest.raises(ValueError, match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start'\\], got 'nope'"):
         train_module.train(preset="nope", steps=10, out=tmp_path / "a", progress=False)
     with pytest.raises(ValueError, match="the preset 'circuit' trains TrackGen-Track-v0, got env TrackGen-Gates-v0"):
         train_module.train("TrackGen-Gates-v0", 10, preset="circuit", out=tmp_path / "b", progress=False)

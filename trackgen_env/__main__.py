@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.9-1.5 m "
                             "wide (1:10), friction x 0.85-1.15, 2500-step episodes; the recipe that transfers to real circuits, docs/training.md; "
                             "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
-                            "without progress)")
+                            "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 "
+                            "and the steering lock x 0.95-1.05)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")

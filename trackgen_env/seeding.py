@@ -55,7 +55,8 @@ class Stream(enum.IntEnum):
     CHECKPOINT_SAMPLER = 0x43504B53
     #: the gates env's start-state draws (random-gate starts, their perturbation) ("GSTR")
     GATES_START = 0x47535452
-    #: the track env's per-episode car draws (``friction_range``: the friction scale) ("CARP")
+    #: the track env's per-episode car draws (draw 0: ``friction_range``'s friction scale, 1:
+    #: ``accel_range``'s motor scale, 2: ``steer_range``'s steering scale) ("CARP")
     CAR_PARAMS = 0x43415250
     #: the track env's random-start draws (``random_start``: heading error, start speed) ("TSTR")
     TRACK_START = 0x54535452

@@ -48,7 +48,9 @@ unchanged.
 
 Action (both in [-1, 1]): ``steering * max_steer`` is the front wheel angle delta [rad]
 (positive = left); ``throttle > 0`` accelerates with ``throttle * max_accel * (1 - v /
-max_speed)`` [m/s^2], ``throttle < 0`` brakes with ``throttle * max_brake`` [m/s^2].
+max_speed)`` [m/s^2], ``throttle < 0`` brakes with ``throttle * max_brake`` [m/s^2]. Per env,
+``CarState.steer_scale`` scales ``max_steer`` and ``CarState.accel_scale`` scales ``max_accel``
+and ``max_brake`` (both 1 by default: exactly the params).
 """
 
 from __future__ import annotations
@@ -386,6 +388,8 @@ def _car_step(
     start_speed: wp.array(dtype=float),
     reset_only: int,
     grip: wp.array(dtype=float),
+    accel_scale: wp.array(dtype=float),
+    steer_scale: wp.array(dtype=float),
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
@@ -404,8 +408,11 @@ def _car_step(
         return
 
     u = action[e]
-    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer
+    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
     throttle = wp.clamp(u[1], -1.0, 1.0)
+    k = accel_scale[e]
+    max_accel = model.max_accel * k
+    max_brake = model.max_brake * k
     p = position[e]
     psi = yaw[e]
     v = speed[e]
@@ -413,9 +420,9 @@ def _car_step(
     omega = float(0.0)
     for _ in range(model.substeps):
         if throttle >= 0.0:
-            a = throttle * model.max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+            a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
         else:
-            a = throttle * model.max_brake
+            a = throttle * max_brake
         v1 = wp.max(0.0, v + a * h)
         vm = 0.5 * (v + v1)
         beta = slip_angle(model, delta, vm, grip[e])
@@ -464,6 +471,8 @@ def _dynamic_car_step(
     start_speed: wp.array(dtype=float),
     reset_only: int,
     grip: wp.array(dtype=float),
+    accel_scale: wp.array(dtype=float),
+    steer_scale: wp.array(dtype=float),
     # state (in/out)
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
@@ -484,8 +493,11 @@ def _dynamic_car_step(
         return
 
     u = action[e]
-    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer
+    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
     throttle = wp.clamp(u[1], -1.0, 1.0)
+    k = accel_scale[e]
+    max_accel = model.max_accel * k
+    max_brake = model.max_brake * k
     p = position[e]
     psi = yaw[e]
     v = speed[e]
@@ -501,9 +513,9 @@ def _dynamic_car_step(
     friction = g * tyres.friction
     for _ in range(model.substeps):
         if throttle >= 0.0:
-            a = throttle * model.max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+            a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
         else:
-            a = throttle * model.max_brake
+            a = throttle * max_brake
         v1 = wp.max(0.0, v + a * h)
         vm = 0.5 * (v + v1)
         # the kinematic model's state at this speed (what it is below kinematic_speed)
@@ -518,8 +530,11 @@ def _dynamic_car_step(
             m = tyres.mass
             load_f = wp.max(0.0, m * (_GRAVITY * l_r - a * tyres.cog_height) / model.wheelbase)
             load_r = wp.max(0.0, m * (_GRAVITY * l_f + a * tyres.cog_height) / model.wheelbase)
-            # the eigenvalue bound scales as g (rate) and sqrt(g) (rate_const) with the stiffness
-            n = wp.clamp(int(wp.ceil(2.0 * h * (g * tyres.rate / vm + wp.sqrt(g) * tyres.rate_const))), 1,
+            # the eigenvalue bound scales as g (rate) and sqrt(g) (rate_const) with the stiffness,
+            # and at most so with an accel scale k > 1 (the heaviest axle load, g l + k a_max h,
+            # grows at most k-fold)
+            gk = g * wp.max(1.0, k)
+            n = wp.clamp(int(wp.ceil(2.0 * h * (gk * tyres.rate / vm + wp.sqrt(gk) * tyres.rate_const))), 1,
                          _MAX_MICRO_STEPS)
             hh = h / float(n)
             bd = beta
@@ -580,6 +595,11 @@ class CarState:
         grip: ``[E]`` float32 friction scale per env, > 0: the car's friction (and the dynamic
             model's axle stiffness ``mu C_S``) times it; 1 by default (exactly ``params``). The
             track env's ``friction_range`` draws it at every reset; written in place.
+        accel_scale: ``[E]`` float32 motor and brake scale per env, > 0: the car's ``max_accel``
+            and ``max_brake`` times it; 1 by default. The track env's ``accel_range`` draws it.
+        steer_scale: ``[E]`` float32 steering scale per env, > 0: the car's ``max_steer`` times
+            it (keep ``max_steer * steer_scale < pi/2``); 1 by default. The track env's
+            ``steer_range`` draws it.
 
     The attributes are read-only after construction (AttributeError): the step kernel and a
     recorded graph hold these arrays and ``params``; write the arrays in place instead.
@@ -602,6 +622,8 @@ class CarState:
         self.elapsed = zeros(wp.int32)
         self.half_extents = wp.full(num_envs, wp.vec3(*params.half_extents), dtype=wp.vec3, device=self.device)
         self.grip = wp.ones(num_envs, dtype=float, device=self.device)
+        self.accel_scale = wp.ones(num_envs, dtype=float, device=self.device)
+        self.steer_scale = wp.ones(num_envs, dtype=float, device=self.device)
         self._rest = zeros(float)  # the start speed of a reset without one
         self._constructed = True
 
@@ -631,7 +653,7 @@ class CarState:
                 _dynamic_car_step,
                 self.num_envs,
                 inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
-                        self.grip],
+                        self.grip, self.accel_scale, self.steer_scale],
                 outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
                          self.elapsed],
                 device=self.device,
@@ -641,7 +663,7 @@ class CarState:
             _car_step,
             self.num_envs,
             inputs=[self._model, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
-                    self.grip],
+                    self.grip, self.accel_scale, self.steer_scale],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
         )

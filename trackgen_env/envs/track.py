@@ -172,20 +172,31 @@ def _observe(
     autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
+#: The track env's per-episode car draws: constructor argument -> (what it scales, the
+#: :class:`~trackgen_env.envs.car.CarState` array that holds the scales, the draw's index in
+#: the env's ``Stream.CAR_PARAMS`` stream: one index each, so no draw moves another).
+_CAR_DRAWS = {
+    "friction_range": ("friction scales", "grip", 0),
+    "accel_range": ("motor and brake scales", "accel_scale", 1),
+    "steer_range": ("steering scales", "steer_scale", 2),
+}
+
+
 @wp.kernel
-def _draw_grip(
+def _draw_scale(
     reset_mask: wp.array(dtype=wp.int32),
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
     stream: int,
+    index: int,
     lo: float,
     hi: float,
-    grip: wp.array(dtype=float),
+    scale: wp.array(dtype=float),
 ):
-    """A new friction scale in [lo, hi) for every reset env, from its stream (seed, counter)."""
+    """A new scale in [lo, hi) for every reset env: draw ``index`` of its stream (seed, counter)."""
     e = wp.tid()
     if reset_mask[e] != 0:
-        grip[e] = uniform_range(random_key(seeds[e], counters[e], stream), 0, lo, hi)
+        scale[e] = uniform_range(random_key(seeds[e], counters[e], stream), index, lo, hi)
 
 
 @wp.kernel
@@ -395,6 +406,12 @@ class TrackVectorEnv(CourseVectorEnv):
       counter, stream ``Stream.CAR_PARAMS``: deterministic per env, whatever ``num_envs``) and
       drives that episode with the car's friction times it (the dynamic model's axle stiffness
       ``mu C_S`` too); ``state.grip`` holds the scales. It is not observed.
+    * ``accel_range``, ``steer_range``: None (default: the car's own) or ``(lo, hi)`` with
+      ``0 < lo <= hi <= 2`` (and ``hi * max_steer < pi/2``): domain randomisation of the motor
+      and the steering, drawn like ``friction_range`` (the same stream, draws of their own, so
+      the grip's draws do not change): each episode drives with the car's ``max_accel`` and
+      ``max_brake`` times a scale in ``[lo, hi)`` of ``accel_range`` (``state.accel_scale``) and
+      its ``max_steer`` times one of ``steer_range`` (``state.steer_scale``). Not observed.
     * ``random_start``: a bool (default False): start every episode at a random checkpoint
       (see Starting State); ``start_yaw`` (default 0) [rad] in ``[0, pi/2]`` bounds its heading
       error, ``start_speed`` (default ``(0, 0)``: at rest) ``(lo, hi)`` [m/s] with ``0 <= lo <=
@@ -423,7 +440,8 @@ class TrackVectorEnv(CourseVectorEnv):
       on an elevated or banked track (``TrackGenConfig(elevation=, banking=)``) the car's z
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
       ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
-      ``start_speed``) and ``stall_steps`` (off by default).
+      ``start_speed``) and ``stall_steps`` (off by default); then ``accel_range`` and
+      ``steer_range`` (off by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -451,6 +469,8 @@ class TrackVectorEnv(CourseVectorEnv):
         checkpoint_spacing: float | None = None,
         off_track_penalty: float = 1.0,
         friction_range: tuple[float, float] | None = None,
+        accel_range: tuple[float, float] | None = None,
+        steer_range: tuple[float, float] | None = None,
         random_start: bool = False,
         start_yaw: float = 0.0,
         start_speed: tuple[float, float] = (0.0, 0.0),
@@ -465,7 +485,12 @@ class TrackVectorEnv(CourseVectorEnv):
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
-        self.friction_range = _check_friction_range(friction_range)
+        self.friction_range = _check_scale_range("friction_range", friction_range)
+        self.accel_range = _check_scale_range("accel_range", accel_range)
+        self.steer_range = _check_scale_range("steer_range", steer_range)
+        if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
+            raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
+                             f"got {self.steer_range[1]} (a wheel angle of {self.car.max_steer * self.steer_range[1]:.4g} rad)")
         if not isinstance(random_start, (bool, np.bool_)):
             raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
         self.random_start = bool(random_start)
@@ -529,11 +554,13 @@ class TrackVectorEnv(CourseVectorEnv):
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
-        if self.friction_range is not None:
-            seeds = self.course.seeds
-            wp.launch(_draw_grip, self.num_envs,
-                      inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), *self.friction_range],
-                      outputs=[self.state.grip], device=self.device)
+        for argument, (_, field, index) in _CAR_DRAWS.items():
+            bounds = getattr(self, argument)
+            if bounds is not None:
+                seeds = self.course.seeds
+                wp.launch(_draw_scale, self.num_envs,
+                          inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), index, *bounds],
+                          outputs=[getattr(self.state, field)], device=self.device)
         if self.random_start:
             course, seeds = self.course, self.course.seeds
             course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
@@ -609,8 +636,8 @@ def _check_range(name: str, value, lo: float, hi: float) -> tuple[float, float]:
     return (low, high)
 
 
-def _check_friction_range(value) -> tuple[float, float] | None:
-    """None, or ``(lo, hi)`` floats with ``0 < lo <= hi <= 2``.
+def _check_scale_range(name: str, value) -> tuple[float, float] | None:
+    """None, or ``(lo, hi)`` floats with ``0 < lo <= hi <= 2``: a :data:`_CAR_DRAWS` argument.
 
     Raises:
         TypeError: not None and not a pair. ValueError: a bound out of range, or ``lo > hi``.
@@ -618,9 +645,9 @@ def _check_friction_range(value) -> tuple[float, float] | None:
     if value is None:
         return None
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"friction_range must be None or a (lo, hi) pair of friction scales, got {value!r}")
-    lo = check_float("friction_range[0]", value[0], lo=0.0, lo_open=True, hi=2.0)
-    hi = check_float("friction_range[1]", value[1], lo=0.0, lo_open=True, hi=2.0)
+        raise TypeError(f"{name} must be None or a (lo, hi) pair of {_CAR_DRAWS[name][0]}, got {value!r}")
+    lo = check_float(f"{name}[0]", value[0], lo=0.0, lo_open=True, hi=2.0)
+    hi = check_float(f"{name}[1]", value[1], lo=0.0, lo_open=True, hi=2.0)
     if lo > hi:
-        raise ValueError(f"friction_range needs lo <= hi, got ({lo}, {hi})")
+        raise ValueError(f"{name} needs lo <= hi, got ({lo}, {hi})")
     return (lo, hi)

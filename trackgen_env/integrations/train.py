@@ -136,6 +136,14 @@ _CIRCUIT_ENV = {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
 #: (``stall_steps``), so that training shows the policy standing starts in corners, which the
 #: circuit recipe's episodes (all from the start line) never do; an option beside the recipe,
 #: not the recipe (``docs/randomisation-and-curricula.md``, "Random starts and stalled episodes").
+#: ``"circuit_car_dr"``: the circuit recipe with the car's motor and brakes (``accel_range``:
+#: ``max_accel``, ``max_brake`` x [0.8, 1.2)) and its steering lock (``steer_range``: ``max_steer``
+#: x [0.95, 1.05)) drawn per episode too, unobserved as the grip: a policy that holds over a
+#: +-20% motor and brake (an RC car's battery charge and gearing) and a +-5% servo. The steering
+#: range stays narrow because the least lock sets the car's turning circle: at 0.95 x 0.45 rad
+#: the rc10's body sweeps 0.91 m at full lock, inside the 0.945 m outer edge of the family's
+#: tightest corner on the narrowest (0.9 m) band; at 0.9 x it sweeps 0.95 m and would not make
+#: that corner. An option beside the recipe (measured without it), not the recipe.
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {"spec": _circuit_courses, "env": _CIRCUIT_ENV, "env_id": "TrackGen-Track-v0"},
     "circuit_random_start": {
@@ -143,11 +151,17 @@ TRAIN_PRESETS: dict[str, dict[str, Any]] = {
         "env": {**_CIRCUIT_ENV, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0), "stall_steps": 100},
         "env_id": "TrackGen-Track-v0",
     },
+    "circuit_car_dr": {
+        "spec": _circuit_courses,
+        "env": {**_CIRCUIT_ENV, "accel_range": (0.8, 1.2), "steer_range": (0.95, 1.05)},
+        "env_id": "TrackGen-Track-v0",
+    },
 }
 
 #: Track env arguments of training only: ``eval`` drives from the start line at rest, to the
-#: time limit alone, whatever the training run started from.
-TRAINING_ONLY_TRACK_KWARGS = ("random_start", "start_yaw", "start_speed", "stall_steps")
+#: time limit alone, with the car's own motor and steering (``eval --circuits`` its own
+#: friction too), whatever the training run started from or drew.
+TRAINING_ONLY_TRACK_KWARGS = ("random_start", "start_yaw", "start_speed", "stall_steps", "accel_range", "steer_range")
 
 
 def train_preset(name: str, num_envs: int, device: str | None = None) -> tuple[str, PipelineSpec, dict[str, Any]]:
