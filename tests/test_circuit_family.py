@@ -155,3 +155,17 @@ def test_the_courses_page_circuit_example_runs():
     page = (Path(__file__).resolve().parent.parent / "docs" / "courses.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "presets.circuit" in b)
     exec(block, {})
+
+
+@pytest.mark.parametrize("pair", ["corners", "slow_radius", "straight_fraction"])
+def test_a_lo_above_its_hi_is_refused_naming_both(pair):
+    lo, hi = {"corners": (20, 10), "slow_radius": (3.0, 1.0), "straight_fraction": (0.7, 0.6)}[pair]
+    with pytest.raises(ValueError, match=rf"{pair}_lo <= {pair}_hi, got {pair}_lo={lo:g} and {pair}_hi={hi:g}"):
+        presets.circuit(num_envs=2, device="cpu", **{f"{pair}_lo": lo, f"{pair}_hi": hi})
+
+
+def test_the_low_valid_rate_warning_points_to_the_circuit_layout_not_the_track_config():
+    spec = presets.circuit(num_envs=8, device="cpu", slow_radius_lo=0.1, slow_radius_hi=0.12)
+    with pytest.warns(UserWarning, match="presets.circuit's docstring") as caught:
+        build(spec, seeds=0)
+    assert not any("TrackGenConfig" in str(w.message) for w in caught)

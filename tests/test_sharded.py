@@ -157,6 +157,9 @@ def test_the_worker_threads_persist_and_stop_with_close_or_collection():
     assert _shard_threads() == threads  # the same threads, none started per step
     env.close()
     assert len(_shard_threads()) == before
+    for call in (lambda: env.reset(seed=0), lambda: env.step(np.zeros((6, 2), np.float32))):
+        with pytest.raises(RuntimeError, match="the env is closed"):  # as one env's, after close()
+            call()
     dropped = ShardedVectorEnv("TrackGen-Track-v0", 2, 2, seed=0, device="cpu")
     assert len(_shard_threads()) == before + 1
     del dropped  # never closed: the threads hold no reference to it, its finalizer stops them

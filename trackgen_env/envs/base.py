@@ -354,7 +354,7 @@ class CourseVectorEnv(VectorEnv):
         Raises:
             RuntimeError: the env is closed.
         """
-        self._check_open()
+        self.check_open()
         seen: set[int] = set()
         parts = memory.course_parts(self.course, device=self.device, seen=seen)
         buffers = 0
@@ -445,7 +445,8 @@ class CourseVectorEnv(VectorEnv):
         self.__dict__["_arguments"] = ((), {})
         self.__dict__["_released"] = frozenset(released)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raises RuntimeError when the env is closed."""
         if self.closed:
             raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its buffers): build a new env")
 
@@ -529,7 +530,7 @@ class CourseVectorEnv(VectorEnv):
             TypeError: a ``reset_mask`` that is neither a bool NumPy array nor a bool torch tensor.
             RuntimeError: a masked reset before the first full ``reset()``; the env is closed.
         """
-        self._check_open()
+        self.check_open()
         seed = check_seed(seed, self.num_envs)
         mask = self.check_reset_options(options, seed)
         with self._io.stream_scope():
@@ -613,7 +614,7 @@ class CourseVectorEnv(VectorEnv):
 
     def check_steppable(self) -> None:
         """Raises RuntimeError where :meth:`step` would: the env is closed, or ``reset()`` was not called yet."""
-        self._check_open()
+        self.check_open()
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
 
@@ -648,7 +649,7 @@ class CourseVectorEnv(VectorEnv):
 
     def copy_outputs(self, out: HostOutputs, rows: slice) -> None:
         """Copy the current outputs (the last step's or reset's) into ``out``'s rows ``rows``."""
-        self._check_open()
+        self.check_open()
         self._io.copy_outputs(out, rows)
 
     def _replay_step(self) -> None:
@@ -670,7 +671,7 @@ class CourseVectorEnv(VectorEnv):
         Raises:
             RuntimeError: the env is closed.
         """
-        self._check_open()
+        self.check_open()
         if self.render_mode is None:
             gymnasium.logger.warn('render() needs render_mode="rgb_array"')
             return None
@@ -683,7 +684,7 @@ class CourseVectorEnv(VectorEnv):
             ValueError: ``num`` outside ``1 .. num_envs``.
             RuntimeError: the env is closed.
         """
-        self._check_open()
+        self.check_open()
         num = self.num_envs if num is None else check_int("num", num, lo=1, hi=self.num_envs)
         size = self.render_size
         if self._frames is None or self._frames.shape[0] < num or self._frames.shape[1] != size:

@@ -184,6 +184,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
 
     def reset(self, *, seed=None, options=None):
         """Reset as one env would (see the class docstring); ``(obs [E, D], info)``."""
+        for shard in self.shards:
+            shard.check_open()  # RuntimeError after close(), as one env's reset
         first = self.shards[0]
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
         mask = first.check_reset_options(options, seed, num_envs=self.num_envs)

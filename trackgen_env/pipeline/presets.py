@@ -99,7 +99,8 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
 
     Raises:
         TypeError: an unknown ``layout`` name; a non-number value.
-        ValueError: a value out of its range (``build`` checks the layout's declared bounds).
+        ValueError: a value out of its range (``build`` checks the layout's declared bounds); a
+            ``*_lo`` above its ``*_hi``.
     """
     declared = _circuit.CircuitLayout.full_params()
     unknown = sorted(k for k in layout if f"circuit_layout.{k}" not in declared)
@@ -120,6 +121,10 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
     params = {name: p.default for name, p in declared.items()}
     params.update({f"circuit_layout.{k}": check_float(k, v) for k, v in layout.items()})
     q = {n.split(".", 1)[1]: v for n, v in params.items()}
+    for pair in ("corners", "radius", "gap", "corner_radius", "slow_radius", "straight_fraction"):
+        if q[f"{pair}_lo"] > q[f"{pair}_hi"]:
+            raise ValueError(f"presets.circuit() needs {pair}_lo <= {pair}_hi, got {pair}_lo={q[pair + '_lo']:g} "
+                             f"and {pair}_hi={q[pair + '_hi']:g}")
     max_loop = q["max_length"] * w_hi
     settings = {
         "point_spacing": spacing * w_lo,

@@ -261,6 +261,7 @@ class Program:
         self.stages = tuple(name for name, _, _ in found)
         self.num_envs, self.device, self.stream = E, dev, stream
         self._host_stages = [name for name, _, capturable in found if not capturable]
+        self._valid_hints = [cls.valid_hint for _, cls, _ in found if cls.valid_hint]
         self.capturable = not self._host_stages
         self.seeds = seeds if isinstance(seeds, SeedState) else SeedState(E, dev, seeds)
         if self.seeds.num_envs != E or self.seeds.device != dev:
@@ -371,7 +372,7 @@ class Program:
             warnings.warn(
                 f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
                 f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
-                + _low_valid_hint(self.stages, self._family.config_name),
+                + _low_valid_hint(self.stages, self._family.config_name, self._valid_hints),
                 UserWarning,
                 stacklevel=3,
             )
@@ -391,10 +392,13 @@ class Program:
         return f"Program(family={self.family!r}, num_envs={self.num_envs}, device={self.device}, stages={self.stages})"
 
 
-def _low_valid_hint(stages, config_name: str) -> str:
+def _low_valid_hint(stages, config_name: str, hints=()) -> str:
     """What to look at when most draws are rejected: the config's ranges, or, with a plugin
-    stage (a namespaced name) in the spec, the stages themselves (the config knows nothing of them)."""
+    stage (a namespaced name) in the spec, the stages themselves (the config knows nothing of them),
+    or the ``valid_hint`` of a built-in stage that documents its own ranges."""
     plugins = [name for name in stages if "." in name]
+    if hints and not plugins:
+        return "; ".join(hints)
     if plugins:
         return (f"one of the stages {list(stages)} rejects most draws: check the parameters of the plugin stages "
                 f"{plugins} and what they write")

@@ -127,6 +127,8 @@ class Stage:
         writes: a tuple of working-set fields it writes (allocated in :meth:`allocate`).
         draws: whether it draws random numbers (a pipeline where no stage draws gets no
             retries: another round would rebuild the same course).
+        valid_hint: where a user looks when most of its draws are rejected (the end of the
+            low-valid-rate warning); None: the family's config docstring.
 
     A stage instance belongs to one program (it may keep its launch settings).
     """
@@ -137,6 +139,7 @@ class Stage:
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     draws: bool = False
+    valid_hint: str | None = None
 
     def input_info(self, ctx) -> dict:
         """Generator inputs this stage reads (``name -> InputInfo``), which the program allocates."""

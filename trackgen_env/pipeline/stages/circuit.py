@@ -349,6 +349,9 @@ class CircuitLayout(Stage):
     reads = ("ctrl_hw",)
     writes = ("ctrl", "ctrl_count")
     draws = True
+    valid_hint = ("the circuit layout rejects most draws; see pipeline.presets.circuit's docstring and "
+                  "stages.circuit.CircuitLayout.params for its parameters (a slow_radius_lo below "
+                  "min_corner_radius, few corners or a short max_length reject most draws)")
 
     def allocate(self, ctx):
         E, c = ctx.num_envs, ctx.settings["num_control_points"]
