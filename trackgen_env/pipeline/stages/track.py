@@ -824,6 +824,26 @@ def _band(
         ctrl_hw[e, k] = hw
 
 
+@wp.func
+def _degenerate_row(
+    e: int,
+    j: int,
+    centerline: wp.array2d(dtype=wp.vec3),
+    tangent: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    half_width: wp.array2d(dtype=float),
+):
+    """Row ``j`` of env ``e`` where nothing usable was drawn: a degenerate, invalid track at the origin."""
+    centerline[e, j] = wp.vec3()
+    tangent[e, j] = X_AXIS
+    normal[e, j] = Y_AXIS
+    arc_length[e, j] = 0.0
+    curvature[e, j] = 0.0
+    half_width[e, j] = 0.0
+
+
 @wp.kernel
 def _commit(
     mask: wp.array(dtype=wp.int32),
@@ -864,13 +884,7 @@ def _commit(
         ok = 0
     for j in range(lane, centerline.shape[1], lanes):
         if count < 1:
-            # nothing usable was drawn: a degenerate, invalid track at the origin
-            centerline[e, j] = wp.vec3()
-            tangent[e, j] = X_AXIS
-            normal[e, j] = Y_AXIS
-            arc_length[e, j] = 0.0
-            curvature[e, j] = 0.0
-            half_width[e, j] = 0.0
+            _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
         else:
             centerline[e, j] = s_centerline[e, j]
             tangent[e, j] = s_tangent[e, j]
@@ -885,8 +899,6 @@ def _commit(
         generation[e] = generation[e] + 1
         start_position[e] = s_start_position[e]
         start_orientation[e] = s_start_orientation[e]
-
-
 
 
 @wp.kernel
@@ -911,14 +923,8 @@ def _commit_in_place(
         return
     count = num_points[e]
     if count < 1:
-        # as _commit: nothing usable was drawn, a degenerate, invalid track at the origin
         for j in range(lane, centerline.shape[1], lanes):
-            centerline[e, j] = wp.vec3()
-            tangent[e, j] = X_AXIS
-            normal[e, j] = Y_AXIS
-            arc_length[e, j] = 0.0
-            curvature[e, j] = 0.0
-            half_width[e, j] = 0.0
+            _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
     if lane == 0:
         ok = s_valid[e]
         if count < 1:
