@@ -169,3 +169,30 @@ def test_the_low_valid_rate_warning_points_to_the_circuit_layout_not_the_track_c
     with pytest.warns(UserWarning, match="presets.circuit's docstring") as caught:
         build(spec, seeds=0)
     assert not any("TrackGenConfig" in str(w.message) for w in caught)
+
+
+def test_with_params_and_randomize_cannot_put_a_lo_above_its_hi():
+    spec = presets.circuit(num_envs=2, device="cpu")
+    with pytest.raises(ValueError, match=r"circuit_layout.radius_lo <= circuit_layout.radius_hi, got "
+                                         r"circuit_layout.radius_lo=70 and circuit_layout.radius_hi=68"):
+        build(spec.with_params({"circuit_layout.radius_lo": 70.0}))
+    # a randomize range that could draw the upper end below the lower one
+    with pytest.raises(ValueError, match=r"circuit_layout.corners_lo=13 and circuit_layout.corners_hi=12"):
+        build(spec.with_randomize({"circuit_layout.corners_hi": (12.0, 20.0)}))
+    build(spec.with_randomize({"circuit_layout.corners_hi": (14.0, 20.0)}), seeds=0)  # inside: fine
+
+
+def test_a_live_set_past_the_other_end_is_refused_and_changes_nothing():
+    gen = build(presets.circuit(num_envs=3, device="cpu"), seeds=0)
+    lo, hi = gen.params["circuit_layout.slow_radius_lo"], gen.params["circuit_layout.slow_radius_hi"]
+    with pytest.raises(ValueError, match=r"slow_radius_lo <= circuit_layout.slow_radius_hi, got "
+                                         r"circuit_layout.slow_radius_lo=4 and circuit_layout.slow_radius_hi=3 \(env 1\)"):
+        gen.params["circuit_layout.slow_radius_lo"] = [0.6, 4.0, 0.6]
+    with pytest.raises(ValueError, match="slow_radius_hi=0.5"):
+        gen.params["circuit_layout.slow_radius_hi"] = 0.5
+    np.testing.assert_array_equal(lo.numpy(), np.float32(0.55))
+    np.testing.assert_array_equal(hi.numpy(), np.float32(3.0))
+    # moving the range past its other end: that end first
+    gen.params["circuit_layout.slow_radius_hi"] = 5.0
+    gen.params["circuit_layout.slow_radius_lo"] = 4.0
+    np.testing.assert_array_equal(lo.numpy(), np.float32(4.0))

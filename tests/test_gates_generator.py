@@ -350,3 +350,13 @@ def test_config_defaults_and_spec():
 def test_bad_config_values_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):
         GateGenConfig(**{"device": "cpu", **kwargs})
+
+
+def test_a_live_altitude_min_above_altitude_max_is_refused():
+    from trackgen_env.pipeline import build, presets
+
+    gen = build(presets.gates(num_envs=2, device="cpu"), seeds=0)
+    with pytest.raises(ValueError, match=r"layout.altitude_min <= layout.altitude_max, got "
+                                         r"layout.altitude_min=3 and layout.altitude_max=2.5"):
+        gen.params["layout.altitude_min"] = 3.0
+    np.testing.assert_array_equal(gen.params["layout.altitude_min"].numpy(), np.float32(0.5))

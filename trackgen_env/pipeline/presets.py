@@ -10,6 +10,7 @@ import math
 
 from ..checks import check_float, check_int, resolve_device
 from .spec import PipelineSpec
+from .stage import check_ordered
 from .stages import circuit as _circuit
 from .stages import gates as _gates
 from .stages import track as _track
@@ -121,10 +122,8 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
     params = {name: p.default for name, p in declared.items()}
     params.update({f"circuit_layout.{k}": check_float(k, v) for k, v in layout.items()})
     q = {n.split(".", 1)[1]: v for n, v in params.items()}
-    for pair in ("corners", "radius", "gap", "corner_radius", "slow_radius", "straight_fraction"):
-        if q[f"{pair}_lo"] > q[f"{pair}_hi"]:
-            raise ValueError(f"presets.circuit() needs {pair}_lo <= {pair}_hi, got {pair}_lo={q[pair + '_lo']:g} "
-                             f"and {pair}_hi={q[pair + '_hi']:g}")
+    for lo, hi in _circuit.CircuitLayout.ordered:  # before the capacities read them
+        check_ordered("presets.circuit()", lo, hi, q[lo], q[hi])
     max_loop = q["max_length"] * w_hi
     settings = {
         "point_spacing": spacing * w_lo,

@@ -42,6 +42,7 @@ from .launches import Launches
 from .params import Params
 from .registry import Registry, default_registry, is_builtin
 from .spec import PipelineSpec
+from .stage import check_ordered
 
 __all__ = ["Program", "StageContext", "LOW_VALID_RATE"]
 
@@ -236,7 +237,8 @@ class Program:
         KeyError: an unknown stage name (the message lists the stages of the family).
         ValueError: an unknown family; a bad setting; a parameter undeclared, missing or out
             of its declared bounds, or a randomize range out of them or of a static
-            parameter; a stage (or the commit) reading a field no earlier stage writes; an
+            parameter; a stage's ``ordered`` pair that its values or randomize ranges could
+            put out of order; a stage (or the commit) reading a field no earlier stage writes; an
             ``out`` array of the wrong shape, dtype or device, or of an unknown field. Each
             names the stage or field; nothing is allocated or written before the checks pass.
     """
@@ -269,6 +271,7 @@ class Program:
                 f"a SeedState for {E} envs on {dev} is needed, got {self.seeds.num_envs} on {self.seeds.device}"
             )
         self.params = Params(E, dev, declared, spec.params, spec.randomize)
+        _add_order_validators(self.params, found)
         draws = any(cls.draws for _, cls, _ in found)
         self.max_retries = int(spec.settings["max_retries"]) if draws else 0
         self._draws = draws
@@ -429,7 +432,34 @@ def _check_params(spec: PipelineSpec, found) -> dict:
         if lo > hi:
             raise ValueError(f"randomize[{full!r}] needs lo <= hi, got ({lo}, {hi})")
         declared[full].check(f"stage {owner[full]!r}: the randomize range of {full!r}", [lo, hi])
+    for name, cls, _ in found:
+        for lo_name, hi_name in cls.ordered:
+            lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
+            # the largest value the lower bound can take against the least of the upper one
+            lo = spec.randomize.get(lo_full, (None, spec.params[lo_full]))[1]
+            hi = spec.randomize.get(hi_full, (spec.params[hi_full], None))[0]
+            check_ordered(f"stage {name!r} (its values or randomize ranges)", lo_full, hi_full, lo, hi)
     return declared
+
+
+def _add_order_validators(params: Params, found) -> None:
+    """Refuse a live set that would put a stage's ``ordered`` pair out of order in any env
+    (against the other parameter's present values: to move a range past its other end, set
+    that end first)."""
+    for _, cls, _ in found:
+        for lo_name, hi_name in cls.ordered:
+            lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
+            if lo_full not in params or hi_full not in params:
+                continue  # a static one is fixed at build, where it was checked
+
+            def lo_check(name, values, hi_full=hi_full):
+                check_ordered(f"params[{name!r}]", name, hi_full, values, params[hi_full].numpy())
+
+            def hi_check(name, values, lo_full=lo_full):
+                check_ordered(f"params[{name!r}]", lo_full, name, params[lo_full].numpy(), values)
+
+            params.add_validator(lo_full, lo_check)
+            params.add_validator(hi_full, hi_check)
 
 
 def _check_reads(spec: PipelineSpec, family, found) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .launches import Launches
 
-__all__ = ["Param", "Stage", "Family", "check_settings"]
+__all__ = ["Param", "Stage", "Family", "check_ordered", "check_settings"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,10 @@ class Stage:
             retries: another round would rebuild the same course).
         valid_hint: where a user looks when most of its draws are rejected (the end of the
             low-valid-rate warning); None: the family's config docstring.
+        ordered: pairs ``(lo, hi)`` of its parameters' short names that bound one range
+            (``("corners_lo", "corners_hi")``): the build refuses a spec where ``lo`` exceeds
+            ``hi`` or could once drawn (a randomize range of either), and a live set of one
+            that would put it past the other's present value in any env (:func:`check_ordered`).
 
     A stage instance belongs to one program (it may keep its launch settings).
     """
@@ -140,6 +144,7 @@ class Stage:
     writes: tuple[str, ...] = ()
     draws: bool = False
     valid_hint: str | None = None
+    ordered: tuple[tuple[str, str], ...] = ()
 
     def input_info(self, ctx) -> dict:
         """Generator inputs this stage reads (``name -> InputInfo``), which the program allocates."""
@@ -208,6 +213,17 @@ class Family:
         """Launch the masked copy of the staged rows into ``result`` (and ``generation += 1``);
         the fields of ``ctx.in_place`` are already there."""
         raise NotImplementedError
+
+
+def check_ordered(what: str, lo_name: str, hi_name: str, lo, hi) -> None:
+    """Raise ValueError naming ``what`` and both parameters unless ``lo <= hi`` (numbers or
+    per-env arrays: in every env)."""
+    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))
+    bad = lo > hi
+    if np.any(bad):
+        where = "" if lo.ndim == 0 else f" (env {int(np.flatnonzero(bad)[0])})"
+        raise ValueError(f"{what} needs {lo_name} <= {hi_name}, got {lo_name}={_num(float(lo[bad].ravel()[0]))} "
+                         f"and {hi_name}={_num(float(hi[bad].ravel()[0]))}{where}")
 
 
 def check_settings(spec, names) -> None:

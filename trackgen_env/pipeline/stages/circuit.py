@@ -346,6 +346,8 @@ class CircuitLayout(Stage):
         _p("slow_turn", 1.4, 0.0, 4.0, "[rad] a corner turning more is slow (4: none by its turn)", 54),
         _p("straight_fraction_tolerance", 0.05, 0.0, 1.0, "a draw that misses its straight share by more is rejected", 55),
     )
+    ordered = tuple((f"{pair}_lo", f"{pair}_hi") for pair in
+                    ("corners", "radius", "gap", "corner_radius", "slow_radius", "straight_fraction"))
     reads = ("ctrl_hw",)
     writes = ("ctrl", "ctrl_count")
     draws = True

@@ -287,6 +287,7 @@ class Layout(Stage):
         Param("altitude_min", 0.5, 0.0, math.inf, "[m] lowest gate centre", lo_open=True, stream=3),
         Param("altitude_max", 2.5, 0.0, math.inf, "[m] highest gate centre", lo_open=True, stream=2),
     )
+    ordered = (("altitude_min", "altitude_max"),)
     writes = ("gate_position", "gate_orientation", "num_gates")
     draws = True
 
