@@ -192,10 +192,13 @@ def run_sharding(cfg) -> dict:
     E, env_id = cfg.work_envs, "TrackGen-Track-v0"
     out = {"num_envs": E, "cpu_cores": len(os.sched_getaffinity(0)), "load_average_before": os.getloadavg()[0]}
     envs, timers, clocks = {}, {}, {}
-    for shards in (1, 2):  # timed in turns: the speedup sees the same load
-        env = envs[shards] = ShardedVectorEnv(env_id, E, shards, seed=0, device=cfg.device)
+    # timed in turns: the speedup sees the same load; "2_serial": 2 shards stepped one after the
+    # other in the caller's thread, so each replay runs alone (the contention-free reference)
+    for shards in (1, 2, "2_serial"):
+        env = envs[shards] = ShardedVectorEnv(env_id, E, 2 if shards == "2_serial" else shards, seed=0,
+                                              device=cfg.device)
         obs, _ = env.reset(seed=0)
-        clocks[shards] = _ReplayClock(env)
+        clocks[shards] = _ReplayClock(env, serial=shards == "2_serial")
         timers[f"shards_{shards}"] = measure.Timer(clocks[shards].step, obs, PurePursuit(env.shards[0].car), E,
                                                    cfg.device)
     out.update(measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5))
@@ -208,6 +211,10 @@ def run_sharding(cfg) -> dict:
         out[f"host_us_{shards}"] = out[f"shards_{shards}"]["step_us"] - out[f"replay_us_{shards}"]
     out["replay_speedup_2"] = out["replay_us_1"] / out["replay_us_2"]
     out["replay_cpu_speedup_2"] = out["replay_cpu_us_1"] / out["replay_cpu_us_2"]
+    # the longest shard's replay alone (in turn) against in parallel: > 1 where two replays
+    # running at the same moment slow each other (shared cache, memory bandwidth)
+    out["replay_cpu_us_2_alone"] = clocks["2_serial"].replay_us()[1]
+    out["replay_contention_2"] = out["replay_cpu_us_2"] / out["replay_cpu_us_2_alone"]
     out["equal_to_one_env"] = _shards_equal(env_id, min(E, 256), cfg.device)
     out["gil"] = _gil_probe("cpu", 2_000_000 if cfg.quick else 20_000_000)
     out["two_threads"] = _two_threads(2_000_000 if cfg.quick else 10_000_000)
@@ -222,8 +229,9 @@ class _ReplayClock:
     in turn where one thread ran several), and the longest shard's replay in its thread's CPU time
     (what a replay takes while it runs: the ceiling of the sharded step on free cores)."""
 
-    def __init__(self, env: ShardedVectorEnv):
+    def __init__(self, env: ShardedVectorEnv, serial: bool = False):
         self.env, self.last = env, [(0.0, 0.0, 0.0)] * env.num_shards
+        self.serial = serial
         self.total = self.total_cpu = 0.0
         self.steps = 0
         for k, shard in enumerate(env.shards):
@@ -238,11 +246,20 @@ class _ReplayClock:
         return run
 
     def step(self, action):
-        out = self.env.step(action)
+        out = self._step_in_turn(action) if self.serial else self.env.step(action)
         self.total += max(t[1] for t in self.last) - min(t[0] for t in self.last)
         self.total_cpu += max(t[2] for t in self.last)
         self.steps += 1
         return out
+
+    def _step_in_turn(self, action):
+        """The sharded step with every shard stepped in the caller's thread, one after the other."""
+        env = self.env
+        out = env.shards[0].new_outputs(env.num_envs)
+        action = np.asarray(action, dtype=np.float32)
+        for shard, rows in zip(env.shards, env._rows):
+            shard.step_into(action, out, rows)
+        return out.step_tuple()
 
     def replay_us(self) -> tuple[float, float]:
         """[us] per step, over every step (the untimed warm-up ones too): the replays' wall-clock
@@ -546,6 +563,11 @@ def markdown(result: dict, command: str) -> str:
             add(f"| {k} | {_f(s[f'shards_{k}']['transitions_per_s'])}{x('speedup_2')} | "
                 f"{s[f'shards_{k}']['step_us']:,.0f} | {s[f'replay_us_{k}']:,.0f}{x('replay_speedup_2')} | "
                 f"{s[f'replay_cpu_us_{k}']:,.0f}{x('replay_cpu_speedup_2')} | {s[f'host_us_{k}']:,.0f} |")
+        if "replay_cpu_us_2_alone" in s:
+            add(f"\nThe same 2 shards stepped in turn in one thread: the longest replay takes "
+                f"{s['replay_cpu_us_2_alone']:,.0f} us of CPU alone, {s['replay_cpu_us_2']:,.0f} us beside the other "
+                f"({s['replay_contention_2']:.2f}x: above 1, two replays at the same moment slow each other through "
+                "the shared cache and memory; the ceiling on free cores is then the in-turn ratio over this).")
         tt = s["two_threads"]
         add(f"\nTwo jobs in 2 threads against in turn, same run: two Warp CPU graph replays "
             f"{tt['warp_graph_replay']:.2f}x, two SHA-256 hashes (C code without the GIL, the control) "

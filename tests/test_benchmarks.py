@@ -89,6 +89,9 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert {"0.0", "0.01", "1.0"} <= set(result["resets"]["TrackGen-Track-v0"])
     assert result["first_use"]["TrackGen-Track-v0"]["warm"]["total_s"] > 0
     assert result["sharding"]["equal_to_one_env"] is True
+    # the shards' replays alone (in turn, one thread) beside in parallel: both timed
+    assert result["sharding"]["replay_cpu_us_2_alone"] > 0 and result["sharding"]["replay_contention_2"] > 0
+    assert "stepped in turn in one thread" in (tmp_path / "results.md").read_text()
     ratios = result["ratios"]
     expected = {"track_step_time_over_floor_64", "track_over_numpy_step_64", "track_replay_over_eager_64",
                 "track_courses_per_s_64", "sharding_speedup_2", "track_device_bytes_per_env"}
