@@ -328,6 +328,10 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
     assert env_kwargs == {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
     saved = PipelineSpec.from_dict(json.loads((preset_run / "spec.json").read_text()))
     assert saved == spec and record["spec"] == spec.to_dict()
+    # the recipe's learning rate falls linearly to 0: recorded as set, and what the model got
+    assert record["ppo"]["learning_rate"] == "lin_3e-4"
+    model = PPO.load(preset_run / "model.zip", device="cpu")
+    assert model.lr_schedule(1.0) == pytest.approx(3e-4) and model.lr_schedule(0.5) == pytest.approx(1.5e-4)
     assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.9, 1.5)}
 
 
@@ -406,3 +410,24 @@ def test_train_preset_errors(tmp_path, capsys):
     with pytest.raises(ValueError, match="pass preset or spec"):
         train_module.train("TrackGen-Track-v0", 10, preset="circuit", spec=presets.track(), out=tmp_path / "c", progress=False)
     assert not any((tmp_path / d).exists() for d in "abc")  # refused before anything was written
+
+
+def test_learning_rate_is_a_number_or_a_linear_schedule_and_refuses_the_rest():
+    from trackgen_env.integrations.train import LinearSchedule, learning_rate
+
+    assert learning_rate(3e-4) == 3e-4
+    schedule = learning_rate("lin_3e-4")
+    assert isinstance(schedule, LinearSchedule) and repr(schedule) == "lin_0.0003"
+    assert schedule(1.0) == pytest.approx(3e-4) and schedule(0.25) == pytest.approx(7.5e-5) and schedule(0.0) == 0.0
+    own = lambda progress: 1e-4  # noqa: E731  an SB3 schedule of the caller's
+    assert learning_rate(own) is own
+    for bad in ("exp_3e-4", "lin_", "lin_-1", 0.0, -1e-3, float("nan"), True, None):
+        with pytest.raises(ValueError, match="learning_rate"):
+            learning_rate(bad)
+
+
+def test_a_bad_learning_rate_is_refused_before_the_run_folder_is_made(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="learning_rate must be"):
+        train_module.train("TrackGen-Track-v0", steps=64, num_envs=2, out=out, ppo_kwargs={"learning_rate": "cosine"})
+    assert not out.exists()
