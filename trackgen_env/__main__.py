@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
     train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
-                       help="train on a recipe's courses and env settings (circuit: circuit-like tracks 0.9-1.5 m "
-                            "wide (1:10), friction x 0.85-1.15, 2500-step episodes; the recipe that transfers to real circuits, docs/training.md; "
+                       help="train on a recipe's courses, env and PPO settings (circuit: circuit-like tracks 0.9-1.5 m "
+                            "wide (1:10), friction x 0.85-1.15, 2500-step episodes, the learning rate falling "
+                            "linearly to 0; the recipe that transfers to real circuits, docs/training.md; "
                             "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
                             "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 "
                             "and the steering lock x 0.95-1.05)")
