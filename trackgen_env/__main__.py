@@ -103,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--device", default=None, help="Warp device of the env")
     ev.add_argument("--track-csv", default=None, metavar="FILE",
                     help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training width")
-    ev.add_argument("--track-scale", type=float, default=None, help="scale of the --track-csv circuit (default: "
-                                                                     "mean width -> the training track width)")
+    ev.add_argument("--track-scale", type=float, default=None, help="scale factor of the --track-csv circuit or of every "
+                                                                     "--circuits circuit (e.g. 0.1: true 1:10; default: "
+                                                                     "each circuit's mean width -> the training track width)")
     ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                     help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
     ev.add_argument("--circuits", default=None, metavar="DIR",
