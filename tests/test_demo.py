@@ -37,7 +37,7 @@ def test_demo_runs_end_to_end_and_writes_the_track_grid(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    for line in ("env-steps/s:", "laps completed:", "off-track rate:", "picture:"):
+    for line in ("throughput:", "laps completed:", "off-track rate:", "picture:"):
         assert line in proc.stdout
     png = out / "tracks.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -99,7 +99,7 @@ def test_demo_prints_transitions_and_reset_steps(tmp_path, capsys):
 
     m = re.search(r"env steps: +1200 \(300 steps x 4 envs\) = (\d+) transitions \+ (\d+) reset steps \(NEXT_STEP", printed)
     assert m and int(m[1]) + int(m[2]) == 1200 and int(m[2]) > 0, printed
-    assert re.search(r"env-steps/s: +[\d,]+ transitions/s \(reset steps not counted", printed)
+    assert re.search(r"throughput: +[\d,]+ transitions/s \(reset steps not counted", printed)
 
 
 def test_gates_demo_prints_transitions_and_reset_steps(tmp_path, capsys):

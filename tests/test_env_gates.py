@@ -359,7 +359,7 @@ def test_demo_flies_and_writes_the_3d_picture(tmp_path, capsys):
                  "--seed", "1", "--out", str(tmp_path), "--no-progress"])
     assert code == 0
     out = capsys.readouterr().out
-    for line in ("gates passed:", "collisions:", "env-steps/s:"):
+    for line in ("gates passed:", "collisions:", "throughput:"):
         assert line in out
     picture = tmp_path / "gates.png"
     assert picture.exists() and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -38,6 +38,8 @@ def test_pure_pursuit_laps_the_folder_and_writes_markdown_and_json(circuits, tmp
     table = md.read_text()
     assert table.strip() in capsys.readouterr().out
     assert "| Oval |" in table and "| Stadium |" in table and "(centreline)" in table
+    # each row says the scale it drove at (0.8 m / 12 m: 1:15)
+    assert "| circuit | scale |" in table and "| Oval | 1:15.0 |" in table and "| Stadium | 1:15.0 |" in table
     data = json.loads(js.read_text())
     rows = {r["circuit"]: r for r in data["circuits"]}
     assert rows["Oval"]["reference_line"] == "raceline" and rows["Stadium"]["reference_line"] == "centerline"

@@ -181,7 +181,7 @@ def run(args) -> int:
     ended = out["episodes"]
     print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs, {steps * env.quadrotor.dt:g} s of flight) "
           f"= {out['transitions']} transitions + {out['reset_steps']} reset steps ({RESET_STEPS_NOTE})")
-    print(f"env-steps/s:    {out['transitions'] / max(out['env_seconds'], 1e-9):,.0f} transitions/s (reset steps not "
+    print(f"throughput:     {out['transitions'] / max(out['env_seconds'], 1e-9):,.0f} transitions/s (reset steps not "
           f"counted; time inside env.step; controller excluded)")
     print(f"gates passed:   {out['gates']}")
     print(f"laps completed: {out['laps']}")

@@ -113,7 +113,7 @@ def run(args) -> int:
     ended = out["episodes"]
     print(f"env steps:      {env_steps} ({steps} steps x {num_envs} envs) = {out['transitions']} transitions "
           f"+ {out['reset_steps']} reset steps ({RESET_STEPS_NOTE})")
-    print(f"env-steps/s:    {rate:,.0f} transitions/s (reset steps not counted; time inside env.step; "
+    print(f"throughput:     {rate:,.0f} transitions/s (reset steps not counted; time inside env.step; "
           f"controller excluded)")
     print(f"laps completed: {out['laps']}")
     print(f"off-track rate: {out['off_track'] / max(ended, 1):.1%} of {ended} finished episodes")

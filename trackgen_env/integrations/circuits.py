@@ -254,11 +254,11 @@ def format_circuits_table(results: list[CircuitResult], title: str = "") -> str:
         return "-" if isinstance(x, float) and math.isnan(x) else format(x, fmt)
 
     rows = [f"**{title}**\n" if title else "",
-            "| circuit | length [m] | lap completed | lap time [s] | reference [s] | ratio | off-track | lap fraction |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| circuit | scale | length [m] | lap completed | lap time [s] | reference [s] | ratio | off-track | lap fraction |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         ref = f"{r.reference_lap_time_s:.2f}" + ("" if r.reference_line == "raceline" else " (centreline)")
-        rows.append(f"| {r.circuit} | {r.length_m:.1f} | {'yes' if r.lap_completed else 'no'} | {num(r.lap_time_s, '.2f')} | "
+        rows.append(f"| {r.circuit} | 1:{1.0 / r.scale:.1f} | {r.length_m:.1f} | {'yes' if r.lap_completed else 'no'} | {num(r.lap_time_s, '.2f')} | "
                     f"{ref} | {num(r.ratio, '.3f')} | {r.off_track_count} | {r.lap_fraction:.2f} |")
     s = _summary(results)
     rows.append(f"\n{s['laps_completed']} / {s['circuits']} laps completed, {s['clean_laps']} without leaving the "
