@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from benchmarks import carracing, measure  # noqa: E402
 from benchmarks.floor import FusedWarpStep, NumpyStep  # noqa: E402
 from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
+from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
 
 NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 262144)
@@ -253,10 +254,11 @@ class _ReplayClock:
         return out
 
     def _step_in_turn(self, action):
-        """The sharded step with every shard stepped in the caller's thread, one after the other."""
+        """``ShardedVectorEnv.step`` with every shard stepped in the caller's thread, one after the other."""
         env = self.env
-        out = env.shards[0].new_outputs(env.num_envs)
-        action = np.asarray(action, dtype=np.float32)
+        first = env.shards[0]
+        action = check_actions(action, env.num_envs, env.single_action_space.shape[0], first.action_labels)
+        out = first.new_outputs(env.num_envs)
         for shard, rows in zip(env.shards, env._rows):
             shard.step_into(action, out, rows)
         return out.step_tuple()

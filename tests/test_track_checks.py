@@ -114,6 +114,16 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     assert np.array_equal(ok.numpy(), want)
 
 
+def _assign_jittered_circles(program, E: int, rng) -> None:
+    """The centreline inputs of ``E`` envs: 16-point circles of radius 3-4 m, jittered per point, 0.4 m half widths."""
+    t = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
+    xy = np.zeros((E, 16, 4), np.float32)
+    xy[..., 0] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.cos(t)
+    xy[..., 1] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.sin(t)
+    xy[..., 2:] = 0.4
+    program.inputs["centerline.xy"].assign(xy)
+
+
 @pytest.mark.parametrize("source", ["procedural", "centerline"])
 def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
     """The CUDA layout of the spline stage (the bound, the chords and their sum as three
@@ -128,12 +138,7 @@ def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
         program = build(spec, seeds=5, prepare=False)
         if source == "centerline":
             rng = np.random.default_rng(0)
-            t = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
-            xy = np.zeros((E, 16, 4), np.float32)
-            xy[..., 0] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.cos(t)
-            xy[..., 1] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.sin(t)
-            xy[..., 2:] = 0.4
-            program.inputs["centerline.xy"].assign(xy)
+            _assign_jittered_circles(program, E, rng)
             program.inputs["centerline.count"].assign(rng.integers(2, 17, E).astype(np.int32))
         ctx = program._ctx
         ctx.pending.fill_(1)
@@ -168,13 +173,7 @@ def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
             else presets.track(num_envs=E, device=DEV, source="centerline", max_input_points=16))
     program = build(spec, seeds=9, prepare=False)
     if source == "centerline":
-        rng = np.random.default_rng(2)
-        t = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
-        xy = np.zeros((E, 16, 4), np.float32)
-        xy[..., 0] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.cos(t)
-        xy[..., 1] = (3.0 + rng.uniform(0, 1, (E, 16))) * np.sin(t)
-        xy[..., 2:] = 0.4
-        program.inputs["centerline.xy"].assign(xy)
+        _assign_jittered_circles(program, E, np.random.default_rng(2))
         program.inputs["centerline.count"].assign(np.full(E, 16, np.int32))
     ctx = program._ctx
     ctx.pending.fill_(1)

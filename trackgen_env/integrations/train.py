@@ -307,18 +307,16 @@ def learning_rate(value):
     """
     if callable(value):  # an SB3 schedule of the caller's own (recorded by its repr)
         return value
-    text = value
-    if isinstance(value, str):
-        if not value.startswith("lin_"):
-            raise ValueError(f"learning_rate must be a number or 'lin_<number>' (linear to 0), got {value!r}")
-        text = value[4:]
+    if isinstance(value, str) and not value.startswith("lin_"):
+        raise ValueError(f"learning_rate must be a number or 'lin_<number>' (linear to 0), got {value!r}")
+    linear = isinstance(value, str)
     try:
-        rate = float(text)
+        rate = float(value[4:] if linear else value)
     except (TypeError, ValueError):
         rate = math.nan
     if isinstance(value, bool) or not (math.isfinite(rate) and rate > 0.0):
         raise ValueError(f"learning_rate must be a positive number or 'lin_<positive number>', got {value!r}")
-    return LinearSchedule(rate) if isinstance(value, str) else rate
+    return LinearSchedule(rate) if linear else rate
 
 
 def _rollout_steps(steps: int, num_envs: int, n_steps: int) -> int:
@@ -499,8 +497,8 @@ def train(
             "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
             "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
             "env_kwargs": recorded_kwargs,
-            "ppo": {**hyper, "learning_rate": repr(rate) if callable(rate) and not isinstance(rate, LinearSchedule)
-                    else hyper["learning_rate"]},
+            # as given (a number, "lin_<number>"); a caller's own schedule by its repr
+            "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"]) else hyper["learning_rate"]},
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
             "preset": preset,
         }
