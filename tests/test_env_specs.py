@@ -137,3 +137,23 @@ def test_a_spec_with_a_host_stage_steps_eagerly_with_one_warning():
     assert env.graph is None
     _rollout(env, 4)  # through an auto-reset: the host stage regenerates eagerly
     np.testing.assert_allclose(env.course.result.half_width.numpy(), 0.3)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: TrackVectorEnv(3, "cpu", track=presets.track().with_params({"band.width": 50.0}), seed=0),
+     r"only 0 of 3 envs \(0.0%\) hold a valid track course"),
+    (lambda: TrackVectorEnv(4, "cpu", track=presets.track().with_params({"band.width": 3.0}), seed=0),
+     r"only 0 of 4 envs \(0.0%\) hold a valid track course"),
+    # 7 gates in a 3 m disc cannot be 1.5 m apart
+    (lambda: GatesVectorEnv(3, "cpu", gates=presets.gates(gate_width=0.6, max_retries=2).with_params(
+        {"layout.size": 3.0}), seed=0), r"only 0 of 3 envs \(0.0%\) hold a valid gates course"),
+])
+def test_a_spec_of_invalid_courses_warns_at_env_construction(make, match):
+    # the env builds the spec's program without its first generation (the course runs it):
+    # the program's low-valid warning must still be raised, once, at the user's line
+    with pytest.warns(UserWarning, match=match) as caught:
+        env = make()
+    low = [w for w in caught if "hold a valid" in str(w.message)]
+    assert len(low) == 1 and low[0].filename == __file__
+    assert env.course.result.valid.numpy().sum() == 0
+    env.close()

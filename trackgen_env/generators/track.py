@@ -105,7 +105,7 @@ class TrackGenerator(Program):
         gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
         gen.inputs["centerline.xy"].assign(np.broadcast_to(pts.astype(np.float32), (num_envs, len(pts), 4)).copy())
         gen.inputs["centerline.count"].fill_(len(pts))
-        gen._first_generation()
+        gen.first_generation()
         return gen
 
     def __repr__(self) -> str:
