@@ -93,6 +93,19 @@ def test_the_constructor_and_the_edits_use_the_same_checks_as_from_dict():
     assert PipelineSpec.from_dict({**data, "device": None}).device is None
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda s: s.with_params([("band.width", 1.0)]),
+     r"with_params\(\) expected a mapping \(dict\) of 'stage.param' -> value, got list \[\('band.width', 1.0\)\]"),
+    (lambda s: s.with_params("band.width"), r"with_params\(\) expected a mapping .* got str 'band.width'"),
+    (lambda s: s.with_randomize([("band.width", (0.6, 1.0))]),
+     r"with_randomize\(\) expected a mapping \(dict\) of 'stage.param' -> \(lo, hi\), got list .*dict\(pairs\)"),
+    (lambda s: s.with_stage("banking", params=[("banking", 0.5)]), r"with_stage\(\) params= expected a mapping"),
+])
+def test_the_edits_refuse_what_is_no_mapping_as_a_type_error_naming_it(edit, match):
+    with pytest.raises(TypeError, match=match):
+        edit(presets.track(device=DEV))
+
+
 # -- 5. Param and Stage declarations ---------------------------------------------------------------
 from trackgen_env.pipeline import Param, Registry, Stage  # noqa: E402
 
