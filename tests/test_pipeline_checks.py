@@ -232,3 +232,18 @@ def test_the_low_valid_rate_warning_names_the_plugin_stages_not_the_config():
     assert not any("TrackGenConfig docstring" in str(w.message) for w in record)
     with pytest.warns(UserWarning, match="see the TrackGenConfig docstring"):  # no plugin: the config's ranges
         build(presets.track(num_envs=E, device=DEV).with_params({"band.width": 3.0}))
+
+
+@pytest.mark.parametrize("randomize, match", [
+    ({"layout.altitude_min": (0.5, 3.0), "layout.altitude_max": (1.0, 2.0)},
+     r"stage 'layout' needs layout.altitude_min <= layout.altitude_max in every draw, but "
+     r"randomize\['layout.altitude_min'\] = \(0.5, 3\) and randomize\['layout.altitude_max'\] = \(1, 2\) could draw "
+     r"layout.altitude_min=3 above layout.altitude_max=1"),
+    ({"layout.altitude_max": (0.2, 2.0)},
+     r"but the value layout.altitude_min=0.5 and randomize\['layout.altitude_max'\] = \(0.2, 2\) could draw "
+     r"layout.altitude_min=0.5 above layout.altitude_max=0.2"),
+])
+def test_an_ordered_pair_that_the_randomize_ranges_could_draw_out_of_order_names_the_ranges(randomize, match):
+    spec = presets.gates(num_envs=E, device=DEV, gate_width=0.3).with_randomize(randomize)
+    with pytest.raises(ValueError, match=match):
+        build(spec)

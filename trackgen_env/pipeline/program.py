@@ -440,11 +440,26 @@ def _check_params(spec: PipelineSpec, found) -> dict:
     for name, cls, _ in found:
         for lo_name, hi_name in cls.ordered:
             lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
-            # the largest value the lower bound can take against the least of the upper one
-            lo = spec.randomize.get(lo_full, (None, spec.params[lo_full]))[1]
-            hi = spec.randomize.get(hi_full, (spec.params[hi_full], None))[0]
-            check_ordered(f"stage {name!r} (its values or randomize ranges)", lo_full, hi_full, lo, hi)
+            _check_ordered_pair(spec, name, lo_full, hi_full)
     return declared
+
+
+def _check_ordered_pair(spec: PipelineSpec, stage: str, lo_full: str, hi_full: str) -> None:
+    """Refuse an ``ordered`` pair whose values, or the randomize ranges that draw them, could put
+    it out of order: the largest value the lower one can take against the least of the upper."""
+    ranges = {n: spec.randomize[n] for n in (lo_full, hi_full) if n in spec.randomize}
+    if not ranges:
+        check_ordered(f"stage {stage!r}", lo_full, hi_full, spec.params[lo_full], spec.params[hi_full])
+        return
+    lo = ranges[lo_full][1] if lo_full in ranges else spec.params[lo_full]
+    hi = ranges[hi_full][0] if hi_full in ranges else spec.params[hi_full]
+    if lo > hi:
+        given = " and ".join(f"randomize[{n!r}] = ({ranges[n][0]:g}, {ranges[n][1]:g})" if n in ranges
+                             else f"the value {n}={spec.params[n]:g}" for n in (lo_full, hi_full))
+        raise ValueError(
+            f"stage {stage!r} needs {lo_full} <= {hi_full} in every draw, but {given} could draw "
+            f"{lo_full}={lo:g} above {hi_full}={hi:g}: keep the largest {lo_full} <= the least {hi_full}"
+        )
 
 
 def _add_order_validators(params: Params, found) -> None:
