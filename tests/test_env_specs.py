@@ -157,3 +157,18 @@ def test_a_spec_of_invalid_courses_warns_at_env_construction(make, match):
     assert len(low) == 1 and low[0].filename == __file__
     assert env.course.result.valid.numpy().sum() == 0
     env.close()
+
+
+@pytest.mark.parametrize("gates, given", [(presets.gates(), "presets.gates"), (GateGenConfig(), "GateGenConfig"),
+                                          (presets.gates().with_randomize({"gate_frames.gate_width": (0.0, 0.5)}),
+                                           "presets.gates")])
+def test_a_width_0_gates_source_is_refused_at_the_argument_check_saying_what_to_pass(gates, given, monkeypatch):
+    from trackgen_env.course import memory
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("the memory estimate built probes before the width was checked")
+
+    monkeypatch.setattr(memory, "probe", no_probe)  # 3 envs: the estimate would probe first
+    with pytest.raises(ValueError, match=rf"gate_frames.gate_width is 0.0: a gate of width <= 0 can never be passed; "
+                                         rf"pass gates={given}\(gate_width=0.6, ...\) \(the env's default opening"):
+        GatesVectorEnv(3, "cpu", gates=gates)
