@@ -126,6 +126,17 @@ def test_a_param_declaration_is_checked_when_it_is_made(kwargs, error, match):
         Param("p", **kwargs)
 
 
+@pytest.mark.parametrize("name", ["Bad Name", "1x", "a.b", "a-b", "", "x\n"])
+def test_a_param_name_that_is_no_identifier_is_refused_where_it_is_made(name):
+    with pytest.raises(ValueError, match=r"Param name must be an identifier \(\[A-Za-z_\]\[A-Za-z0-9_\]\*"):
+        Param(name, 0.0)
+
+
+def test_register_refuses_two_params_of_one_name():
+    with pytest.raises(ValueError, match=r"param names must be unique, got \['dz'\] more than once"):
+        Registry().register(_stage(params=(Param("dz", 0.0), Param("dz", 1.0))))
+
+
 def _stage(name="acme.ok", **attrs):
     return type("S", (Stage,), {"name": name, "family": "track", **attrs})
 
@@ -136,6 +147,11 @@ def _stage(name="acme.ok", **attrs):
     (dict(params=(("dz", 0.0),)), r"params must be a tuple of pipeline.Param"),
     (dict(params=Param("dz", 0.0)), r"params must be a tuple of pipeline.Param"),
     (dict(draws=1), r"draws must be a bool"),
+    # lists, though of the right entries: the documented type is a tuple
+    (dict(writes=["centerline"]), r"writes must be a tuple of field names \(str\), got list \['centerline'\] "
+                                  r"\(write \('centerline',\)\)"),
+    (dict(reads=["centerline"]), r"reads must be a tuple of field names"),
+    (dict(params=[Param("dz", 0.0)]), r"params must be a tuple of pipeline.Param, got list"),
 ])
 def test_register_refuses_a_stage_declaration_of_the_wrong_type(attrs, match):
     reg = Registry()
@@ -154,7 +170,7 @@ def test_register_takes_a_well_declared_stage_and_every_built_in_passes_the_chec
     from trackgen_env.pipeline import registry as registry_module
 
     reg = Registry()
-    reg.register(_stage("acme.ok_2", reads=("centerline",), writes=["centerline"],
+    reg.register(_stage("acme.ok_2", reads=("centerline",), writes=("centerline",),
                         params=(Param("dz", 0.0, -1.0, 1.0),)))
     assert "acme.ok_2" in reg.names("track")
     for cls in registry_module._BUILTIN_STAGES:
