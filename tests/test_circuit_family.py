@@ -177,7 +177,9 @@ def test_with_params_and_randomize_cannot_put_a_lo_above_its_hi():
                                          r"circuit_layout.radius_lo=70 and circuit_layout.radius_hi=68"):
         build(spec.with_params({"circuit_layout.radius_lo": 70.0}))
     # a randomize range that could draw the upper end below the lower one
-    with pytest.raises(ValueError, match=r"circuit_layout.corners_lo=13 and circuit_layout.corners_hi=12"):
+    with pytest.raises(ValueError, match=r"the value circuit_layout.corners_lo=13 and "
+                                         r"randomize\['circuit_layout.corners_hi'\] = \(12, 20\) could draw "
+                                         r"circuit_layout.corners_lo=13 above circuit_layout.corners_hi=12"):
         build(spec.with_randomize({"circuit_layout.corners_hi": (12.0, 20.0)}))
     build(spec.with_randomize({"circuit_layout.corners_hi": (14.0, 20.0)}), seeds=0)  # inside: fine
 

@@ -79,6 +79,27 @@ def test_after_the_episode_ends_step_warns_once_and_does_not_move_until_reset():
     assert env.step(zero)[3] is False
 
 
+@pytest.mark.parametrize("ended", [False, True])
+def test_step_checks_the_action_and_the_closed_env_in_the_vector_envs_order_after_the_end_too(ended):
+    env = TrackEnv("cpu", seed=2, max_episode_steps=2)
+    env.reset(seed=2)
+    zero = np.zeros(2, np.float32)
+    if ended:
+        env.step(zero)
+        assert env.step(zero)[3] is True
+    # the vector env's messages: dtype before shape, then NaN
+    for bad, error, match in [("abc", TypeError, "got dtype <U3"), (np.zeros(2, np.int64), TypeError, "got dtype int64"),
+                              (np.zeros(3, np.float32), ValueError, r"shape \(2,\)"),
+                              (np.array([np.nan, 0.0], np.float32), ValueError, "NaN")]:
+        with pytest.raises(error, match=match):
+            env.step(bad)
+    env.close()
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        env.step(zero)
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        env.step("abc")  # closed comes first, as on a live step
+
+
 def test_render_returns_one_frame():
     env = gymnasium.make("TrackGen-Track-v0", device="cpu", seed=0, render_mode="rgb_array", render_size=32)
     env.reset(seed=0)
@@ -100,8 +121,12 @@ def test_make_time_limit_and_fixed_arguments():
     for bad in ({"num_envs": 4}, {"autoreset_mode": "SameStep"}, {"output": "torch"}):
         with pytest.raises(TypeError, match="make_vec"):
             TrackEnv("cpu", **bad)
+    single = TrackEnv("cpu", seed=0)
+    with pytest.raises(RuntimeError, match="call reset"):  # before the action, as the vector env's step
+        single.step(np.zeros((1, 2), np.float32))
+    single.reset()
     with pytest.raises(ValueError, match=r"shape \(2,\)"):
-        TrackEnv("cpu", seed=0).step(np.zeros((1, 2), np.float32))
+        single.step(np.zeros((1, 2), np.float32))
     with pytest.raises(ValueError, match="seed must be"):
         TrackEnv("cpu", seed=0).reset(seed=-1)
     with pytest.raises(ValueError, match="no options"):

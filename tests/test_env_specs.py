@@ -137,3 +137,38 @@ def test_a_spec_with_a_host_stage_steps_eagerly_with_one_warning():
     assert env.graph is None
     _rollout(env, 4)  # through an auto-reset: the host stage regenerates eagerly
     np.testing.assert_allclose(env.course.result.half_width.numpy(), 0.3)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: TrackVectorEnv(3, "cpu", track=presets.track().with_params({"band.width": 50.0}), seed=0),
+     r"only 0 of 3 envs \(0.0%\) hold a valid track course"),
+    (lambda: TrackVectorEnv(4, "cpu", track=presets.track().with_params({"band.width": 3.0}), seed=0),
+     r"only 0 of 4 envs \(0.0%\) hold a valid track course"),
+    # 7 gates in a 3 m disc cannot be 1.5 m apart
+    (lambda: GatesVectorEnv(3, "cpu", gates=presets.gates(gate_width=0.6, max_retries=2).with_params(
+        {"layout.size": 3.0}), seed=0), r"only 0 of 3 envs \(0.0%\) hold a valid gates course"),
+])
+def test_a_spec_of_invalid_courses_warns_at_env_construction(make, match):
+    # the env builds the spec's program without its first generation (the course runs it):
+    # the program's low-valid warning must still be raised, once, at the user's line
+    with pytest.warns(UserWarning, match=match) as caught:
+        env = make()
+    low = [w for w in caught if "hold a valid" in str(w.message)]
+    assert len(low) == 1 and low[0].filename == __file__
+    assert env.course.result.valid.numpy().sum() == 0
+    env.close()
+
+
+@pytest.mark.parametrize("gates, given", [(presets.gates(), "presets.gates"), (GateGenConfig(), "GateGenConfig"),
+                                          (presets.gates().with_randomize({"gate_frames.gate_width": (0.0, 0.5)}),
+                                           "presets.gates")])
+def test_a_width_0_gates_source_is_refused_at_the_argument_check_saying_what_to_pass(gates, given, monkeypatch):
+    from trackgen_env.course import memory
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("the memory estimate built probes before the width was checked")
+
+    monkeypatch.setattr(memory, "probe", no_probe)  # 3 envs: the estimate would probe first
+    with pytest.raises(ValueError, match=rf"gate_frames.gate_width is 0.0: a gate of width <= 0 can never be passed; "
+                                         rf"pass gates={given}\(gate_width=0.6, ...\) \(the env's default opening"):
+        GatesVectorEnv(3, "cpu", gates=gates)

@@ -178,6 +178,21 @@ def test_the_generator_refuses_an_out_and_back_centreline():
         TrackGenerator.from_centerline(_out_and_back(), device="cpu")
 
 
+@pytest.mark.parametrize("value, message", [
+    (np.nan, r"points: non-finite value in row 7: \[.*nan"),
+    (-1.0, r"points: track widths must be > 0 m, row 7 has \[-1.0, 6.0\]"),
+    (0.0, r"points: track widths must be > 0 m, row 7 has \[0.0, 6.0\]"),  # the same rule: > 0
+])
+def test_the_env_names_the_first_bad_centreline_row_and_its_value(value, message):
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    data = _circle()
+    data[7, 2] = value
+    data[9, 2] = -2.0  # a later bad row is not the one named
+    with pytest.raises(ValueError, match=message):
+        TrackVectorEnv(2, "cpu", centerline=data)
+
+
 def test_an_open_polyline_warns_that_it_is_closed_by_a_chord(tmp_path):
     a = np.linspace(0, 1.5 * np.pi, 60)  # three quarters of a circle: a 70 m gap for ~2 m spacing
     rows = np.stack([50 * np.cos(a), 50 * np.sin(a), np.full(60, 4.0), np.full(60, 4.0)], axis=1)

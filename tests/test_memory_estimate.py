@@ -133,3 +133,19 @@ def test_a_subclass_with_its_own_constructor_is_estimated_through_its_base():
     env = FullCarEnv(5)
     estimate = FullCarEnv.memory_estimate(5, device="cpu", car="full")
     assert estimate.total == pytest.approx(sum(env.memory_usage().values()), rel=0.05)
+
+
+@pytest.mark.parametrize("cls", [TrackVectorEnv, GatesVectorEnv])
+@pytest.mark.parametrize("num_envs, error", [(0, ValueError), (-3, ValueError), (2.0, TypeError), (True, TypeError)])
+def test_the_estimate_refuses_the_num_envs_the_constructor_refuses(cls, num_envs, error, monkeypatch):
+    def no_probe(*args, **kwargs):
+        raise AssertionError("probed before num_envs was checked")
+
+    monkeypatch.setattr(memory, "probe", no_probe)
+    with pytest.raises(error, match="num_envs") as estimated:
+        cls.memory_estimate(num_envs, device="cpu")
+    with pytest.raises(error) as constructed:
+        cls(num_envs, "cpu")
+    assert str(estimated.value) == str(constructed.value)
+    with pytest.raises(error, match="num_envs"):  # the course estimate too
+        memory.memory_estimate(no_probe, no_probe, num_envs, "cpu")

@@ -93,6 +93,19 @@ def test_the_constructor_and_the_edits_use_the_same_checks_as_from_dict():
     assert PipelineSpec.from_dict({**data, "device": None}).device is None
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda s: s.with_params([("band.width", 1.0)]),
+     r"with_params\(\) expected a mapping \(dict\) of 'stage.param' -> value, got list \[\('band.width', 1.0\)\]"),
+    (lambda s: s.with_params("band.width"), r"with_params\(\) expected a mapping .* got str 'band.width'"),
+    (lambda s: s.with_randomize([("band.width", (0.6, 1.0))]),
+     r"with_randomize\(\) expected a mapping \(dict\) of 'stage.param' -> \(lo, hi\), got list .*dict\(pairs\)"),
+    (lambda s: s.with_stage("banking", params=[("banking", 0.5)]), r"with_stage\(\) params= expected a mapping"),
+])
+def test_the_edits_refuse_what_is_no_mapping_as_a_type_error_naming_it(edit, match):
+    with pytest.raises(TypeError, match=match):
+        edit(presets.track(device=DEV))
+
+
 # -- 5. Param and Stage declarations ---------------------------------------------------------------
 from trackgen_env.pipeline import Param, Registry, Stage  # noqa: E402
 
@@ -113,6 +126,17 @@ def test_a_param_declaration_is_checked_when_it_is_made(kwargs, error, match):
         Param("p", **kwargs)
 
 
+@pytest.mark.parametrize("name", ["Bad Name", "1x", "a.b", "a-b", "", "x\n"])
+def test_a_param_name_that_is_no_identifier_is_refused_where_it_is_made(name):
+    with pytest.raises(ValueError, match=r"Param name must be an identifier \(\[A-Za-z_\]\[A-Za-z0-9_\]\*"):
+        Param(name, 0.0)
+
+
+def test_register_refuses_two_params_of_one_name():
+    with pytest.raises(ValueError, match=r"param names must be unique, got \['dz'\] more than once"):
+        Registry().register(_stage(params=(Param("dz", 0.0), Param("dz", 1.0))))
+
+
 def _stage(name="acme.ok", **attrs):
     return type("S", (Stage,), {"name": name, "family": "track", **attrs})
 
@@ -123,6 +147,11 @@ def _stage(name="acme.ok", **attrs):
     (dict(params=(("dz", 0.0),)), r"params must be a tuple of pipeline.Param"),
     (dict(params=Param("dz", 0.0)), r"params must be a tuple of pipeline.Param"),
     (dict(draws=1), r"draws must be a bool"),
+    # lists, though of the right entries: the documented type is a tuple
+    (dict(writes=["centerline"]), r"writes must be a tuple of field names \(str\), got list \['centerline'\] "
+                                  r"\(write \('centerline',\)\)"),
+    (dict(reads=["centerline"]), r"reads must be a tuple of field names"),
+    (dict(params=[Param("dz", 0.0)]), r"params must be a tuple of pipeline.Param, got list"),
 ])
 def test_register_refuses_a_stage_declaration_of_the_wrong_type(attrs, match):
     reg = Registry()
@@ -141,7 +170,7 @@ def test_register_takes_a_well_declared_stage_and_every_built_in_passes_the_chec
     from trackgen_env.pipeline import registry as registry_module
 
     reg = Registry()
-    reg.register(_stage("acme.ok_2", reads=("centerline",), writes=["centerline"],
+    reg.register(_stage("acme.ok_2", reads=("centerline",), writes=("centerline",),
                         params=(Param("dz", 0.0, -1.0, 1.0),)))
     assert "acme.ok_2" in reg.names("track")
     for cls in registry_module._BUILTIN_STAGES:
@@ -219,3 +248,18 @@ def test_the_low_valid_rate_warning_names_the_plugin_stages_not_the_config():
     assert not any("TrackGenConfig docstring" in str(w.message) for w in record)
     with pytest.warns(UserWarning, match="see the TrackGenConfig docstring"):  # no plugin: the config's ranges
         build(presets.track(num_envs=E, device=DEV).with_params({"band.width": 3.0}))
+
+
+@pytest.mark.parametrize("randomize, match", [
+    ({"layout.altitude_min": (0.5, 3.0), "layout.altitude_max": (1.0, 2.0)},
+     r"stage 'layout' needs layout.altitude_min <= layout.altitude_max in every draw, but "
+     r"randomize\['layout.altitude_min'\] = \(0.5, 3\) and randomize\['layout.altitude_max'\] = \(1, 2\) could draw "
+     r"layout.altitude_min=3 above layout.altitude_max=1"),
+    ({"layout.altitude_max": (0.2, 2.0)},
+     r"but the value layout.altitude_min=0.5 and randomize\['layout.altitude_max'\] = \(0.2, 2\) could draw "
+     r"layout.altitude_min=0.5 above layout.altitude_max=0.2"),
+])
+def test_an_ordered_pair_that_the_randomize_ranges_could_draw_out_of_order_names_the_ranges(randomize, match):
+    spec = presets.gates(num_envs=E, device=DEV, gate_width=0.3).with_randomize(randomize)
+    with pytest.raises(ValueError, match=match):
+        build(spec)

@@ -21,6 +21,7 @@ __all__ = [
     "current_graph",
     "retain",
     "caller",
+    "user_stacklevel",
 ]
 
 
@@ -74,12 +75,25 @@ def retain(device, *objects, stream=None) -> bool:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+def _in_package(frame) -> bool:
+    return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+
+
 def caller() -> str:
     """``"file:line in function"`` of the innermost frame outside trackgen_env (for messages)."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep):
+        if not _in_package(frame):
             return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return "<unknown>"
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` in the calling function that points at the
+    innermost frame outside trackgen_env (the user's line, however deep the library's call
+    chain; Python 3.12's ``skip_file_prefixes`` does this, 3.11 lacks it)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and _in_package(frame):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device"]
+__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device"]
 
 
 def _range(lo, hi) -> str:
@@ -36,6 +36,15 @@ def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ValueError(f"{name} must be {_range(lo, hi)}, got {value}")
     return int(value)
+
+
+def check_num_envs(value) -> int:
+    """A number of envs ``E``: an int >= 1 (the envs' constructors and memory estimates share it).
+
+    Raises:
+        TypeError: not an int. ValueError: < 1.
+    """
+    return check_int("num_envs", value, lo=1)
 
 
 def check_float(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:

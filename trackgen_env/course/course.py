@@ -62,7 +62,8 @@ class Course:
             of ``pipeline.build``, or an object with the same surface: ``result``,
             ``layout``, ``enqueue``, ``device``; docs/producer-protocol.md), or a
             :class:`CourseConfig`. A ``Program`` built with ``prepare=False`` gets its first
-            batch before any component attaches.
+            batch before any component attaches (``Program.first_generation``: it warns when
+            under 90 % of the envs hold a valid course).
         components: a sequence of components (``trackgen_env.tools`` or your own); they run
             in a stable topological order of their ``after`` / ``source`` names.
         stream: the course's default ``wp.Stream`` (default: the generator's ``stream``).
@@ -196,9 +197,10 @@ class Course:
         ctx = ComponentContext(generator, stream=self.stream)
         if isinstance(generator, Program) and not generator.result.generation.numpy().any():
             # a Program built with prepare=False: its first batch, which a component may read
-            # back at attach (Checkpoints' "auto" capacity of an elevated config)
+            # back at attach (Checkpoints' "auto" capacity of an elevated config), with the
+            # program's warning when most envs hold no course
             with contextlib.nullcontext() if self.stream is None else OnStream(ctx, self.stream):
-                generator.enqueue(ctx)
+                generator.first_generation(ctx)
         attached = []
         try:
             for c in components:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import warp as wp
 
+from ..checks import check_num_envs
+
 __all__ = ["MemoryEstimate", "array_bytes", "course_parts", "probe", "extrapolate", "memory_estimate",
            "available_bytes", "check_fits", "format_bytes", "PROBE_ENVS"]
 
@@ -182,7 +184,11 @@ def memory_estimate(build: Callable[[int], object], measure: Callable[[object], 
 
         est = memory_estimate(lambda e: Course.track(replace(cfg, num_envs=e), checkpoint_spacing=0.6),
                               course_parts, 10**6, "cpu")
+
+    Raises:
+        TypeError / ValueError: ``num_envs`` not an int >= 1 (before any probe is built).
     """
+    num_envs = check_num_envs(num_envs)
     return extrapolate(probe(build, measure), num_envs, device)
 
 

@@ -19,7 +19,7 @@ from ..pipeline import Params, PipelineSpec, build
 from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
 
-__all__ = ["TrackPreset", "GatesPreset", "source_family", "preset_for_family", "WIDTH_PARAM"]
+__all__ = ["TrackPreset", "GatesPreset", "check_gate_width", "source_family", "preset_for_family", "WIDTH_PARAM"]
 
 WIDTH_PARAM = "gate_frames.gate_width"
 
@@ -228,7 +228,7 @@ class GatesPreset(_Preset):
             raise TypeError(
                 f"collision must be None, a post radius > 0 or a component, got {type(collision).__name__}"
             )
-        self._check_width()
+        check_gate_width(self.source)
         own = [tools.GateCheckpoints(), tools.CenterlineFromGates(samples), tools.Progress()]
         if radius is not None:
             own.append(tools.DiscCollision(radius))
@@ -237,31 +237,38 @@ class GatesPreset(_Preset):
         own.append(tools.Localizer(warm_window=localize_window, source="centerline"))
         self._finish(own, extra)
 
-    def _check_width(self) -> None:
-        """Refuse a construction gate width of 0 (a randomized width: its lo must be > 0)."""
-        src = self.source
-        spec = src if self.kind == "spec" else getattr(src, "spec", None)
-        if self.kind == "config":
-            lo, what = float(src.gate_width), "the construction gate_frames.gate_width"
-        elif isinstance(spec, PipelineSpec) and WIDTH_PARAM in spec.params:
-            if WIDTH_PARAM in spec.randomize:
-                lo, what = spec.randomize[WIDTH_PARAM][0], f"the randomizer's lo of {WIDTH_PARAM}"
-            else:
-                lo, what = spec.params[WIDTH_PARAM], f"the construction {WIDTH_PARAM}"
-        else:
-            return
-        if lo <= 0:
-            raise ValueError(
-                f"{what} is {lo}: a gate of width <= 0 can never be passed; pass gate_width= "
-                f"(presets.gates defaults to 0) or randomize {WIDTH_PARAM!r} with a lo > 0"
-            )
-
     @staticmethod
     def guard_width(generator) -> None:
         """Make ``generator.params[WIDTH_PARAM] = v`` refuse a width <= 0 from now on."""
         params = getattr(generator, "params", None)
         if isinstance(params, Params) and WIDTH_PARAM in params:
             params.add_validator(WIDTH_PARAM, _refuse_nonpositive_width)
+
+
+def check_gate_width(source, *, fix: str = f"pass gate_width= (presets.gates defaults to 0) or randomize {WIDTH_PARAM!r} "
+                                             "with a lo > 0") -> None:
+    """Refuse a gate source whose construction width is 0 (a randomized width: its lo must be > 0).
+
+    Args:
+        source: a ``GateGenConfig``, a gates ``PipelineSpec`` or a built generator with a ``spec``;
+            anything else is left to the preset's own checks.
+        fix: what the message tells the caller to pass instead.
+
+    Raises:
+        ValueError: the width (or the randomizer's lo) is <= 0, naming it and ``fix``.
+    """
+    spec = source if isinstance(source, PipelineSpec) else getattr(source, "spec", None)
+    if isinstance(source, GateGenConfig):
+        lo, what = float(source.gate_width), "the construction gate_frames.gate_width"
+    elif isinstance(spec, PipelineSpec) and WIDTH_PARAM in spec.params:
+        if WIDTH_PARAM in spec.randomize:
+            lo, what = spec.randomize[WIDTH_PARAM][0], f"the randomizer's lo of {WIDTH_PARAM}"
+        else:
+            lo, what = spec.params[WIDTH_PARAM], f"the construction {WIDTH_PARAM}"
+    else:
+        return
+    if lo <= 0:
+        raise ValueError(f"{what} is {lo}: a gate of width <= 0 can never be passed; {fix}")
 
 
 def _refuse_nonpositive_width(name: str, values) -> None:

@@ -56,7 +56,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..checks import check_int, resolve_device
+from ..checks import check_int, check_num_envs, resolve_device
 from ..course import memory
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
@@ -278,7 +278,7 @@ class CourseVectorEnv(VectorEnv):
             TypeError / ValueError: a bad argument (``capture`` not a bool among them).
             MemoryError: the construction's estimate exceeds the memory available on the device.
         """
-        self.num_envs = check_int("num_envs", num_envs, lo=1)
+        self.num_envs = check_num_envs(num_envs)
         self.device = wp.get_device(resolve_device(device))
         self.max_episode_steps = check_limit("max_episode_steps", max_episode_steps, auto=auto_steps)
         self.laps = check_limit("laps", laps)
@@ -323,8 +323,10 @@ class CourseVectorEnv(VectorEnv):
         and with a ``render_mode`` ``"render frames"`` (allocated at the first ``render()``).
 
         Raises:
-            TypeError / ValueError: the constructor's, for bad arguments.
+            TypeError / ValueError: the constructor's, for bad arguments (``num_envs`` an int >= 1
+                among them, checked first, as there).
         """
+        num_envs = check_num_envs(num_envs)
         # the probe class: this one, or (a subclass whose constructor takes no num_envs) the
         # nearest base whose constructor does, with the arguments it takes
         probe_cls = next(k for k in cls.__mro__ if "num_envs" in inspect.signature(k.__init__).parameters)

@@ -14,6 +14,7 @@ from ..checks import check_float
 from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
+from ..course.presets import WIDTH_PARAM, check_gate_width
 from ..generators.gate_layouts import RaceLayout
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
@@ -523,7 +524,9 @@ class GatesVectorEnv(CourseVectorEnv):
       :class:`~trackgen_env.pipeline.PipelineSpec` (``presets.gates(...)``, with plugin stages
       or randomized parameters; its ``num_envs`` and ``device`` are replaced by the env's,
       ``docs/pipelines.md``); default ``GateGenConfig(gate_width=0.6)``. ``gates_config``
-      keeps it. A spec of the track family raises TypeError.
+      keeps it. A spec of the track family raises TypeError; a gate width of 0 (the default of
+      ``presets.gates`` and ``GateGenConfig``, as the spec has it) raises ValueError before
+      anything is built, saying to pass ``gate_width=0.6`` (the env's default) or another > 0.
     * ``registry``: the :class:`~trackgen_env.pipeline.Registry` holding a spec's plugin
       stages (None: the default registry); TypeError with a config or ``layout``.
     * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
@@ -592,6 +595,12 @@ class GatesVectorEnv(CourseVectorEnv):
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
         quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
+        if layout is None and gates is not None:
+            # before the memory estimate builds probes of it: a width-0 spec is refused here, saying what to pass
+            given = "GateGenConfig" if isinstance(gates, GateGenConfig) else "presets.gates"
+            check_gate_width(gates, fix=f"pass gates={given}(gate_width={DEFAULT_GATE_WIDTH}, ...) (the env's "
+                                        f"default opening, {DEFAULT_GATE_WIDTH} m; {given} defaults to 0), "
+                                        f"or randomize {WIDTH_PARAM!r} with a lo > 0")
         auto_steps = DEFAULT_MAX_EPISODE_STEPS
         if isinstance(layout, RaceLayout):
             # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED

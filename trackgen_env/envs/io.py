@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import warp as wp
 
-__all__ = ["EnvIO", "HostOutputs", "OUTPUTS", "check_action_shape", "check_actions", "check_output"]
+__all__ = ["EnvIO", "HostOutputs", "OUTPUTS", "check_action", "check_action_shape", "check_actions", "check_output"]
 
 #: The output types of ``step()`` / ``reset()``.
 OUTPUTS = ("numpy", "torch")
@@ -51,22 +51,47 @@ def check_actions(actions, num_envs: int, action_dim: int, action_labels: str = 
         TypeError: not of a real floating dtype.
         ValueError: a shape other than ``(num_envs, action_dim)``, or NaN (the message names the envs).
     """
-    if _is_torch(actions):
-        actions = actions.detach().cpu().numpy()
-    a = np.asarray(actions)
-    if a.dtype.kind != "f":
-        raise TypeError(f"actions must be a real floating array (float32 preferred), got dtype {a.dtype}")
+    a = _host_floats(actions, "actions")
     check_action_shape(a.shape, num_envs, action_dim, action_labels)
-    # one sum finds a NaN in a NaN-free batch without a temporary [E, A] mask (inf - inf also
-    # gives NaN: only then is the mask built)
-    with np.errstate(invalid="ignore"):
-        maybe_nan = np.isnan(a.sum())
-    if maybe_nan:
+    if _may_hold_nan(a):
         nan = np.isnan(a)
         if nan.any():
             rows = np.flatnonzero(nan.any(axis=1))
             raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
     return a
+
+
+def check_action(action, action_dim: int, action_labels: str = "") -> np.ndarray:
+    """One env's ``action`` (``[A]`` real floats; NumPy, array-like or a torch tensor) as a host
+    array, checked as :func:`check_actions` checks a batch (dtype, shape, NaN, in that order), not clipped.
+
+    Raises:
+        TypeError: not of a real floating dtype.
+        ValueError: a shape other than ``(action_dim,)``, or NaN.
+    """
+    a = _host_floats(action, "action")
+    if a.shape != (action_dim,):
+        raise ValueError(f"action must have shape ({action_dim},) {action_labels}, got {a.shape}")
+    if _may_hold_nan(a) and np.isnan(a).any():
+        raise ValueError(f"action holds NaN, got {a.tolist()}; the env is unchanged")
+    return a
+
+
+def _host_floats(values, name: str) -> np.ndarray:
+    """``values`` as a host array, refused (TypeError) unless of a real floating dtype."""
+    if _is_torch(values):
+        values = values.detach().cpu().numpy()
+    a = np.asarray(values)
+    if a.dtype.kind != "f":
+        raise TypeError(f"{name} must be a real floating array (float32 preferred), got dtype {a.dtype}")
+    return a
+
+
+def _may_hold_nan(a: np.ndarray) -> bool:
+    """One sum finds a NaN in a NaN-free batch without a temporary ``[E, A]`` mask (inf - inf
+    also gives NaN: only then is the mask needed)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(a.sum()))
 
 
 def check_action_shape(shape, num_envs: int, action_dim: int, action_labels: str = "") -> None:

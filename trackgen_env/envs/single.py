@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from .base import CourseVectorEnv
 from .gates import GatesVectorEnv
+from .io import check_action
 from .track import TrackVectorEnv
 
 __all__ = ["SingleCourseEnv", "TrackEnv", "GatesEnv"]
@@ -150,13 +150,13 @@ class SingleCourseEnv(gymnasium.Env):
             returns the last observation and flags with reward 0; call ``reset()``.
 
         Raises:
-            ValueError: another shape, or NaN; TypeError: not a real floating dtype.
-            RuntimeError: ``reset()`` was not called first.
+            RuntimeError: the env is closed, or ``reset()`` was not called first.
+            TypeError: not of a real floating dtype. ValueError: another shape, or NaN.
+            (Checked in that order, after the episode ended too.)
         """
-        shape = self.action_space.shape
-        a = np.asarray(action)
-        if a.shape != shape:
-            raise ValueError(f"action must have shape {shape} {self.vector_env.action_labels}, got {a.shape}")
+        # a live step's checks, in its order, on the ended episode's path too
+        self.vector_env.check_steppable()
+        a = check_action(action, self.action_space.shape[0], self.vector_env.action_labels)
         if self._last is not None:
             if not self._warned_done:
                 gymnasium.logger.warn("step() called after the episode ended (terminated or truncated); "

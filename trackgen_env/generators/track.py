@@ -86,9 +86,7 @@ class TrackGenerator(Program):
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
             raise ValueError(f"points must be [N >= 3, 4] (x, y, w_right, w_left), got shape {pts.shape}")
-        if not np.all(np.isfinite(pts)) or np.any(pts[:, 2:] < 0):
-            raise ValueError("points must be finite, with widths >= 0")
-        pts = check_centerline(pts, name="points")  # the one check of a closed centreline
+        pts = check_centerline(pts, name="points")  # the one check of a closed centreline (names the bad row)
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
@@ -105,7 +103,7 @@ class TrackGenerator(Program):
         gen = cls(cfg, seeds=seeds, stream=stream, prepare=False)
         gen.inputs["centerline.xy"].assign(np.broadcast_to(pts.astype(np.float32), (num_envs, len(pts), 4)).copy())
         gen.inputs["centerline.count"].fill_(len(pts))
-        gen._first_generation()
+        gen.first_generation()
         return gen
 
     def __repr__(self) -> str:

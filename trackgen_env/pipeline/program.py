@@ -35,7 +35,7 @@ import numpy as np
 import warp as wp
 
 from .. import exec as exec_modes, kernel_cache
-from ..capture import NotCapturableError, is_capturing
+from ..capture import NotCapturableError, is_capturing, user_stacklevel
 from ..checks import check_mask
 from ..seeding import SeedState
 from .launches import Launches
@@ -303,7 +303,7 @@ class Program:
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:
-            self._first_generation()
+            self.first_generation()
 
     # -- regeneration -------------------------------------------------------------------------
     def enqueue(self, ctx=None, *, advance: bool = False, mask: wp.array | None = None) -> None:
@@ -358,16 +358,21 @@ class Program:
         self._launches.launch(_finalize, self.num_envs, inputs=[self.max_retries, w.ok],
                               outputs=[w.pending, w.attempt, w.valid, w.run], device=self.device)
 
-    def _first_generation(self) -> None:
+    def first_generation(self, ctx=None) -> None:
         """Generate every env once and warn if most envs hold no course.
 
-        The one host read-back of ``result.valid`` of a program's life (construction may
-        synchronise; ``enqueue`` never does): a ``UserWarning`` naming the measured valid
-        rate when it is below ``LOW_VALID_RATE`` (when a stage draws: a given course is
-        written after construction), so that a spec that rarely yields a course is not
-        discovered as envs that terminate at every step.
+        ``prepare=True`` runs it at construction; a course runs it for a program built with
+        ``prepare=False`` (an env's ``track=`` / ``gates=`` spec), on its own stream (``ctx``
+        as :meth:`enqueue`). The one host read-back of ``result.valid`` of a program's life
+        (construction may synchronise; ``enqueue`` never does).
+
+        Warns:
+            UserWarning: when a stage draws (a given course is written after construction)
+                and under ``LOW_VALID_RATE`` (90 %) of the envs hold a valid course, naming the
+                measured rate, so that a spec that rarely yields a course is not discovered as
+                envs that terminate at every step.
         """
-        self.generate()
+        self.enqueue(ctx)
         if not self._draws:
             return
         valid = int(np.count_nonzero(self.result.valid.numpy()))
@@ -377,7 +382,7 @@ class Program:
                 f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
                 + _low_valid_hint(self.stages, self._family.config_name, self._valid_hints),
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     def generate(self, seeds=None):
@@ -435,11 +440,26 @@ def _check_params(spec: PipelineSpec, found) -> dict:
     for name, cls, _ in found:
         for lo_name, hi_name in cls.ordered:
             lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
-            # the largest value the lower bound can take against the least of the upper one
-            lo = spec.randomize.get(lo_full, (None, spec.params[lo_full]))[1]
-            hi = spec.randomize.get(hi_full, (spec.params[hi_full], None))[0]
-            check_ordered(f"stage {name!r} (its values or randomize ranges)", lo_full, hi_full, lo, hi)
+            _check_ordered_pair(spec, name, lo_full, hi_full)
     return declared
+
+
+def _check_ordered_pair(spec: PipelineSpec, stage: str, lo_full: str, hi_full: str) -> None:
+    """Refuse an ``ordered`` pair whose values, or the randomize ranges that draw them, could put
+    it out of order: the largest value the lower one can take against the least of the upper."""
+    ranges = {n: spec.randomize[n] for n in (lo_full, hi_full) if n in spec.randomize}
+    if not ranges:
+        check_ordered(f"stage {stage!r}", lo_full, hi_full, spec.params[lo_full], spec.params[hi_full])
+        return
+    lo = ranges[lo_full][1] if lo_full in ranges else spec.params[lo_full]
+    hi = ranges[hi_full][0] if hi_full in ranges else spec.params[hi_full]
+    if lo > hi:
+        given = " and ".join(f"randomize[{n!r}] = ({ranges[n][0]:g}, {ranges[n][1]:g})" if n in ranges
+                             else f"the value {n}={spec.params[n]:g}" for n in (lo_full, hi_full))
+        raise ValueError(
+            f"stage {stage!r} needs {lo_full} <= {hi_full} in every draw, but {given} could draw "
+            f"{lo_full}={lo:g} above {hi_full}={hi:g}: keep the largest {lo_full} <= the least {hi_full}"
+        )
 
 
 def _add_order_validators(params: Params, found) -> None:

@@ -34,7 +34,6 @@ def is_builtin(stage_cls: type) -> bool:
 
 # dotted identifiers (matched whole: fullmatch, so no trailing newline slips through)
 _NAMESPACED = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+")
-_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME_RULE = "dotted identifiers, namespace.name (e.g. 'acme.banking'), each part [a-z_][a-z0-9_]*"
 
 
@@ -66,12 +65,13 @@ class Registry:
                 ``NotCapturableError`` under a capture.
 
         Raises:
-            TypeError: not a Stage subclass, or ``capturable`` not a bool; ``reads`` / ``writes`` not tuples of str (a bare str), ``params`` not a
-                tuple of :class:`Param`, ``draws`` not a bool.
+            TypeError: not a Stage subclass, or ``capturable`` not a bool; ``reads`` / ``writes`` not
+                tuples of str (a bare str, a list), ``params`` not a tuple of :class:`Param`, ``draws``
+                not a bool.
             ValueError: a name that is not namespaced (dotted identifiers, each part
                 ``[a-z_][a-z0-9_]*``), a name (of the same family) already registered, a family
-                other than ``"track"`` / ``"gates"`` / None, or a bad param name. (A
-                :class:`Param` checks its own default and bounds when it is constructed.)
+                other than ``"track"`` / ``"gates"`` / None, or two params of one name. (A
+                :class:`Param` checks its own name, default and bounds when it is constructed.)
         """
         if not (isinstance(stage_cls, type) and issubclass(stage_cls, Stage)):
             raise TypeError(f"register() takes a Stage subclass, got {stage_cls!r}")
@@ -90,11 +90,10 @@ class Registry:
             raise ValueError(f"stage {name!r} is already registered ({self._stages[taken[0]][0].__name__}): "
                              "a name is registered once")
         _check_declaration(stage_cls)
-        seen = set()
-        for p in stage_cls.params:
-            if not _PARAM.fullmatch(p.name) or p.name in seen:
-                raise ValueError(f"stage {name!r}: param names must be unique identifiers, got {p.name!r}")
-            seen.add(p.name)
+        names = [p.name for p in stage_cls.params]  # each an identifier (Param checks it)
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"stage {name!r}: param names must be unique, got {dupes} more than once")
         self._stages[(family, name)] = (stage_cls, capturable)
         return stage_cls
 
@@ -133,12 +132,16 @@ def _check_declaration(stage_cls: type) -> None:
     confusingly (``reads = "half_width"`` reads as the fields ``h``, ``a``, ...)."""
     name = stage_cls.name
     params = stage_cls.params
-    if not isinstance(params, (tuple, list)) or not all(isinstance(p, Param) for p in params):
-        raise TypeError(f"stage {name!r}: params must be a tuple of pipeline.Param, got {params!r}")
+    # tuples, as documented: a class attribute shared by every instance stays immutable
+    if not isinstance(params, tuple) or not all(isinstance(p, Param) for p in params):
+        hint = f" (write {tuple(params)!r})" if isinstance(params, list) else ""
+        raise TypeError(f"stage {name!r}: params must be a tuple of pipeline.Param, got "
+                        f"{type(params).__name__} {params!r}{hint}")
     for what in ("reads", "writes"):
         value = getattr(stage_cls, what)
-        if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
-            hint = f" (write ({value!r},) for one field)" if isinstance(value, str) else ""
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            hint = (f" (write ({value!r},) for one field)" if isinstance(value, str)
+                    else f" (write {tuple(value)!r})" if isinstance(value, list) else "")
             raise TypeError(f"stage {name!r}: {what} must be a tuple of field names (str), got "
                             f"{type(value).__name__} {value!r}{hint}")
     if not isinstance(stage_cls.draws, bool):

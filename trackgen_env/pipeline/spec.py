@@ -131,6 +131,7 @@ class PipelineSpec:
         (``{"param": value}`` or ``{"stage.param": value}``) sets construction values.
 
         Raises:
+            TypeError: ``params`` neither None nor a mapping.
             KeyError: ``name`` is not in ``registry`` (the default registry when None), or
                 ``params`` names a parameter the stage does not declare.
             ValueError: ``name`` is already a stage of the spec, or ``after`` is not one.
@@ -144,7 +145,7 @@ class PipelineSpec:
         at = len(self.stages) if after is None else self.stages.index(after) + 1
         declared = cls.full_params()
         values = {**self.params, **{full: p.default for full, p in declared.items()}}
-        for key, value in (params or {}).items():
+        for key, value in _check_mapping("with_stage", {} if params is None else params, "'param' -> value", "params= ").items():
             full = key if key in declared else f"{name}.{key}"
             if full not in declared:
                 raise KeyError(f"stage {name!r} declares no parameter {key!r}; its parameters are {sorted(declared)}")
@@ -155,10 +156,11 @@ class PipelineSpec:
         """A copy with new construction values: ``{"stage.param": value}``.
 
         Raises:
+            TypeError: ``values`` not a mapping (a list of pairs: pass ``dict(pairs)``).
             KeyError: an unknown parameter name. TypeError/ValueError: a non-finite value.
         """
         params = dict(self.params)
-        for name, value in values.items():
+        for name, value in _check_mapping("with_params", values, "'stage.param' -> value").items():
             self._check_name(name)
             params[name] = _check_value(name, value)
         return replace(self, params=params)
@@ -170,10 +172,11 @@ class PipelineSpec:
         ``build`` checks the range against the parameter's declared bounds.
 
         Raises:
+            TypeError: ``ranges`` not a mapping (a list of pairs: pass ``dict(pairs)``).
             KeyError: an unknown parameter name. ValueError: not a pair, or ``lo > hi``.
         """
         randomize = dict(self.randomize)
-        for name, pair in ranges.items():
+        for name, pair in _check_mapping("with_randomize", ranges, "'stage.param' -> (lo, hi)").items():
             self._check_name(name)
             randomize[name] = _check_pair(name, pair)
         return replace(self, randomize=randomize)
@@ -189,6 +192,16 @@ class PipelineSpec:
         if name in self.randomize and bound in ("lo", "hi"):
             return self.randomize[name][0 if bound == "lo" else 1]
         return self.params[name]
+
+
+def _check_mapping(method: str, value, entries: str, argument: str = "") -> Mapping:
+    """``value`` as given when it is a mapping; else a TypeError naming what was received (a
+    list of pairs would fail later as an AttributeError on ``.items``)."""
+    if not isinstance(value, Mapping):
+        hint = " (for a list of pairs, pass dict(pairs))" if isinstance(value, (list, tuple)) else ""
+        raise TypeError(f"{method}() {argument}expected a mapping (dict) of {entries}, got "
+                        f"{type(value).__name__} {value!r}{hint}")
+    return value
 
 
 def _check_key(what: str, name) -> str:

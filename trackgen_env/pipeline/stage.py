@@ -25,12 +25,16 @@ to reject an env's draw (it then draws again, up to ``max_retries`` times).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
 
 from .launches import Launches
+
+# a parameter's name within its stage (matched whole: fullmatch)
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 __all__ = ["Param", "Stage", "Family", "check_ordered", "check_settings"]
 
@@ -46,9 +50,10 @@ class Param:
             must lie in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), and finite.
 
     Raises (at construction, so a stage class with a bad declaration fails where it is defined):
-        TypeError: a default or bound that is not a number (a bool, a str), ``dynamic`` /
+        TypeError: a name that is not a str; a default or bound that is not a number (a bool, a str), ``dynamic`` /
             ``lo_open`` not bools, ``stream`` neither an int nor None.
-        ValueError: a NaN default or bound, ``lo > hi``, or a default outside the bounds.
+        ValueError: a name that is no identifier (``"Bad Name"``), a NaN default or bound, ``lo > hi``,
+            or a default outside the bounds.
         doc: what it sets, with its unit.
         dynamic: True: a live ``[E] float32`` array (``generator.params[...]``) that a
             curriculum may set and ``with_randomize`` may draw; False: a construction value
@@ -72,6 +77,9 @@ class Param:
         """Refuse a declaration that could never hold (checked when the stage class is defined)."""
         if not isinstance(self.name, str):
             raise TypeError(f"Param name must be a str, got {type(self.name).__name__} {self.name!r}")
+        if not _PARAM_NAME.fullmatch(self.name):
+            raise ValueError(f"Param name must be an identifier ([A-Za-z_][A-Za-z0-9_]*: it is addressed "
+                             f"'stage.{self.name}'), got {self.name!r}")
         for what in ("default", "lo", "hi"):
             value = getattr(self, what)
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
