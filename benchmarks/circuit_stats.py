@@ -78,12 +78,17 @@ def compare(gen: list[CircuitStats], real: dict[str, CircuitStats]) -> dict[str,
     return out
 
 
+def _cell(text: str) -> str:
+    """``text`` as a Markdown table cell (a measure's name holds ``|curvature|``)."""
+    return text.replace("|", "\\|")
+
+
 def format_table(table: dict[str, dict[str, float]], family: str, num_generated: int, num_real: int) -> str:
     head = (f"| measure | generated `{family}` p5 / median / p95 ({num_generated} tracks) | "
             f"real min / median / max ({num_real} circuits) | generated in real range |")
     rows = [head, "|---|---|---|---|"]
     for key, t in table.items():
-        rows.append(f"| {MEASURES[key]} | {t['generated_p5']:.3g} / {t['generated_median']:.3g} / {t['generated_p95']:.3g} | "
+        rows.append(f"| {_cell(MEASURES[key])} | {t['generated_p5']:.3g} / {t['generated_median']:.3g} / {t['generated_p95']:.3g} | "
                     f"{t['real_min']:.3g} / {t['real_median']:.3g} / {t['real_max']:.3g} | "
                     f"{t['generated_in_real_range']:.0%} |")
     return "\n".join(rows)
@@ -91,7 +96,7 @@ def format_table(table: dict[str, dict[str, float]], family: str, num_generated:
 
 def format_circuits(real: dict[str, CircuitStats]) -> str:
     keys = list(MEASURES)
-    rows = ["| circuit | length [m] | mean width [m] | corners | " + " | ".join(MEASURES[k] for k in keys) + " |",
+    rows = ["| circuit | length [m] | mean width [m] | corners | " + " | ".join(_cell(MEASURES[k]) for k in keys) + " |",
             "|---|---|---|---|" + "---|" * len(keys)]
     for name, s in real.items():
         r = s.row()
@@ -154,8 +159,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--png", default=os.path.join(ROOT, "docs", "images", "circuit_stats.png"))
     parser.add_argument("--json", default=None, help="also write the comparison as JSON")
     args = parser.parse_args(argv)
-    wp.config.quiet = True
-    real = real_circuits(args.circuits)
+    wp.config.log_level = wp.LOG_WARNING
+    if not os.path.isdir(args.circuits):
+        parser.error(f"--circuits: no folder {args.circuits!r} (expected a folder of circuit CSVs)")
+    try:
+        real = real_circuits(args.circuits)
+    except FileNotFoundError as exc:
+        parser.error(f"--circuits: {exc}")
     families = args.family or list(FAMILIES)
     gens = {name: generated(name, args.num_envs, args.seed, args.device) for name in families}
     result = {"num_real": len(real), "families": {}}

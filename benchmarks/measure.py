@@ -247,7 +247,7 @@ _CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import gymnasium, numpy as np, warp as wp
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING
 import trackgen_env
 t1 = time.perf_counter()
 env = gymnasium.make_vec(sys.argv[1], num_envs=int(sys.argv[2]), device=sys.argv[3])

@@ -631,7 +631,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--seconds", type=float, default=None, help="time per measurement (default 1, --quick 0.05)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run")
     args = parser.parse_args(argv)
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING
     device = str(wp.get_device(args.device))
     cfg = argparse.Namespace(
         device=device, quick=args.quick, seconds=args.seconds if args.seconds is not None else (0.05 if args.quick else 1.0),

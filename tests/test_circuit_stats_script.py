@@ -3,8 +3,10 @@
 import importlib.util
 import json
 import os
+import re
 
 import numpy as np
+import pytest
 
 from stadium import stadium
 
@@ -40,6 +42,14 @@ def test_the_script_compares_and_plots(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "| loop length / width |" in text and "| A |" in text and "| B |" in text
     assert "generated `circuit`" in text and "every measure inside the real range" in text
+    # a measure named with pipes is one cell: every table row has as many cells as its header
+    tables = [t for t in text.split("\n\n") if t.startswith("|")]
+    assert len(tables) == 3  # the two families' tables and the circuits'
+    for table in tables:
+        rows = [r for r in table.splitlines() if r.startswith("|")]
+        cells = [len(re.split(r"(?<!\\)\|", r)) for r in rows]
+        assert len(set(cells)) <= 1, table
+    assert "median \\|curvature\\| x width" in text
 
 
 def test_one_family_on_request(tmp_path):
@@ -47,3 +57,12 @@ def test_one_family_on_request(tmp_path):
     result = _load().main(["--circuits", str(tmp_path), "--family", "circuit", "--num-envs", "2",
                            "--png", str(tmp_path / "s.png")])
     assert list(result["families"]) == ["circuit"]
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_a_folder_without_circuits_is_a_usage_error(tmp_path, capsys, make):
+    folder = tmp_path / "nothing" if make == "missing" else tmp_path
+    with pytest.raises(SystemExit) as exc:
+        _load().main(["--circuits", str(folder), "--num-envs", "2", "--png", str(tmp_path / "s.png")])
+    assert exc.value.code == 2
+    assert "--circuits" in capsys.readouterr().err
