@@ -241,3 +241,16 @@ def test_sb3_install_hint_gives_the_source_checkouts_form():
     from trackgen_env.integrations.sb3 import SB3_INSTALL_HINT
 
     assert 'pip install -e ".[sb3]"' in SB3_INSTALL_HINT
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "circuits"])
+def test_train_and_eval_without_sb3_give_the_install_hint(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)
+    monkeypatch.setitem(sys.modules, "stable_baselines3.common.vec_env", None)
+    model = _run_folder(tmp_path, {"env_id": "TrackGen-Track-v0", "seed": 0, "num_envs": 1,
+                                   "vecnormalize": {"norm_obs": False}})
+    argv = {"train": ["train", "--steps", "1", "--device", "cpu", "--out", str(tmp_path / "out")],
+            "eval": ["eval", str(model), "--episodes", "1", "--device", "cpu"],
+            "circuits": ["eval", str(model), "--circuits", str(_circuit(tmp_path / "circuits").parent), "--device", "cpu"]}
+    err = _err(capsys, argv[command])
+    assert 'pip install -e ".[sb3]"' in err

@@ -38,6 +38,7 @@ from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
+from .sb3 import require_sb3
 from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
                     observation_stats, read_train_record, torch_threads_for)
 
@@ -216,6 +217,7 @@ def evaluate_circuits(
     if model is None:
         return _run(scaled, CONTROLLERS[controller](params), None, *run)
     stats = observation_stats(model_path, meta)
+    require_sb3()
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
         policy, obs_space = _load_model(model_path, policy_device, stats)

@@ -53,7 +53,7 @@ from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
-from .sb3 import SB3_INSTALL_HINT, make_sb3_vec_env
+from .sb3 import SB3_INSTALL_HINT, make_sb3_vec_env, require_sb3
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
@@ -547,6 +547,7 @@ def train(
     env_device = str(wp.get_device(resolve_device(device)))
     policy_device = _torch_device(env_device)
     threads = torch_threads_for(policy_device, torch_threads)
+    require_sb3()  # the install hint, not a bare "No module named"
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -792,6 +793,7 @@ def evaluate(
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
         env_kwargs["layout"] = load_gate_layout(gates_file)
     stats = observation_stats(model_path, meta)
+    require_sb3()
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
         return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats)
