@@ -45,6 +45,7 @@ Run (CPU; TensorBoard logs under ``runs/`` with ``--track``)::
 """
 
 import argparse
+import math
 import os
 import random
 import time
@@ -80,7 +81,7 @@ class Args:
     env_id: str = "TrackGen-Gates-v0"
     """the id of the environment"""
     total_timesteps: int = 2_000_000
-    """total timesteps of the experiment"""
+    """total timesteps of the experiment (rounded up to whole iterations of num_envs x num_steps)"""
     learning_rate: float = 3e-4
     """the learning rate of the optimizer"""
     num_envs: int = 64
@@ -241,8 +242,12 @@ def main(argv=None) -> dict:
     """Train; returns the last minibatch's losses and the per-iteration episode statistics."""
     args = parse_args(argv)
     args.batch_size = int(args.num_envs * args.num_steps)
-    # at least one iteration: a total below one batch still trains (and logs) once
-    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
+    # whole iterations, rounded up as `python -m trackgen_env train` rounds to whole rollouts (a total
+    # below one batch still trains, and logs, once)
+    args.num_iterations = max(1, math.ceil(args.total_timesteps / args.batch_size))
+    if args.num_iterations * args.batch_size != args.total_timesteps:
+        print(f"training {args.num_iterations * args.batch_size} steps: --total-timesteps {args.total_timesteps} "
+              f"rounded up to whole iterations of {args.batch_size} ({args.num_envs} envs x {args.num_steps} steps)")
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     writer = None
     if args.track is not None:

@@ -133,3 +133,12 @@ def test_a_total_below_one_batch_trains_one_iteration(example):
     result = load_example(example).main(argv)
     assert finite_losses(result)
     assert [h["global_step"] for h in result["history"]] == [64]
+
+
+@pytest.mark.parametrize("example", ["cleanrl_ppo_track", "cleanrl_ppo_gates"])
+def test_a_total_between_batches_rounds_up_to_whole_iterations_and_says_so(example, capsys):
+    """As ``train`` does: 100 steps of batches of 64 train 128 (not 64), with a line that says so."""
+    argv = [a if a != "128" else "100" for a in TINY]
+    result = load_example(example).main(argv)
+    assert [h["global_step"] for h in result["history"]] == [64, 128]
+    assert "--total-timesteps 100 rounded up to whole iterations of 64 (4 envs x 16 steps)" in capsys.readouterr().out

@@ -215,7 +215,7 @@ def test_vec_monitor_and_vec_normalize_run_on_top():
 
 def test_missing_sb3_gives_an_import_error_naming_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "stable_baselines3.common.vec_env", None)
-    with pytest.raises(ImportError, match=r"pip install trackgen_env\[sb3\]"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[sb3\]" in a source checkout'):
         make_sb3_vec_env("TrackGen-Track-v0", 2)
 
 

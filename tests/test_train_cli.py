@@ -49,6 +49,9 @@ def test_train_writes_model_stats_monitor_logs_and_record(trained):
     record = json.loads((trained / "train.json").read_text())
     assert record["env_id"] == "TrackGen-Track-v0" and record["seed"] == 3 and record["num_envs"] == 4
     assert record["steps"] >= 512
+    # what eval needs to run the policy: the observation statistics of vecnormalize.pkl
+    assert record["vecnormalize"] == {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": True,
+                                      "clip_obs": 10.0}
 
 
 def test_train_runs_torch_on_one_thread_with_a_cpu_policy_and_restores_the_callers_count(trained):

@@ -10,8 +10,8 @@ model and its normalisation statistics) and ``eval`` runs a saved model on held-
 courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
 ``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
 tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
-They need ``pip install trackgen_env[sb3]``. ``eval [MODEL] --circuits DIR`` drives a model
-or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
+They need ``pip install -e ".[sb3]"`` (in a source checkout, as the README installs).
+``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
 folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
 (:mod:`trackgen_env.integrations.circuits`).
 """
@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import re
 import sys
 
 import warp as wp
 
+from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
@@ -43,9 +45,15 @@ def plain(text: str) -> str:
     return text.replace("``", "")
 
 
+def _prog() -> str | None:
+    """The program name in usage lines: ``python -m trackgen_env`` when run so (argv[0] is then this
+    file), else argparse's own (the ``trackgen-env`` console script's name)."""
+    return "python -m trackgen_env" if os.path.basename(sys.argv[0]) == "__main__.py" else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m trackgen_env", description=plain(__doc__.split("\n\n", 1)[1]).strip(),
+        prog=_prog(), description=plain(__doc__.split("\n\n", 1)[1]).strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -54,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--num-envs", type=int, default=None,
                       help="parallel envs (default: 64; 1 with --track-csv or --gates-file)")
     demo.add_argument("--steps", type=int, default=None,
-                      help="env steps (default: 600; one lap with --track-csv; the env's time limit with --gates-file)")
+                      help=f"env steps (default: 600; with --track-csv the time of {CIRCUIT_LAPS:g} laps at a "
+                           f"{CIRCUIT_SPEED:g} m/s average, so a faster car drives more than one lap; the env's time "
+                           "limit with --gates-file)")
     demo.add_argument("--device", default=None, help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated courses (default: 0)")
     demo.add_argument("--out", default="out/demo", help="folder for the pictures (default: out/demo)")
@@ -98,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--env", choices=sorted(ENV_IDS), default=None, help="env id (default: the model's, from train.json)")
     ev.add_argument("--episodes", type=int, default=None,
                     help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a deterministic policy)")
-    ev.add_argument("--seed", type=int, default=EVAL_SEED,
-                    help=f"seed of the held-out courses; must not overlap the training seeds (default: {EVAL_SEED})")
+    ev.add_argument("--seed", type=int, default=None,
+                    help=f"seed of the held-out courses; must not overlap the training seeds (default: {EVAL_SEED}; "
+                         "not with --circuits, whose runs draw nothing)")
     ev.add_argument("--device", default=None, help="Warp device of the env")
     ev.add_argument("--track-csv", default=None, metavar="FILE",
                     help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training width")
@@ -163,12 +174,34 @@ def _train(args) -> int:
     return 0
 
 
+def _check_writable(path: str | None, flag: str) -> None:
+    """Refuse an output file that cannot be written before the evaluation runs (not after it):
+    open it for appending (which changes no content) and remove it again if it was not there.
+
+    Raises:
+        OSError: the file cannot be opened for writing (naming the flag and the file).
+    """
+    if path is None:
+        return
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise OSError(f"{flag} {path}: cannot write the file ({exc.strerror or exc})") from None
+    if not existed:
+        os.remove(path)
+
+
 def _eval_circuits(args) -> int:
-    for name in ("track_csv", "gates_file", "episodes"):
+    for name in ("track_csv", "gates_file", "episodes", "seed"):
         if getattr(args, name) is not None:
-            raise ValueError(f"--{name.replace('_', '-')} does not apply to --circuits (one run per circuit of the folder)")
+            raise ValueError(f"--{name.replace('_', '-')} does not apply to --circuits (one run per circuit of the "
+                             "folder, from the start line, by a deterministic driver)")
     if args.env not in (None, "TrackGen-Track-v0"):
         raise ValueError(f"--circuits drives the car: env must be TrackGen-Track-v0, got {args.env}")
+    _check_writable(args.md, "--md")
+    _check_writable(args.json, "--json")
     results = evaluate_circuits(args.circuits, model=args.model, controller=args.controller, car=args.car,
                                 car_model=args.car_model, scale=args.track_scale, device=args.device,
                                 torch_threads=args.torch_threads)
@@ -192,11 +225,15 @@ def _eval(args) -> int:
             raise ValueError(f"--{name.replace('_', '-')} applies to --circuits only")
     if args.model is None:
         raise ValueError("eval needs MODEL (a model.zip written by train), or --circuits DIR --controller NAME")
+    if args.track_scale is not None and args.track_csv is None:
+        raise ValueError("--track-scale scales the --track-csv circuit or the --circuits circuits: pass one of them")
+    _check_writable(args.json, "--json")
     episodes = args.episodes or (1 if args.track_csv or args.gates_file else 100)
-    results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=args.seed, device=args.device,
+    seed = EVAL_SEED if args.seed is None else args.seed
+    results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=seed, device=args.device,
                        track_csv=args.track_csv, track_scale=args.track_scale, gates_file=args.gates_file,
                        torch_threads=args.torch_threads)
-    where = args.track_csv or (" + ".join(args.gates_file) if args.gates_file else f"held-out courses (seed {args.seed})")
+    where = args.track_csv or (" + ".join(args.gates_file) if args.gates_file else f"held-out courses (seed {seed})")
     n = results[0].episodes
     print(f"{n} episode{'' if n == 1 else 's'} per policy on {where}\n")
     print(format_eval_table(results))
@@ -214,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
             return 2
+    scale = getattr(args, "track_scale", None)  # the one check of the flag, for --track-csv and --circuits alike
+    if scale is not None and not (math.isfinite(scale) and scale > 0.0):
+        print(f"error: --track-scale must be a finite number > 0, got {scale}", file=sys.stderr)
+        return 2
     if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.integrations.train)
         print(f"error: --seed must be a non-negative int (>= 0), got {args.seed}", file=sys.stderr)
         return 2

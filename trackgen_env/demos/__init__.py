@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["count_reset_steps", "RESET_STEPS_NOTE"]
+__all__ = ["count_reset_steps", "RESET_STEPS_NOTE", "CIRCUIT_LAPS", "CIRCUIT_SPEED"]
+
+#: ``demo --track-csv``'s default steps: the time of ``CIRCUIT_LAPS`` laps at an average of
+#: ``CIRCUIT_SPEED`` [m/s] (one lap plus a margin for a slower car; pure pursuit on the
+#: full-size car averages more, so it may drive a second lap).
+CIRCUIT_LAPS, CIRCUIT_SPEED = 1.2, 20.0
 
 RESET_STEPS_NOTE = "NEXT_STEP autoreset: the step after an env's episode ends only resets it, its action ignored"
 

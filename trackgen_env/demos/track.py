@@ -13,7 +13,7 @@ from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import centerline_length, load_centerline_csv
-from . import RESET_STEPS_NOTE, count_reset_steps
+from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps
 
 __all__ = ["run", "drive"]
 
@@ -91,8 +91,7 @@ def run(args) -> int:
         points = load_centerline_csv(args.track_csv)
         num_envs = args.num_envs or 1
         length = centerline_length(points)
-        # one lap at a 20 m/s average, plus a margin
-        steps = args.steps or math.ceil(1.2 * length / (20.0 * CAR_PRESETS["full"].dt))
+        steps = args.steps or math.ceil(CIRCUIT_LAPS * length / (CIRCUIT_SPEED * CAR_PRESETS["full"].dt))
         env = TrackVectorEnv(num_envs, args.device, car="full", centerline=points, seed=args.seed,
                              max_episode_steps=steps + 1)
         name = os.path.splitext(os.path.basename(args.track_csv))[0]
@@ -116,7 +115,8 @@ def run(args) -> int:
     print(f"throughput:     {rate:,.0f} transitions/s (reset steps not counted; time inside env.step; "
           f"controller excluded)")
     print(f"laps completed: {out['laps']}")
-    print(f"off-track rate: {out['off_track'] / max(ended, 1):.1%} of {ended} finished episodes")
+    print(f"off-track rate: {out['off_track'] / ended:.1%} of {ended} finished episodes" if ended
+          else "off-track rate: - (no episode finished)")
 
     os.makedirs(args.out, exist_ok=True)
     if args.track_csv:

@@ -17,7 +17,18 @@ from ..pipeline.stages.track import MAX_POINTS
 from .centerline_io import check_centerline
 from .track_config import TrackGenConfig
 
-__all__ = ["TrackGenConfig", "TrackGenerator"]
+__all__ = ["TrackGenConfig", "TrackGenerator", "centerline_scale_limit"]
+
+
+def centerline_scale_limit(points, point_spacing: float) -> float:
+    """The largest factor by which the closed centreline ``points`` (``[N, 4]``: x, y, width right,
+    width left [m]) can be scaled, widths too, and still be resampled every ``point_spacing`` [m]
+    within the ``MAX_POINTS`` a track holds (:meth:`TrackGenerator.from_centerline`'s bound, which
+    grows with the scale: its length plus the lengthening a shifted mid-line may add)."""
+    pts = np.asarray(points, dtype=np.float64)
+    seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
+    length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)
+    return (MAX_POINTS - 2) * float(point_spacing) / (1.25 * length)
 
 
 class TrackGenerator(Program):
@@ -92,11 +103,11 @@ class TrackGenerator(Program):
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
         needed = math.ceil(1.25 * length / spacing) + 2
         if needed > MAX_POINTS:
-            longest = (MAX_POINTS - 2) * spacing / 1.25 - 2.0 * np.abs(pts[:, 2:]).max() * math.pi
+            most = centerline_scale_limit(pts, spacing)
             raise ValueError(
                 f"a centreline {seg.sum():,.0f} m long, resampled every {spacing:g} m, needs up to {needed} points, "
-                f"over the {MAX_POINTS} a track holds: expected a circuit up to {longest:,.0f} m long at this "
-                f"spacing (from_centerline takes a coarser point_spacing)"
+                f"over the {MAX_POINTS} a track holds: expected a circuit up to {most * seg.sum():,.0f} m long at "
+                f"this spacing (this one scaled by at most {most:.3g}; from_centerline takes a coarser point_spacing)"
             )
         cfg = TrackGenConfig(num_envs=num_envs, device=device, source="centerline", max_input_points=len(pts),
                              point_spacing=spacing, max_loop_length=1.25 * length, size=float(np.ptp(pts[:, :2]) + 1.0))

@@ -5,5 +5,5 @@
 * :mod:`trackgen_env.integrations.train`: ``python -m trackgen_env train|eval`` (SB3 PPO).
 
 Stable-Baselines3 is imported only here, and only when an adapter is first used
-(``pip install trackgen_env[sb3]``).
+(``pip install -e ".[sb3]"`` in a source checkout).
 """

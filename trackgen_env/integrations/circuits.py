@@ -38,7 +38,9 @@ from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
-from .train import TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, torch_threads_for
+from .sb3 import require_sb3
+from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
+                    observation_stats, read_train_record, torch_threads_for)
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -78,16 +80,16 @@ def _circuits(folder) -> list[Path]:
     return paths
 
 
-def _load_model(model_path: Path, policy_device: str):
-    """A deterministic policy ``obs -> actions`` of a saved PPO model, and its training run's record."""
+def _load_model(model_path: Path, policy_device: str, stats_path: Path | None):
+    """A deterministic policy ``obs -> actions`` of a saved PPO model (observations normalised by the
+    statistics at ``stats_path``, :func:`~trackgen_env.integrations.train.observation_stats`), and its space."""
     import pickle
 
     from stable_baselines3 import PPO
 
     model = PPO.load(model_path, device=policy_device)
-    stats_path = model_path.with_name("vecnormalize.pkl")
     normalize = None
-    if stats_path.is_file():
+    if stats_path is not None:
         with open(stats_path, "rb") as f:
             normalize = pickle.load(f)  # a VecNormalize without its venv: normalize_obs needs none
 
@@ -95,9 +97,7 @@ def _load_model(model_path: Path, policy_device: str):
         o = normalize.normalize_obs(obs) if normalize is not None else obs
         return model.predict(o, deterministic=True)[0]
 
-    meta_path = model_path.with_name("train.json")
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    return policy, model.observation_space, meta
+    return policy, model.observation_space
 
 
 def _training_width(env_kwargs: dict, spec: dict | None = None) -> float:
@@ -176,10 +176,14 @@ def evaluate_circuits(
         one :class:`CircuitResult` per CSV, sorted by name.
 
     Raises:
-        FileNotFoundError: no such folder, no CSV in it, or no model at ``model``.
+        FileNotFoundError: no such folder, no CSV in it, no model at ``model``, or no
+            ``vecnormalize.pkl`` beside a model whose ``train.json`` records normalised observations.
         ValueError: neither or both of ``model`` and ``controller``, an unknown controller, a
-            bad scale, a CSV that fails :func:`~trackgen_env.generators.centerline_io.check_centerline`,
-            a model whose observations differ from the env's.
+            bad scale, a model trained on another env than ``TrackGen-Track-v0`` (``train.json``),
+            a ``train.json`` that is not JSON, a circuit the scale makes too small or too long
+            (:func:`~trackgen_env.integrations.train.check_circuit_scale`), a CSV that fails
+            :func:`~trackgen_env.generators.centerline_io.check_centerline`, a model whose
+            observations differ from the env's.
     """
     if (model is None) == (controller is None):
         raise ValueError("pass a model (MODEL) or a controller (--controller), one of the two")
@@ -189,31 +193,41 @@ def evaluate_circuits(
     if scale is not None:
         scale = check_float("scale", scale, lo=0.0, lo_open=True)
     paths = _circuits(circuits)
-    env_kwargs: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
     if model is not None:
         model_path = Path(model)
         if not model_path.is_file():
             raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
-        policy_device = _torch_device(device)
-        with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-            policy, obs_space, meta = _load_model(model_path, policy_device)
-            env_kwargs = dict(meta.get("env_kwargs", {}))
-            return _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor,
-                        spec=meta.get("spec"))
-    return _run(paths, None, None, {}, car, car_model, scale, device, time_factor, controller=controller)
-
-
-def _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, time_factor, controller=None, spec=None):
+        meta = read_train_record(model_path)
+        check_circuit_env(meta.get("env_id", "TrackGen-Track-v0"), "--circuits")  # before anything is built
+    # every circuit loads and fits its scale, and the statistics are found, before a model loads or drives
+    env_kwargs = dict(meta.get("env_kwargs", {}))
     params = car_params(car or env_kwargs.get("car", "rc10"))
     model_kind = check_car_model(car_model or env_kwargs.get("car_model", "kinematic"), params)
-    width = _training_width(env_kwargs, spec)
+    width = _training_width(env_kwargs, meta.get("spec"))
     true_scale = params == CAR_PRESETS["full"]
-    carried = {k: v for k, v in env_kwargs.items() if k not in _NOT_CARRIED and k not in ("car", "car_model")}
-    results = []
+    scaled = []
     for path in paths:
         raw = load_centerline_csv(path)
         k = scale if scale is not None else (1.0 if true_scale else width / float(np.mean(raw[:, 2] + raw[:, 3])))
-        points = raw * k
+        check_circuit_scale(raw, k, params, path.stem, scale is not None)
+        scaled.append((path, raw * k, k))
+    carried = {k: v for k, v in env_kwargs.items() if k not in _NOT_CARRIED and k not in ("car", "car_model")}
+    run = (params, model_kind, carried, device, time_factor)
+    if model is None:
+        return _run(scaled, CONTROLLERS[controller](params), None, *run)
+    stats = observation_stats(model_path, meta)
+    require_sb3()
+    policy_device = _torch_device(device)
+    with _torch_threads(torch_threads_for(policy_device, torch_threads)):
+        policy, obs_space = _load_model(model_path, policy_device, stats)
+        return _run(scaled, policy, obs_space, *run)
+
+
+def _run(scaled, drive, obs_space, params, model_kind, carried, device, time_factor) -> list[CircuitResult]:
+    """Drive each ``(path, points, scale)`` of ``scaled`` once with ``drive(obs) -> actions``."""
+    results = []
+    for path, points, k in scaled:
         line, kind = _reference_line(path, points, k)
         ref = reference_lap_time(line, params)
         max_steps = math.ceil(time_factor * ref / params.dt)
@@ -223,7 +237,6 @@ def _run(paths, policy, obs_space, env_kwargs, car, car_model, scale, device, ti
             if obs_space is not None and env.single_observation_space.shape != obs_space.shape:
                 raise ValueError(f"the model's observations {obs_space.shape} differ from the env's "
                                  f"{env.single_observation_space.shape}")
-            drive = policy if policy is not None else CONTROLLERS[controller](params)
             done, steps, off, fraction = _drive(env, drive, max_steps)
             length = float(env.course.result.loop_length.numpy()[0])
         finally:

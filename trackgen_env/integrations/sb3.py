@@ -7,7 +7,7 @@ and VecEnv wrappers (``VecNormalize``, ``VecMonitor``, ...) run on it directly: 
 ``step()`` of the adapter is one ``step()`` of the vector env (one graph replay), with
 no per-env Python loop around the simulation.
 
-Stable-Baselines3 is optional: ``pip install trackgen_env[sb3]``.
+Stable-Baselines3 is optional: ``pip install -e ".[sb3]"`` (a source checkout; :data:`SB3_INSTALL_HINT`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,22 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-__all__ = ["SB3VecEnv", "make_sb3_vec_env"]
+__all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
 
-_SB3_HINT = "the SB3 adapter needs stable-baselines3: pip install trackgen_env[sb3]"
+#: How to install the SB3 extra: a source checkout's form (the README's), else the index's.
+SB3_INSTALL_HINT = 'pip install -e ".[sb3]" in a source checkout (else pip install "trackgen_env[sb3]")'
+_SB3_HINT = f"the SB3 adapter needs stable-baselines3: {SB3_INSTALL_HINT}"
 # keys of a SAME_STEP step's info that the adapter moves into SB3's per-env infos itself
 _FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
+
+
+def require_sb3() -> None:
+    """Import Stable-Baselines3 (and torch, which it imports), or say how to install it.
+
+    Raises:
+        ImportError: stable-baselines3 is missing (:data:`SB3_INSTALL_HINT`).
+    """
+    _sb3_vec_env_base()
 
 
 def _sb3_vec_env_base():

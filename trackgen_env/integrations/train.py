@@ -36,6 +36,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,17 +46,19 @@ import numpy as np
 import warp as wp
 
 from ..checks import check_float, check_int, resolve_device
-from ..envs.car import car_params
+from ..envs.car import CarParams, car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
+from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
-from .sb3 import make_sb3_vec_env
+from .sb3 import SB3_INSTALL_HINT, make_sb3_vec_env, require_sb3
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
-           "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset"]
+           "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
+           "check_circuit_env", "check_circuit_scale", "observation_stats"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -239,6 +242,88 @@ def _check_stages(spec: PipelineSpec, registry: Registry | None, plugin: str | N
 def _check_env_id(env_id: str) -> None:
     if env_id not in ENV_IDS:
         raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {env_id!r}")
+
+
+#: ``train.json``'s ``"vecnormalize"``: what :func:`train` normalised and the file of the statistics.
+VECNORMALIZE = {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": True, "clip_obs": 10.0}
+
+
+def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
+    """The ``train.json`` beside ``model_path`` (``{}`` when there is none).
+
+    Raises:
+        ValueError: the file is not a JSON object (naming the file).
+        OSError: it cannot be read.
+    """
+    path = Path(model_path).with_name("train.json")
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: expected the JSON record that train writes, but the file is not JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: expected the JSON object that train writes, got a {type(record).__name__}")
+    return record
+
+
+def observation_stats(model_path: str | os.PathLike, record: dict[str, Any]) -> Path | None:
+    """The ``vecnormalize.pkl`` the policy of ``model_path`` needs, or None when it runs on raw observations.
+
+    The rule follows what ``train.json`` (``record``) says: a run that records ``"vecnormalize"``
+    with ``norm_obs`` needs the file; a record without the key (written before train recorded
+    it) or no record at all runs without the file if it is missing, with a warning.
+
+    Raises:
+        FileNotFoundError: the record says the run normalised observations and the file is missing.
+    """
+    path = Path(model_path).with_name(VECNORMALIZE["file"])
+    if path.is_file():
+        return path
+    said = record.get("vecnormalize")
+    if said is not None and said.get("norm_obs"):
+        raise FileNotFoundError(
+            f"no {path}: the run's train.json records that the policy was trained on normalised observations, "
+            f"and {VECNORMALIZE['file']} holds the statistics it needs (copy it beside {Path(model_path).name})")
+    if said is None:
+        warnings.warn(f"no {path}: running the policy on raw observations (a policy trained with train needs the "
+                      "normalisation statistics of its run, written beside model.zip)", RuntimeWarning, stacklevel=3)
+    return None
+
+
+def check_circuit_env(env_id: str, flag: str) -> None:
+    """Refuse, before anything is built, an env other than the car's for a real circuit (``flag``: the
+    CLI option that asked for one, ``--track-csv`` or ``--circuits``).
+
+    Raises:
+        ValueError: ``env_id`` is not ``"TrackGen-Track-v0"``.
+    """
+    if env_id != "TrackGen-Track-v0":
+        raise ValueError(f"{flag} drives a real circuit with the car: env must be TrackGen-Track-v0, got {env_id}")
+
+
+def check_circuit_scale(points: np.ndarray, scale: float, car: CarParams, name: str, given: bool) -> None:
+    """Refuse a circuit (``points`` ``[N, 4]`` at true scale) that ``scale`` makes too small for the car
+    (narrower than its body) or too long for a track at the env's point spacing (``wheelbase / 3``,
+    :class:`~trackgen_env.envs.track.TrackVectorEnv`), naming the flag to change (``--track-scale``;
+    ``given``: the user passed it, else the scale is eval's default).
+
+    Raises:
+        ValueError: the scaled circuit does not fit (the scale, its length and width, the limit).
+    """
+    scaled = np.asarray(points, dtype=np.float64) * scale
+    length = centerline_length(scaled)
+    width = float(np.mean(scaled[:, 2] + scaled[:, 3]))
+    at = f"--track-scale {scale:g}" if given else f"eval's default scale ({scale:g})"
+    if width < car.width:
+        raise ValueError(f"{at} makes {name} {length:.3g} m long and {width:.3g} m wide, narrower than the car "
+                         f"({car.width:g} m): pass a larger --track-scale")
+    most = centerline_scale_limit(points, car.wheelbase / 3.0)  # of the true-scale circuit
+    if scale > most:
+        digits = 2 - math.floor(math.log10(most))  # three significant digits, rounded down: the shown bound fits
+        raise ValueError(f"{at} makes {name} {length:,.0f} m long, over what a track holds at the car's point "
+                         f"spacing ({car.wheelbase / 3.0:.3g} m): pass a smaller --track-scale (at most "
+                         f"{math.floor(most * 10**digits) / 10**digits:g})")
 
 
 def _check_seed(name: str, value: int) -> None:
@@ -431,7 +516,7 @@ def train(
             spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``);
             an unknown ``preset``, or one with ``spec`` / ``plugin``, or of another env.
         TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
-        ImportError: stable-baselines3 is missing (``pip install trackgen_env[sb3]``), or the plugin's module.
+        ImportError: stable-baselines3 is missing (:data:`~trackgen_env.integrations.sb3.SB3_INSTALL_HINT`), or the plugin's module.
     """
     _check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
@@ -462,6 +547,7 @@ def train(
     env_device = str(wp.get_device(resolve_device(device)))
     policy_device = _torch_device(env_device)
     threads = torch_threads_for(policy_device, torch_threads)
+    require_sb3()  # the install hint, not a bare "No module named"
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -480,7 +566,8 @@ def train(
     with _torch_threads(threads) as used_threads:
         venv = make_sb3_vec_env(env_id, num_envs, device=env_device, seed=seed, **env_kwargs)
         venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0, gamma=hyper["gamma"])
+        venv = VecNormalize(venv, norm_obs=VECNORMALIZE["norm_obs"], norm_reward=VECNORMALIZE["norm_reward"],
+                            clip_obs=VECNORMALIZE["clip_obs"], gamma=hyper["gamma"])
         model = PPO("MlpPolicy", venv, seed=seed, device=policy_device, tensorboard_log=str(logdir),
                     policy_kwargs=policy_kwargs, verbose=0, **{**hyper, "learning_rate": rate})
         start = time.perf_counter()
@@ -491,7 +578,7 @@ def train(
 
         model_path = out / "model.zip"
         model.save(model_path)
-        venv.save(str(out / "vecnormalize.pkl"))
+        venv.save(str(out / VECNORMALIZE["file"]))
         record = {
             "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
             "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
@@ -500,7 +587,7 @@ def train(
             # as given (a number, "lin_<number>"); a caller's own schedule by its repr
             "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"]) else hyper["learning_rate"]},
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
-            "preset": preset,
+            "preset": preset, "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
         }
         if spec is not None:
             built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
@@ -653,21 +740,30 @@ def evaluate(
         ``[trained, random]`` (or ``[trained]``) :class:`EvalResult`.
 
     Raises:
-        FileNotFoundError: no model (or CSV) at the path.
+        FileNotFoundError: no model (or CSV) at the path, or no ``vecnormalize.pkl`` beside a model whose
+            ``train.json`` records normalised observations (:func:`observation_stats`; without that
+            record a missing file only warns).
         ValueError: an unknown env, bad ``episodes``/``seed``/``track_scale``, a seed that
-            overlaps the training seeds, a CSV with the gates env, or an env that differs
-            from the model's spaces.
+            overlaps the training seeds, a CSV with the gates env, a circuit the scale makes too
+            small or too long (:func:`check_circuit_scale`), a ``train.json`` that is not JSON, or
+            an env that differs from the model's spaces.
         TypeError: an ``episodes``/``track_scale``/``torch_threads`` of the wrong type.
+        ImportError: the module of the run's plugin registry (``train.json``'s ``plugin``) is not importable.
     """
     model_path = Path(model_path)
     if not model_path.is_file():
         raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
-    meta_path = model_path.with_name("train.json")
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = read_train_record(model_path)
     env_id = env_id or meta.get("env_id")
     if env_id is None:
         raise ValueError(f"no train.json beside {model_path}: pass env_id (--env)")
     _check_env_id(env_id)
+    if track_csv is not None:
+        check_circuit_env(env_id, "--track-csv")
+    elif track_scale is not None:
+        raise ValueError("track_scale applies to track_csv only")
+    if track_scale is not None:
+        track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     check_int("episodes", episodes, lo=1)
     _check_seed("seed", seed)
     if "seed" in meta and track_csv is None and gates_file is None:
@@ -679,35 +775,36 @@ def evaluate(
     env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}
     if meta.get("spec") is not None and meta.get("env_id") == env_id and track_csv is None and gates_file is None:
         # the training run's pipeline (and its plugins), on held-out seeds
-        env_kwargs.update(_spec_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
+        try:
+            env_kwargs.update(_spec_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
+        except ImportError as exc:
+            raise ImportError(f"the run's train.json names the plugin registry --plugin {meta['plugin']}: its module "
+                              f"must be importable (e.g. its folder on PYTHONPATH): {exc}") from exc
     if env_id == "TrackGen-Gates-v0":
         env_kwargs["start"] = "first_gate"  # evaluation flies from the race start, whatever training started from
     else:
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in TRAINING_ONLY_TRACK_KWARGS}
     if track_csv is not None:
-        if env_id != "TrackGen-Track-v0":
-            raise ValueError(f"--track-csv drives a real circuit with the car: env must be TrackGen-Track-v0, got {env_id}")
         env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
-    elif track_scale is not None:
-        raise ValueError("track_scale applies to track_csv only")
     if gates_file is not None:
         if env_id != "TrackGen-Gates-v0":
             raise ValueError(f"--gates-file flies a race layout with the quadrotor: env must be TrackGen-Gates-v0, got {env_id}")
         # the layout replaces the generated courses, and its length sets the time limit
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
         env_kwargs["layout"] = load_gate_layout(gates_file)
+    stats = observation_stats(model_path, meta)
+    require_sb3()
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy)
+        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats)
 
 
 def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
-              env_kwargs: dict[str, Any], random_policy: bool) -> list[EvalResult]:
+              env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None) -> list[EvalResult]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
     model = PPO.load(model_path, device=policy_device)
-    stats = model_path.with_name("vecnormalize.pkl")
     keys = ENV_IDS[env_id]
 
     def make():
@@ -722,7 +819,7 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     base = make()
     dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
     venv = base
-    if stats.is_file():
+    if stats is not None:
         venv = VecNormalize.load(str(stats), base)
         venv.training, venv.norm_reward = False, False
     results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
@@ -740,13 +837,13 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
 def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
     """Env arguments to drive the circuit in ``track_csv`` with the training car, scaled to the training width."""
     points = load_centerline_csv(track_csv)
-    if track_scale is None:
+    given = track_scale is not None
+    if not given:
         track = env_kwargs.get("track") or TrackGenConfig()
         track_scale = track.width / float(np.mean(points[:, 2] + points[:, 3]))
-    else:
-        track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
-    points = points * track_scale
     car = car_params(env_kwargs.get("car", "rc10"))
+    check_circuit_scale(points, track_scale, car, Path(track_csv).stem, given)
+    points = points * track_scale
     # ten times the lap at top speed: a cautious policy still finishes before truncation
     steps = math.ceil(10.0 * centerline_length(points) / (car.max_speed * car.dt))
     return {"centerline": points, "max_episode_steps": max(int(env_kwargs.get("max_episode_steps", 1000)), steps)}
