@@ -100,6 +100,24 @@ def test_the_seed_error_states_the_ranges_the_check_applies():
     assert not np.array_equal(small[0]["centerline"], big[0]["centerline"])
     env = TrackVectorEnv(2, "cpu", seed=0)
     expected = r"seed must be None, an int >= 0, or 2 ints in \[0, 2\*\*32\) \(one per env\)"
-    for bad in (-1, [0, 2**32], [0, -1], [1, 2, 3]):
+    for bad in (-1, [0, 2**32], [0, -1], [1, 2, 3], []):
         with pytest.raises(ValueError, match=expected):
             env.reset(seed=bad)
+    # what is no int at all is a TypeError, as num_envs' and the limits' (the message the same)
+    for bad in (1.5, "3", True, np.float32(2.0), [0.5, 1.0], [True, False]):
+        with pytest.raises(TypeError, match=expected):
+            env.reset(seed=bad)
+    assert env.reset(seed=[3, 4])[0].shape[0] == 2  # the env still resets after the refusals
+
+
+@pytest.mark.parametrize("copy_it", ["pickle", "deepcopy", "copy"])
+def test_an_env_refuses_to_be_pickled_or_copied_with_a_type_error_and_still_steps(copy_it):
+    import copy
+    import pickle
+
+    env = TrackVectorEnv(2, "cpu", seed=0)
+    env.reset(seed=0)
+    do = {"pickle": pickle.dumps, "deepcopy": copy.deepcopy, "copy": copy.copy}[copy_it]
+    with pytest.raises(TypeError, match="cannot be pickled or copied .* build another env"):
+        do(env)
+    assert env.step(np.zeros((2, 2), np.float32))[0].shape[0] == 2

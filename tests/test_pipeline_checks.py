@@ -263,3 +263,17 @@ def test_an_ordered_pair_that_the_randomize_ranges_could_draw_out_of_order_names
     spec = presets.gates(num_envs=E, device=DEV, gate_width=0.3).with_randomize(randomize)
     with pytest.raises(ValueError, match=match):
         build(spec)
+
+
+def test_without_randomize_draws_a_parameter_no_more():
+    base = presets.track(num_envs=8, device="cpu")
+    drawn = base.with_randomize({"band.width": (0.6, 1.0), "layout.size": (9.0, 11.0)})
+    back = drawn.without_randomize("band.width")
+    assert list(back.randomize) == ["layout.size"] and drawn.randomize.keys() == {"band.width", "layout.size"}
+    assert back.without_randomize("layout.size") == base  # the spec it came from, equal in every field
+    widths = build(back, seeds=0).params["band.width"].numpy()
+    assert np.all(widths == base.params["band.width"])  # the construction value in every env
+    with pytest.raises(ValueError, match="'band.width' is not randomized"):
+        back.without_randomize("band.width")
+    with pytest.raises(KeyError):
+        drawn.without_randomize("band.nope")

@@ -99,18 +99,23 @@ def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
     ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
 
     Raises:
-        ValueError: anything else (a negative seed, a list of another length, a per-env
-            seed outside ``[0, 2**32)``).
+        TypeError: a seed that is no int (a float, a str, a bool) or a sequence of them.
+        ValueError: a negative seed, a list of another length, a per-env seed outside
+            ``[0, 2**32)``.
     """
     if seed is None:
         return None
     expected = f"seed must be None, an int >= 0, or {num_envs} ints in [0, 2**32) (one per env)"
     if isinstance(seed, (list, tuple, np.ndarray)):
         values = np.asarray(seed)
-        if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer) or values.min() < 0 or values.max() >= 1 << 32:
+        if values.size and not np.issubdtype(values.dtype, np.integer):
+            raise TypeError(f"{expected}, got {seed!r} (dtype {values.dtype})")
+        if values.shape != (num_envs,) or values.min() < 0 or values.max() >= 1 << 32:
             raise ValueError(f"{expected}, got {seed!r}")
         return values.astype(np.int64)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{expected}, got {type(seed).__name__} {seed!r}")
+    if seed < 0:
         raise ValueError(f"{expected}, got {seed!r}")
     return int(seed)
 
@@ -447,6 +452,19 @@ class CourseVectorEnv(VectorEnv):
         self.__dict__["_arguments"] = ((), {})
         self.__dict__["_released"] = frozenset(released)
 
+    def __getstate__(self):
+        """Refuse ``pickle`` and ``copy.deepcopy``: the env holds device arrays and recorded graphs,
+        which neither can copy (they failed inside ctypes). A copy of an env is a new env of its
+        arguments and seed.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(
+            f"a {type(self).__name__} cannot be pickled or copied (it holds Warp device arrays and recorded "
+            "graphs): build another env with the same arguments, e.g. gymnasium.make_vec(env_id, num_envs, seed=...)"
+        )
+
     def check_open(self) -> None:
         """Raises RuntimeError when the env is closed."""
         if self.closed:
@@ -526,10 +544,11 @@ class CourseVectorEnv(VectorEnv):
             masks (``"_laps"``, ...) are ``reset_mask``.
 
         Raises:
-            ValueError: a negative or non-int seed; options other than ``reset_mask``; a
-                ``reset_mask`` in another autoreset mode, of another shape, all False, or
-                with a seed.
-            TypeError: a ``reset_mask`` that is neither a bool NumPy array nor a bool torch tensor.
+            ValueError: a negative seed (or per-env seeds outside ``[0, 2**32)``, or not
+                ``num_envs`` of them); options other than ``reset_mask``; a ``reset_mask`` in
+                another autoreset mode, of another shape, all False, or with a seed.
+            TypeError: a seed that is no int; a ``reset_mask`` that is neither a bool NumPy
+                array nor a bool torch tensor.
             RuntimeError: a masked reset before the first full ``reset()``; the env is closed.
         """
         self.check_open()

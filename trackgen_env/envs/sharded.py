@@ -44,7 +44,7 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
     """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS).
 
     Raises:
-        ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.envs.base.check_seed`).
+        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.envs.base.check_seed`).
     """
     seed = check_seed(seed, num_envs)
     if seed is None:

@@ -396,7 +396,10 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
-      every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car).
+      every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car). It is driven as
+      given: its rows are checked (finite, widths > 0 m), but not its shape, so a line whose
+      band crosses itself (a figure-8, or Suzuka's bridge) is valid: the band is not tested
+      against itself, as a generated track's is.
     * ``checkpoint_spacing``: [m] spacing of the progress checkpoints; default twice the
       distance the car covers in one step at ``max_speed``.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).

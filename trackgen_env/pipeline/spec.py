@@ -181,6 +181,21 @@ class PipelineSpec:
             randomize[name] = _check_pair(name, pair)
         return replace(self, randomize=randomize)
 
+    def without_randomize(self, *names: str) -> "PipelineSpec":
+        """A copy in which the named parameters are no longer drawn: each takes its construction
+        value (``params``) in every env again.
+
+        Raises:
+            KeyError: an unknown parameter name. ValueError: a parameter the spec does not draw.
+        """
+        randomize = dict(self.randomize)
+        for name in names:
+            self._check_name(name)
+            if name not in randomize:
+                raise ValueError(f"without_randomize(): {name!r} is not randomized (randomized: {sorted(randomize)})")
+            del randomize[name]
+        return replace(self, randomize=randomize)
+
     def construction_value(self, name: str, bound: str = "value") -> float:
         """A parameter's construction value; with ``bound="hi"``/``"lo"`` a randomizer's bound
         when one draws it (the largest/smallest value a generation can use).
