@@ -234,7 +234,7 @@ def test_step_before_reset_raises():
         ({"max_episode_steps": 0}, ValueError),
         ({"laps": 0}, ValueError),
         ({"seed": -1}, ValueError),
-        ({"seed": 1.5}, ValueError),
+        ({"seed": 1.5}, TypeError),  # no int at all, as num_envs and the limits
         ({"render_mode": "human"}, ValueError),
         ({"quadrotor": {"mass": 1.0}}, TypeError),
         ({"gates": {"gate_width": 1.0}}, TypeError),
