@@ -18,10 +18,12 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from ..checks import install_hint
+
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
 
 #: How to install the SB3 extra: a source checkout's form (the README's), else the index's.
-SB3_INSTALL_HINT = 'pip install -e ".[sb3]" in a source checkout (else pip install "trackgen_env[sb3]")'
+SB3_INSTALL_HINT = install_hint("sb3")
 _SB3_HINT = f"the SB3 adapter needs stable-baselines3: {SB3_INSTALL_HINT}"
 # keys of a SAME_STEP step's info that the adapter moves into SB3's per-env infos itself
 _FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
