@@ -145,9 +145,25 @@ def test_set_options_reach_reset_and_different_per_env_options_are_refused():
     venv.set_options({"a": 1})
     venv.reset()
     assert env.calls[-1][2] == {"a": 1}
-    venv.set_options([{"a": 1}, {"a": 2}])
-    with pytest.raises(ValueError, match="one options dict"):
-        venv.reset()
+    venv.set_options({"a": 1})
+    with pytest.raises(ValueError, match="one options dict"):  # refused at once, not at the next reset
+        venv.set_options([{"a": 1}, {"a": 2}])
+    with pytest.raises(ValueError, match=r"one options dict or 2 \(one per env\), got 3"):
+        venv.set_options([{"a": 1}] * 3)
+    venv.reset()
+    assert env.calls[-1][2] == {"a": 1}  # the options set before the refused calls
+
+
+def test_set_options_are_checked_as_the_envs_reset_checks_them():
+    from trackgen_env.integrations.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("TrackGen-Track-v0", 2, device="cpu", seed=0)
+    with pytest.raises(ValueError, match="takes no options but reset_mask"):
+        venv.set_options({"bogus": 1})
+    with pytest.raises(ValueError, match="reset_mask needs autoreset_mode=DISABLED"):
+        venv.set_options({"reset_mask": np.ones(2, bool)})
+    assert venv.reset().shape[0] == 2  # nothing was stored: the reset takes no options
+    venv.close()
 
 
 def test_get_attr_returns_the_vector_envs_attribute_once_per_index():

@@ -13,7 +13,8 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device"]
+__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device",
+           "install_hint"]
 
 
 def _range(lo, hi) -> str:
@@ -135,3 +136,9 @@ def resolve_device(device=None) -> str:
     except Exception as exc:  # Warp raises RuntimeError/ValueError depending on the name
         names = [str(d) for d in wp.get_devices()]
         raise ValueError(f"device must be one of {names} or None, got {device!r}") from exc
+
+
+def install_hint(extra: str) -> str:
+    """How to install the optional dependencies of ``extra`` (a ``pyproject.toml`` extra), for the
+    message of an ImportError: the README installs from a source checkout, so its form comes first."""
+    return f'pip install -e ".[{extra}]" in a source checkout (else pip install "trackgen_env[{extra}]")'

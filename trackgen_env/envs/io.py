@@ -21,6 +21,8 @@ import dataclasses
 import numpy as np
 import warp as wp
 
+from ..checks import install_hint
+
 __all__ = ["EnvIO", "HostOutputs", "OUTPUTS", "check_action", "check_action_shape", "check_actions", "check_output"]
 
 #: The output types of ``step()`` / ``reset()``.
@@ -40,7 +42,7 @@ def check_output(output: str) -> str:
         try:
             import torch  # noqa: F401
         except ImportError as exc:
-            raise ImportError('output="torch" needs PyTorch (pip install "trackgen_env[torch]")') from exc
+            raise ImportError(f'output="torch" needs PyTorch: {install_hint("torch")}') from exc
     return output
 
 

@@ -55,7 +55,7 @@ size per env (``GateResult.gate_width`` is ``[E]``), so a layout whose gates dif
 is flown with its smallest width and height (:attr:`RaceLayout.course_width`), centred in
 every gate: a pass through it is a pass through the real gate.
 
-YAML needs PyYAML (``pip install trackgen_env[gates]``; TOML before Python 3.11: tomli); files are parsed with
+YAML needs PyYAML (``pip install -e ".[gates]"``; TOML before Python 3.11: tomli); files are parsed with
 ``yaml.safe_load`` and ``tomllib``, which build plain data and never run code.
 """
 
@@ -68,6 +68,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
+
+from ..checks import install_hint
 
 try:  # the standard library's TOML reader from Python 3.11; its backport before
     import tomllib
@@ -227,7 +229,7 @@ def _read(path: str) -> dict:
     ext = os.path.splitext(path)[1].lower()
     if ext == ".toml":
         if tomllib is None:
-            raise ImportError(f"{path}: reading TOML on Python < 3.11 needs tomli: pip install 'trackgen_env[gates]'")
+            raise ImportError(f"{path}: reading TOML on Python < 3.11 needs tomli: {install_hint('gates')}")
         try:
             with open(path, "rb") as f:
                 data = tomllib.load(f)
@@ -238,7 +240,7 @@ def _read(path: str) -> dict:
             import yaml  # optional dependency: only YAML layouts need it
         except ImportError as exc:
             raise ImportError(
-                f"{path}: reading YAML gate layouts needs PyYAML: pip install 'trackgen_env[gates]' (or pip install pyyaml)"
+                f"{path}: reading YAML gate layouts needs PyYAML: {install_hint('gates')}, or pip install pyyaml"
             ) from exc
         try:
             with open(path, encoding="utf-8") as f:

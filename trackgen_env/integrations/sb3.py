@@ -18,10 +18,12 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from ..checks import install_hint
+
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
 
 #: How to install the SB3 extra: a source checkout's form (the README's), else the index's.
-SB3_INSTALL_HINT = 'pip install -e ".[sb3]" in a source checkout (else pip install "trackgen_env[sb3]")'
+SB3_INSTALL_HINT = install_hint("sb3")
 _SB3_HINT = f"the SB3 adapter needs stable-baselines3: {SB3_INSTALL_HINT}"
 # keys of a SAME_STEP step's info that the adapter moves into SB3's per-env infos itself
 _FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
@@ -166,11 +168,29 @@ def _build_adapter_class():
             super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
 
         # -- stepping ----------------------------------------------------------------------
+        def set_options(self, options=None) -> None:
+            """SB3's ``set_options`` (the options of the next ``reset()``: one dict, or one per env),
+            checked now, as that reset would check them, so a refused call leaves the options set
+            before it in place.
+
+            Raises:
+                ValueError: per-env options that differ (the vector env takes one dict for all
+                    envs), or options the env's ``reset`` refuses (e.g. an unknown key).
+                TypeError: as the env's ``reset`` for options of the wrong type.
+            """
+            per_env = [options] * self.num_envs if options is None or isinstance(options, dict) else list(options)
+            if len(per_env) != self.num_envs:
+                raise ValueError(f"SB3VecEnv.set_options: expected one options dict or {self.num_envs} (one per env), got {len(per_env)}")
+            if any(o != per_env[0] for o in per_env):
+                raise ValueError("SB3VecEnv: the vector env takes one options dict for all envs; got different per-env options")
+            check = getattr(self.env.unwrapped, "check_reset_options", None)
+            if check is not None:
+                check(per_env[0] or None, None)
+            super().set_options(options)
+
         def reset(self):
             """Reset every env (with the seed from ``seed()``, if any, and options from ``set_options()``); returns ``obs``."""
             options = self._options[0] if self._options[0] else None
-            if any(o != self._options[0] for o in self._options):
-                raise ValueError("SB3VecEnv: the vector env takes one options dict for all envs; got different per-env options")
             obs, info = self.env.reset(seed=self._seed, options=options)
             self.reset_infos = _split_info(info, self.num_envs)
             self._seed = None
