@@ -821,7 +821,12 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
     venv = base
     if stats is not None:
-        venv = VecNormalize.load(str(stats), base)
+        try:
+            venv = VecNormalize.load(str(stats), base)
+        except Exception as exc:  # a damaged file, another run's (other spaces): SB3 raises what pickle or its checks do
+            base.close()
+            raise ValueError(f"{stats}: cannot load the run's observation statistics ({type(exc).__name__}: {exc}); "
+                             f"expected the {VECNORMALIZE['file']} that train wrote beside {model_path.name}") from exc
         venv.training, venv.norm_reward = False, False
     results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
     venv.close()
