@@ -38,6 +38,11 @@ def test_step_reset_render_after_close_raise_and_close_again_is_a_no_op(cls):
                 lambda: env.reset(seed=1), env.render, env.render_frames, env.memory_usage):
         with pytest.raises(RuntimeError, match="the env is closed"):
             use()
+    # the host copies of the course and the body, as every other method
+    inspections = (env.tracks, env.car_pose) if cls is TrackVectorEnv else (env.courses, env.drone_state)
+    for use in inspections:
+        with pytest.raises(RuntimeError, match="the env is closed"):
+            use()
 
 
 def test_a_wrapper_closes_the_env():

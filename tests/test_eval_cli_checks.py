@@ -120,7 +120,7 @@ def test_a_scale_that_makes_the_circuit_unusable_names_the_flag_and_the_length(w
     assert message in err
     length = float(re.search(r"makes Stadium ([0-9.,e+-]+) m long", err).group(1).replace(",", ""))
     assert length == pytest.approx(centerline_length(np.loadtxt(csv, delimiter=",")) * float(scale), rel=1e-2)
-    assert ("pass a smaller --track-scale (at most" if scale == "1000" else "pass a larger --track-scale") in err
+    assert ("pass a smaller --track-scale (at most" if scale == "1000" else "pass a larger --track-scale (at least") in err
     assert "point_spacing" not in err and "max_loop_length" not in err
 
 
@@ -129,9 +129,9 @@ def test_the_largest_scale_shown_fits():
     points = np.column_stack([xy, np.full((len(xy), 2), 6.0)])
     car = CAR_PRESETS["rc10"]
     with pytest.raises(ValueError, match=r"at most ([0-9.]+)\)") as info:
-        check_circuit_scale(points, 1e4, car, "Stadium", True)
+        check_circuit_scale({"Stadium": points}, 1e4, car, True)
     shown = float(info.value.args[0].rsplit("at most ", 1)[1].rstrip(")"))
-    check_circuit_scale(points, shown, car, "Stadium", True)  # fits
+    check_circuit_scale({"Stadium": points}, shown, car, True)  # fits
     assert shown <= centerline_scale_limit(points, car.wheelbase / 3.0)
 
 
@@ -254,3 +254,21 @@ def test_train_and_eval_without_sb3_give_the_install_hint(command, tmp_path, cap
             "circuits": ["eval", str(model), "--circuits", str(_circuit(tmp_path / "circuits").parent), "--device", "cpu"]}
     err = _err(capsys, argv[command])
     assert 'pip install -e ".[sb3]"' in err
+
+
+def test_one_scale_for_a_folder_is_bounded_by_every_circuit():
+    """With --circuits one --track-scale applies to all: the bounds shown hold for each circuit, and
+    name the circuit that sets them (following the first message must not fail on another)."""
+    car = CAR_PRESETS["rc10"]
+    short, wide = stadium(150.0, 30.0, 5.0), stadium(600.0, 120.0, 5.0)
+    circuits = {"Short": np.column_stack([short, np.full((len(short), 2), 3.0)]),  # 6 m wide, ~500 m
+                "Long": np.column_stack([wide, np.full((len(wide), 2), 6.0)])}  # 12 m wide, ~2 km
+    with pytest.raises(ValueError, match=r"makes Long .* \(at most ([0-9.]+) for every circuit\)") as too_long:
+        check_circuit_scale(circuits, 1e3, car, True)
+    most = float(too_long.value.args[0].rsplit("at most ", 1)[1].split(" ")[0])
+    with pytest.raises(ValueError, match=r"makes Short .* \(at least ([0-9.e-]+) for every circuit\)") as too_narrow:
+        check_circuit_scale(circuits, 1e-6, car, True)
+    least = float(too_narrow.value.args[0].rsplit("at least ", 1)[1].split(" ")[0])
+    for name, points in circuits.items():  # each bound holds for each circuit alone
+        check_circuit_scale({name: points}, most, car, True)
+        check_circuit_scale({name: points}, least, car, True)

@@ -149,3 +149,13 @@ def test_the_estimate_refuses_the_num_envs_the_constructor_refuses(cls, num_envs
     assert str(estimated.value) == str(constructed.value)
     with pytest.raises(error, match="num_envs"):  # the course estimate too
         memory.memory_estimate(no_probe, no_probe, num_envs, "cpu")
+
+
+@pytest.mark.parametrize("cls", [TrackVectorEnv, GatesVectorEnv])
+def test_the_estimate_refuses_an_argument_the_constructor_does_not_take(cls, monkeypatch):
+    def no_probe(*args, **kwargs):
+        raise AssertionError("probed with an unknown argument")
+
+    monkeypatch.setattr(memory, "probe", no_probe)
+    with pytest.raises(TypeError, match=r"does not take: \['cars'\]"):  # a typo of car=
+        cls.memory_estimate(4, device="cpu", cars="full")

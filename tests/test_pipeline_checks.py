@@ -277,3 +277,10 @@ def test_without_randomize_draws_a_parameter_no_more():
         back.without_randomize("band.width")
     with pytest.raises(KeyError):
         drawn.without_randomize("band.nope")
+    with pytest.raises(TypeError, match=r"got list \['band.width'\] \(pass the names as arguments"):
+        drawn.without_randomize(["band.width"])
+    with pytest.raises(TypeError, match="got int 3"):
+        drawn.without_randomize(3)
+    with pytest.raises(ValueError, match="'band.width' is named 2 times"):
+        drawn.without_randomize("band.width", "band.width")
+    assert drawn.randomize.keys() == {"band.width", "layout.size"}  # the refusals changed nothing

@@ -150,6 +150,9 @@ def test_set_options_reach_reset_and_different_per_env_options_are_refused():
         venv.set_options([{"a": 1}, {"a": 2}])
     with pytest.raises(ValueError, match=r"one options dict or 2 \(one per env\), got 3"):
         venv.set_options([{"a": 1}] * 3)
+    for bad in ("abc", b"ab", 5):
+        with pytest.raises(TypeError, match="expected None, an options dict or a list of them"):
+            venv.set_options(bad)
     venv.reset()
     assert env.calls[-1][2] == {"a": 1}  # the options set before the refused calls
 

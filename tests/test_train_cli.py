@@ -109,6 +109,31 @@ def test_eval_reports_trained_and_random_on_held_out_tracks(trained, capsys):
     assert all(r["episodes"] == 3 and 0.0 <= r["lap_completion_rate"] <= 1.0 for r in rows)
 
 
+@pytest.mark.parametrize("damage", ["empty", "junk", "another run's"])
+def test_eval_names_a_vecnormalize_file_it_cannot_use(trained, tmp_path, capsys, damage):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(trained[0], copy)
+    stats = copy / "vecnormalize.pkl"
+    if damage == "empty":
+        stats.write_bytes(b"")
+    elif damage == "junk":
+        stats.write_bytes(b"garbage\n")
+    else:  # the gates env's statistics (44 observations) beside the car's policy (38)
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        from trackgen_env.integrations.sb3 import make_sb3_vec_env
+
+        other = VecNormalize(make_sb3_vec_env("TrackGen-Gates-v0", 1, device="cpu", seed=0))
+        other.save(str(stats))
+        other.close()
+    capsys.readouterr()
+    assert main(["eval", str(copy / "model.zip"), "--episodes", "1", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "vecnormalize.pkl: cannot load the run's observation statistics" in err
+
+
 def test_eval_on_a_real_circuit_csv(trained, tmp_path):
     trained = trained[0]
     import numpy as np

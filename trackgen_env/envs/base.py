@@ -305,7 +305,7 @@ class CourseVectorEnv(VectorEnv):
             shared = {"num_envs": self.num_envs, "device": str(self.device), "max_episode_steps": max_episode_steps,
                       "laps": laps, "render_mode": render_mode, "autoreset_mode": self.autoreset_mode,
                       "output": self.output, "render_size": render_size}
-            estimate = type(self).memory_estimate(**{**arguments, **shared})
+            estimate = type(self)._estimate(self.num_envs, {**arguments, **shared})
             memory.check_fits(estimate, f"{type(self).__name__}(num_envs={self.num_envs})")
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
 
@@ -332,14 +332,30 @@ class CourseVectorEnv(VectorEnv):
                 among them, checked first, as there).
         """
         num_envs = check_num_envs(num_envs)
-        # the probe class: this one, or (a subclass whose constructor takes no num_envs) the
-        # nearest base whose constructor does, with the arguments it takes
+        probe_cls, params, takes_any = cls._probe_class()
+        unknown = [] if takes_any else sorted(set(kwargs) - set(params) - {"self"})
+        if unknown:  # as the constructor would refuse them (a typo must not give another env's figure)
+            raise TypeError(f"{cls.__name__}.memory_estimate() got arguments {probe_cls.__name__}() does not take: {unknown}")
+        return cls._estimate(num_envs, kwargs)
+
+    @classmethod
+    def _probe_class(cls):
+        """The class an estimate builds: this one, or (a subclass whose constructor takes no
+        ``num_envs``) the nearest base whose constructor does; its parameters, and whether it
+        takes any keyword."""
         probe_cls = next(k for k in cls.__mro__ if "num_envs" in inspect.signature(k.__init__).parameters)
         params = inspect.signature(probe_cls.__init__).parameters
+        return probe_cls, params, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    @classmethod
+    def _estimate(cls, num_envs: int, kwargs: dict) -> memory.MemoryEstimate:
+        """:meth:`memory_estimate` of checked arguments; the constructor's own check calls it with
+        its bound arguments (a subclass's constructor may take others: they are left out)."""
+        probe_cls, params, takes_any = cls._probe_class()
         kwargs = {**kwargs, "seed": 0, "capture": False}
         device = wp.get_device(resolve_device(kwargs.get("device")))
         kwargs["device"] = str(device)
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        if not takes_any:
             kwargs = {k: v for k, v in kwargs.items() if k in params}
         try:
             key = (probe_cls, frozenset(kwargs.items()))

@@ -736,6 +736,7 @@ class GatesVectorEnv(CourseVectorEnv):
     def drone_state(self) -> dict[str, np.ndarray]:
         """Host copies of every drone's state: ``position [E, 3]`` [m], ``velocity [E, 3]`` [m/s],
         ``orientation [E, 4]`` (x, y, z, w), ``body_rate [E, 3]`` [rad/s]."""
+        self.check_open()
         return {
             "position": self.position.numpy().copy(),
             "velocity": self.velocity.numpy().copy(),
@@ -746,6 +747,7 @@ class GatesVectorEnv(CourseVectorEnv):
     def courses(self) -> list[dict[str, Any]]:
         """Host copies of every env's course: ``gate_position [G, 3]`` [m], ``gate_orientation
         [G, 4]``, ``gate_width``, ``gate_height`` [m], ``course_line [L, 3]`` [m], ``valid``."""
+        self.check_open()
         r, line = self.course.result, self.course.course_line
         gp, go = r.gate_position.numpy(), r.gate_orientation.numpy()
         gw, gh, ng, v = r.gate_width.numpy(), r.gate_height.numpy(), r.num_gates.numpy(), r.valid.numpy()

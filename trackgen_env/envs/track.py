@@ -611,11 +611,13 @@ class TrackVectorEnv(CourseVectorEnv):
     # -- inspection -------------------------------------------------------------------------
     def car_pose(self) -> np.ndarray:
         """``[E, 3]`` float32 (x [m], y [m], yaw [rad]) of every car (a host copy)."""
+        self.check_open()
         p = self.state.position.numpy()  # a view on the CPU: concatenate copies
         return np.concatenate([p[:, :2], self.state.yaw.numpy()[:, None]], axis=1).astype(np.float32)
 
     def tracks(self) -> list[dict[str, np.ndarray]]:
         """Host copies of every env's track: ``centerline [n, 2]``, ``half_width [n]``, ``valid``."""
+        self.check_open()
         r = self.course.result
         c, hw, n, v = r.centerline.numpy(), r.half_width.numpy(), r.num_points.numpy(), r.valid.numpy()
         return [

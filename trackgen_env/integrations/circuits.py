@@ -206,11 +206,15 @@ def evaluate_circuits(
     model_kind = check_car_model(car_model or env_kwargs.get("car_model", "kinematic"), params)
     width = _training_width(env_kwargs, meta.get("spec"))
     true_scale = params == CAR_PRESETS["full"]
+    raws = {path.stem: load_centerline_csv(path) for path in paths}
+    if scale is not None:  # one scale for all: the bound it must keep is every circuit's
+        check_circuit_scale(raws, scale, params, True)
     scaled = []
     for path in paths:
-        raw = load_centerline_csv(path)
+        raw = raws[path.stem]
         k = scale if scale is not None else (1.0 if true_scale else width / float(np.mean(raw[:, 2] + raw[:, 3])))
-        check_circuit_scale(raw, k, params, path.stem, scale is not None)
+        if scale is None:
+            check_circuit_scale({path.stem: raw}, k, params, False)
         scaled.append((path, raw * k, k))
     carried = {k: v for k, v in env_kwargs.items() if k not in _NOT_CARRIED and k not in ("car", "car_model")}
     run = (params, model_kind, carried, device, time_factor)

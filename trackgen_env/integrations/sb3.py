@@ -178,7 +178,13 @@ def _build_adapter_class():
                     envs), or options the env's ``reset`` refuses (e.g. an unknown key).
                 TypeError: as the env's ``reset`` for options of the wrong type.
             """
-            per_env = [options] * self.num_envs if options is None or isinstance(options, dict) else list(options)
+            if options is None or isinstance(options, dict):
+                per_env = [options] * self.num_envs
+            elif isinstance(options, (list, tuple)):
+                per_env = list(options)
+            else:
+                raise TypeError(f"SB3VecEnv.set_options: expected None, an options dict or a list of them (one per env), "
+                                f"got {type(options).__name__} {options!r}")
             if len(per_env) != self.num_envs:
                 raise ValueError(f"SB3VecEnv.set_options: expected one options dict or {self.num_envs} (one per env), got {len(per_env)}")
             if any(o != per_env[0] for o in per_env):

@@ -303,28 +303,38 @@ def check_circuit_env(env_id: str, flag: str) -> None:
         raise ValueError(f"{flag} drives a real circuit with the car: env must be TrackGen-Track-v0, got {env_id}")
 
 
-def check_circuit_scale(points: np.ndarray, scale: float, car: CarParams, name: str, given: bool) -> None:
-    """Refuse a circuit (``points`` ``[N, 4]`` at true scale) that ``scale`` makes too small for the car
-    (narrower than its body) or too long for a track at the env's point spacing (``wheelbase / 3``,
-    :class:`~trackgen_env.envs.track.TrackVectorEnv`), naming the flag to change (``--track-scale``;
-    ``given``: the user passed it, else the scale is eval's default).
+def _digits(x: float, up: bool) -> float:
+    """``x`` to three significant digits, rounded up or down (so that a shown bound holds)."""
+    d = 2 - math.floor(math.log10(x))
+    return (math.ceil if up else math.floor)(x * 10**d) / 10**d
+
+
+def check_circuit_scale(circuits: dict[str, np.ndarray], scale: float, car: CarParams, given: bool) -> None:
+    """Refuse a scale that makes a circuit (``circuits``: name -> ``[N, 4]`` points at true scale)
+    too small for the car (narrower than its body) or too long for a track at the env's point
+    spacing (``wheelbase / 3``, :class:`~trackgen_env.envs.track.TrackVectorEnv`), naming the
+    flag to change and the bound that holds for every circuit given (``--track-scale``; ``given``:
+    the user passed it, else the scale is eval's default).
 
     Raises:
-        ValueError: the scaled circuit does not fit (the scale, its length and width, the limit).
+        ValueError: a scaled circuit does not fit (the scale, its length and width, the bound).
     """
-    scaled = np.asarray(points, dtype=np.float64) * scale
-    length = centerline_length(scaled)
-    width = float(np.mean(scaled[:, 2] + scaled[:, 3]))
     at = f"--track-scale {scale:g}" if given else f"eval's default scale ({scale:g})"
-    if width < car.width:
-        raise ValueError(f"{at} makes {name} {length:.3g} m long and {width:.3g} m wide, narrower than the car "
-                         f"({car.width:g} m): pass a larger --track-scale")
-    most = centerline_scale_limit(points, car.wheelbase / 3.0)  # of the true-scale circuit
-    if scale > most:
-        digits = 2 - math.floor(math.log10(most))  # three significant digits, rounded down: the shown bound fits
-        raise ValueError(f"{at} makes {name} {length:,.0f} m long, over what a track holds at the car's point "
-                         f"spacing ({car.wheelbase / 3.0:.3g} m): pass a smaller --track-scale (at most "
-                         f"{math.floor(most * 10**digits) / 10**digits:g})")
+    every = " for every circuit" if len(circuits) > 1 else ""
+    points = {name: np.asarray(p, dtype=np.float64) for name, p in circuits.items()}
+    # the least scale at which each is as wide as the car, the largest at which it fits a track
+    least = {name: car.width / float(np.mean(p[:, 2] + p[:, 3])) for name, p in points.items()}
+    most = {name: centerline_scale_limit(p, car.wheelbase / 3.0) for name, p in points.items()}
+    narrow, long = max(least, key=least.get), min(most, key=most.get)
+    if scale < least[narrow]:
+        p = points[narrow] * scale
+        raise ValueError(f"{at} makes {narrow} {centerline_length(p):.3g} m long and {float(np.mean(p[:, 2] + p[:, 3])):.3g} m "
+                         f"wide, narrower than the car ({car.width:g} m): pass a larger --track-scale (at least "
+                         f"{_digits(least[narrow], up=True):g}{every})")
+    if scale > most[long]:
+        raise ValueError(f"{at} makes {long} {centerline_length(points[long] * scale):,.0f} m long, over what a track "
+                         f"holds at the car's point spacing ({car.wheelbase / 3.0:.3g} m): pass a smaller --track-scale "
+                         f"(at most {_digits(most[long], up=False):g}{every})")
 
 
 def _check_seed(name: str, value: int) -> None:
@@ -821,7 +831,12 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
     venv = base
     if stats is not None:
-        venv = VecNormalize.load(str(stats), base)
+        try:
+            venv = VecNormalize.load(str(stats), base)
+        except Exception as exc:  # a damaged file, another run's (other spaces): SB3 raises what pickle or its checks do
+            base.close()
+            raise ValueError(f"{stats}: cannot load the run's observation statistics ({type(exc).__name__}: {exc}); "
+                             f"expected the {VECNORMALIZE['file']} that train wrote beside {model_path.name}") from exc
         venv.training, venv.norm_reward = False, False
     results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
     venv.close()
@@ -843,7 +858,7 @@ def _circuit_kwargs(track_csv, track_scale, env_kwargs) -> dict[str, Any]:
         track = env_kwargs.get("track") or TrackGenConfig()
         track_scale = track.width / float(np.mean(points[:, 2] + points[:, 3]))
     car = car_params(env_kwargs.get("car", "rc10"))
-    check_circuit_scale(points, track_scale, car, Path(track_csv).stem, given)
+    check_circuit_scale({Path(track_csv).stem: points}, track_scale, car, given)
     points = points * track_scale
     # ten times the lap at top speed: a cautious policy still finishes before truncation
     steps = math.ceil(10.0 * centerline_length(points) / (car.max_speed * car.dt))

@@ -186,13 +186,21 @@ class PipelineSpec:
         value (``params``) in every env again.
 
         Raises:
-            KeyError: an unknown parameter name. ValueError: a parameter the spec does not draw.
+            TypeError: a name that is no str (a list of names: pass them as arguments).
+            KeyError: an unknown parameter name. ValueError: a parameter the spec does not draw,
+                or one named twice.
         """
         randomize = dict(self.randomize)
         for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"without_randomize() takes parameter names ('stage.param', ...), got "
+                                f"{type(name).__name__} {name!r}" + (" (pass the names as arguments: *names)"
+                                                                      if isinstance(name, (list, tuple)) else ""))
             self._check_name(name)
+            if names.count(name) > 1:
+                raise ValueError(f"without_randomize(): {name!r} is named {names.count(name)} times")
             if name not in randomize:
-                raise ValueError(f"without_randomize(): {name!r} is not randomized (randomized: {sorted(randomize)})")
+                raise ValueError(f"without_randomize(): {name!r} is not randomized (randomized: {sorted(self.randomize)})")
             del randomize[name]
         return replace(self, randomize=randomize)
 
