@@ -124,7 +124,14 @@ def parse_args(argv=None) -> Args:
         else:
             kind = int if f.type is int else float if f.type in (float, float | None) else str
             parser.add_argument(flag, type=kind, default=f.default)
-    return Args(**vars(parser.parse_args(argv)))
+    args = parser.parse_args(argv)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.num_minibatches > args.num_envs * args.num_steps:
+        parser.error(f"--num-minibatches {args.num_minibatches} is more than the {args.num_envs * args.num_steps} "
+                     "transitions of a rollout (--num-envs x --num-steps)")
+    return Args(**vars(args))
 
 
 def make_env(args: Args):

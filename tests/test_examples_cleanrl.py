@@ -142,3 +142,17 @@ def test_a_total_between_batches_rounds_up_to_whole_iterations_and_says_so(examp
     result = load_example(example).main(argv)
     assert [h["global_step"] for h in result["history"]] == [64, 128]
     assert "--total-timesteps 100 rounded up to whole iterations of 64 (4 envs x 16 steps)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("example", ["cleanrl_ppo_track", "cleanrl_ppo_gates"])
+@pytest.mark.parametrize("argv, message", [
+    (["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
+    (["--num-steps", "0"], "--num-steps must be >= 1, got 0"),
+    (["--num-minibatches", "0"], "--num-minibatches must be >= 1, got 0"),
+    (["--total-timesteps", "-5"], "--total-timesteps must be >= 1, got -5"),
+    (["--num-envs", "2", "--num-steps", "4", "--num-minibatches", "16"], "--num-minibatches 16 is more than the 8"),
+])
+def test_the_examples_refuse_counts_that_cannot_train(example, argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        load_example(example).parse_args(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err

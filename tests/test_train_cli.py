@@ -132,6 +132,32 @@ def test_eval_names_a_vecnormalize_file_it_cannot_use(trained, tmp_path, capsys,
     assert main(["eval", str(copy / "model.zip"), "--episodes", "1", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "vecnormalize.pkl: cannot load the run's observation statistics" in err
+    # the same on the circuits' path, which reads the statistics itself
+    assert main(["eval", str(copy / "model.zip"), "--circuits", str(_oval_folder(tmp_path)), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "vecnormalize.pkl: cannot load the run's observation statistics" in err
+
+
+def _oval_folder(tmp_path):
+    import numpy as np
+
+    folder = tmp_path / "circuits"
+    folder.mkdir(exist_ok=True)
+    t = np.linspace(0.0, 2.0 * np.pi, 80, endpoint=False)
+    rows = np.stack([60.0 * np.cos(t), 40.0 * np.sin(t), np.full_like(t, 6.0), np.full_like(t, 6.0)], axis=1)
+    np.savetxt(folder / "Oval.csv", rows, delimiter=",", header="x_m,y_m,w_tr_right_m,w_tr_left_m")
+    return folder
+
+
+@pytest.mark.parametrize("where", [[], ["--circuits", "CIRCUITS"]])
+def test_eval_names_a_model_file_it_cannot_load(tmp_path, capsys, where):
+    model = tmp_path / "model.zip"
+    model.write_text("{}")  # no zip
+    (tmp_path / "train.json").write_text('{"env_id": "TrackGen-Track-v0", "vecnormalize": {"norm_obs": false}}')
+    argv = [str(_oval_folder(tmp_path)) if a == "CIRCUITS" else a for a in where]
+    assert main(["eval", str(model), *argv, "--device", "cpu"] + ([] if where else ["--episodes", "1"])) == 2
+    err = capsys.readouterr().err
+    assert "model.zip: cannot load the PPO model (ValueError: the file" in err and "Error: Error" not in err
 
 
 def test_eval_on_a_real_circuit_csv(trained, tmp_path):
@@ -282,7 +308,7 @@ def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatc
     (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"], "No module named 'no_such_module_xyz'"),
     (["--spec", "TRACK", "--plugin", "json"], "a plugin registry is named 'module:attribute'"),
     (["--spec", "TRACK", "--plugin", "json:dumps"], "must be a pipeline.Registry"),
-    (["--spec", "MISSING"], "No such file"),
+    (["--spec", "MISSING"], "MISSING.json: cannot read the file (No such file or directory)"),
 ])
 def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, capsys):
     from trackgen_env.pipeline import presets
@@ -293,6 +319,12 @@ def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, c
     argv = [str(tmp_path / f"{a}.json") if a in (*files, "MISSING") else a for a in argv]
     assert main(["train", "--steps", "10", "--out", str(tmp_path / "out"), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_file_is_refused_naming_the_flag(tmp_path, capsys):
+    (tmp_path / "run.json").write_text("{}")
+    assert main(["train", "--steps", "10", "--out", str(tmp_path / "run.json")]) == 2
+    assert "--out " + str(tmp_path / "run.json") + ": expected a folder for the run" in capsys.readouterr().err
 
 
 def test_train_refuses_a_spec_and_env_kwargs_that_set_the_courses_too(tmp_path):

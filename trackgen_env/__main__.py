@@ -141,8 +141,11 @@ def _read_spec(path: str) -> PipelineSpec:
     Raises:
         OSError: the file cannot be read. ValueError: not JSON, or not a spec's dict (naming the file).
     """
-    with open(path, "rb") as f:
-        raw = f.read()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise OSError(f"--spec {path}: cannot read the file ({exc.strerror or exc})") from None
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -163,6 +166,8 @@ def _train(args) -> int:
         raise ValueError("--preset sets the courses: pass --preset or --spec, not both")
     env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
     out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OSError(f"--out {out}: expected a folder for the run (model.zip, train.json, ...), but it is a file")
     path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                  logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
                  plugin=args.plugin, preset=args.preset)

@@ -39,8 +39,9 @@ from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
 from .sb3 import require_sb3
-from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
-                    observation_stats, read_train_record, torch_threads_for)
+from .train import (TRAINING_ONLY_TRACK_KWARGS, VECNORMALIZE, _torch_device, _torch_threads, check_circuit_env,
+                    check_circuit_scale, load_model, observation_stats, read_train_record, torch_threads_for,
+                    unusable_file)
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -85,13 +86,17 @@ def _load_model(model_path: Path, policy_device: str, stats_path: Path | None):
     statistics at ``stats_path``, :func:`~trackgen_env.integrations.train.observation_stats`), and its space."""
     import pickle
 
-    from stable_baselines3 import PPO
-
-    model = PPO.load(model_path, device=policy_device)
+    model = load_model(model_path, policy_device)
     normalize = None
     if stats_path is not None:
-        with open(stats_path, "rb") as f:
-            normalize = pickle.load(f)  # a VecNormalize without its venv: normalize_obs needs none
+        try:
+            with open(stats_path, "rb") as f:
+                normalize = pickle.load(f)  # a VecNormalize without its venv: normalize_obs needs none
+            shape = normalize.obs_rms.mean.shape  # a VecNormalize's: else another kind of pickle
+            if shape != model.observation_space.shape:  # another run's (VecNormalize.load checks this on eval's path)
+                raise ValueError(f"statistics of {shape} observations for a policy of {model.observation_space.shape}")
+        except Exception as exc:
+            raise unusable_file(stats_path, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
 
     def policy(obs):
         o = normalize.normalize_obs(obs) if normalize is not None else obs

@@ -58,7 +58,7 @@ from .sb3 import SB3_INSTALL_HINT, make_sb3_vec_env, require_sb3
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
-           "check_circuit_env", "check_circuit_scale", "observation_stats"]
+           "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "unusable_file"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -290,6 +290,28 @@ def observation_stats(model_path: str | os.PathLike, record: dict[str, Any]) -> 
         warnings.warn(f"no {path}: running the policy on raw observations (a policy trained with train needs the "
                       "normalisation statistics of its run, written beside model.zip)", RuntimeWarning, stacklevel=3)
     return None
+
+
+def unusable_file(path, what: str, expected: str, model_path, exc: Exception) -> ValueError:
+    """The error for a file of a run that cannot be loaded (damaged, another run's, no such format):
+    naming the file, what it should hold and the loader's own message."""
+    detail = str(exc).removeprefix("Error: ")  # SB3 prefixes its own
+    return ValueError(f"{path}: cannot load {what} ({type(exc).__name__}: {detail}); expected the {expected} "
+                      f"that train wrote beside {Path(model_path).name}")
+
+
+def load_model(model_path, policy_device: str):
+    """``PPO.load`` of ``model_path`` on ``policy_device``.
+
+    Raises:
+        ValueError: the file is no model SB3 can load (naming the file).
+    """
+    from stable_baselines3 import PPO
+
+    try:
+        return PPO.load(model_path, device=policy_device)
+    except Exception as exc:  # SB3 raises ValueError for a non-zip, KeyError / pickle errors for others
+        raise unusable_file(model_path, "the PPO model", "model.zip", model_path, exc) from exc
 
 
 def check_circuit_env(env_id: str, flag: str) -> None:
@@ -815,7 +837,7 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
-    model = PPO.load(model_path, device=policy_device)
+    model = load_model(model_path, policy_device)
     keys = ENV_IDS[env_id]
 
     def make():
@@ -835,8 +857,7 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
             venv = VecNormalize.load(str(stats), base)
         except Exception as exc:  # a damaged file, another run's (other spaces): SB3 raises what pickle or its checks do
             base.close()
-            raise ValueError(f"{stats}: cannot load the run's observation statistics ({type(exc).__name__}: {exc}); "
-                             f"expected the {VECNORMALIZE['file']} that train wrote beside {model_path.name}") from exc
+            raise unusable_file(stats, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
         venv.training, venv.norm_reward = False, False
     results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
     venv.close()
