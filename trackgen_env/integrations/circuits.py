@@ -39,9 +39,8 @@ from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
 from .sb3 import require_sb3
-from .train import (TRAINING_ONLY_TRACK_KWARGS, VECNORMALIZE, _torch_device, _torch_threads, check_circuit_env,
-                    check_circuit_scale, load_model, observation_stats, read_train_record, torch_threads_for,
-                    unusable_file)
+from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
+                    load_model, load_observation_stats, observation_stats, read_train_record, torch_threads_for)
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -84,19 +83,9 @@ def _circuits(folder) -> list[Path]:
 def _load_model(model_path: Path, policy_device: str, stats_path: Path | None):
     """A deterministic policy ``obs -> actions`` of a saved PPO model (observations normalised by the
     statistics at ``stats_path``, :func:`~trackgen_env.integrations.train.observation_stats`), and its space."""
-    import pickle
-
     model = load_model(model_path, policy_device)
-    normalize = None
-    if stats_path is not None:
-        try:
-            with open(stats_path, "rb") as f:
-                normalize = pickle.load(f)  # a VecNormalize without its venv: normalize_obs needs none
-            shape = normalize.obs_rms.mean.shape  # a VecNormalize's: else another kind of pickle
-            if shape != model.observation_space.shape:  # another run's (VecNormalize.load checks this on eval's path)
-                raise ValueError(f"statistics of {shape} observations for a policy of {model.observation_space.shape}")
-        except Exception as exc:
-            raise unusable_file(stats_path, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
+    # without its venv: normalize_obs needs none
+    normalize = None if stats_path is None else load_observation_stats(stats_path, model_path, model.observation_space.shape)
 
     def policy(obs):
         o = normalize.normalize_obs(obs) if normalize is not None else obs

@@ -53,12 +53,13 @@ from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
-from .sb3 import SB3_INSTALL_HINT, make_sb3_vec_env, require_sb3
+from .sb3 import make_sb3_vec_env, require_sb3
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
-           "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "unusable_file"]
+           "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
+           "unusable_file"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -312,6 +313,27 @@ def load_model(model_path, policy_device: str):
         return PPO.load(model_path, device=policy_device)
     except Exception as exc:  # SB3 raises ValueError for a non-zip, KeyError / pickle errors for others
         raise unusable_file(model_path, "the PPO model", "model.zip", model_path, exc) from exc
+
+
+def load_observation_stats(path, model_path, observation_shape: tuple[int, ...]):
+    """The ``VecNormalize`` that :func:`train` pickled at ``path`` (without its venv: ``set_venv`` or
+    ``normalize_obs`` use it), checked against the policy's ``observation_shape``.
+
+    Raises:
+        ValueError: the file cannot be loaded (empty, damaged, another kind of pickle) or holds the
+            statistics of other observations (another run's), naming the file.
+    """
+    import pickle
+
+    try:
+        with open(path, "rb") as f:
+            stats = pickle.load(f)
+        shape = stats.obs_rms.mean.shape  # a VecNormalize's: else another kind of pickle
+        if shape != tuple(observation_shape):
+            raise ValueError(f"statistics of {shape} observations for a policy of {tuple(observation_shape)}")
+    except Exception as exc:  # whatever pickle or a foreign object raises
+        raise unusable_file(path, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
+    return stats
 
 
 def check_circuit_env(env_id: str, flag: str) -> None:
@@ -834,10 +856,8 @@ def evaluate(
 
 def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
               env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None) -> list[EvalResult]:
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecNormalize
-
     model = load_model(model_path, policy_device)
+    normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
     keys = ENV_IDS[env_id]
 
     def make():
@@ -852,12 +872,9 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     base = make()
     dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
     venv = base
-    if stats is not None:
-        try:
-            venv = VecNormalize.load(str(stats), base)
-        except Exception as exc:  # a damaged file, another run's (other spaces): SB3 raises what pickle or its checks do
-            base.close()
-            raise unusable_file(stats, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
+    if normalize is not None:
+        normalize.set_venv(base)  # what VecNormalize.load does after unpickling
+        venv = normalize
         venv.training, venv.norm_reward = False, False
     results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
     venv.close()
