@@ -136,3 +136,4 @@ def test_a_plugin_program_stages_every_field():
     for name in pipeline.stages.track.TRACK.commit_reads:
         assert staged._ctx.fields[name] is not getattr(staged.result, name)
         assert in_place._ctx.fields[name] is getattr(in_place.result, name)
+

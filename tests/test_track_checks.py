@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import warp as wp
 
+from trackgen_env import env_loop
 from trackgen_env.pipeline import build, presets
 from trackgen_env.pipeline.stages import track
 
@@ -103,7 +104,9 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     box, span = wp.zeros(blocks, dtype=wp.vec4, device=DEV), wp.zeros(blocks, dtype=wp.vec4, device=DEV)
     c, tot, cl, al, cu, h = arrays
     if lanes == 0:
-        wp.launch(track._checks_one_pass, E, inputs=[pending, 2.0, *arrays, box, span], outputs=[ok], device=DEV)
+        threads, per = env_loop.shape(DEV, E)
+        wp.launch(track._checks_one_pass, threads, inputs=[per, pending, 2.0, *arrays, box, span], outputs=[ok],
+                  device=DEV)
     else:
         wp.launch(track._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
                   device=DEV)

@@ -60,6 +60,7 @@ from dataclasses import dataclass, fields
 
 import warp as wp
 
+from .. import env_loop
 from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw
 from ..tools.heightfield import HeightField, sample_height
@@ -379,6 +380,7 @@ def _restart(
 
 @wp.kernel
 def _car_step(
+    envs_per_thread: int,
     # inputs
     model: CarModel,
     action: wp.array(dtype=wp.vec2),
@@ -399,48 +401,49 @@ def _car_step(
     steer: wp.array(dtype=float),
     elapsed: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
-                 steer, elapsed)
-        return
-    if reset_only != 0:
-        return
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if reset_mask[e] != 0:
+            _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
+                     steer, elapsed)
+            continue
+        if reset_only != 0:
+            continue
 
-    u = action[e]
-    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
-    throttle = wp.clamp(u[1], -1.0, 1.0)
-    k = accel_scale[e]
-    max_accel = model.max_accel * k
-    max_brake = model.max_brake * k
-    p = position[e]
-    psi = yaw[e]
-    v = speed[e]
-    h = model.dt / float(model.substeps)
-    omega = float(0.0)
-    for _ in range(model.substeps):
-        if throttle >= 0.0:
-            a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
-        else:
-            a = throttle * max_brake
-        v1 = wp.max(0.0, v + a * h)
-        vm = 0.5 * (v + v1)
-        beta = slip_angle(model, delta, vm, grip[e])
-        omega = vm / model.l_r * wp.sin(beta)
-        heading = psi + beta + 0.5 * omega * h
-        p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
-        psi = psi + omega * h
-        v = v1
-    # keep yaw in [-pi, pi) so float32 keeps its precision over long episodes
-    psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
-    position[e] = p
-    orientation[e] = quat_from_yaw(psi)
-    yaw[e] = psi
-    speed[e] = v
-    yaw_rate[e] = omega
-    steer[e] = delta
-    # saturates: an int32 that wrapped would never reach the truncation limit again
-    elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
+        u = action[e]
+        delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
+        throttle = wp.clamp(u[1], -1.0, 1.0)
+        k = accel_scale[e]
+        max_accel = model.max_accel * k
+        max_brake = model.max_brake * k
+        p = position[e]
+        psi = yaw[e]
+        v = speed[e]
+        h = model.dt / float(model.substeps)
+        omega = float(0.0)
+        for _ in range(model.substeps):
+            if throttle >= 0.0:
+                a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+            else:
+                a = throttle * max_brake
+            v1 = wp.max(0.0, v + a * h)
+            vm = 0.5 * (v + v1)
+            beta = slip_angle(model, delta, vm, grip[e])
+            omega = vm / model.l_r * wp.sin(beta)
+            heading = psi + beta + 0.5 * omega * h
+            p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
+            psi = psi + omega * h
+            v = v1
+        # keep yaw in [-pi, pi) so float32 keeps its precision over long episodes
+        psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
+        position[e] = p
+        orientation[e] = quat_from_yaw(psi)
+        yaw[e] = psi
+        speed[e] = v
+        yaw_rate[e] = omega
+        steer[e] = delta
+        # saturates: an int32 that wrapped would never reach the truncation limit again
+        elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
 
 
 #: micro steps per substep of the dynamic model at most (their count keeps explicit Euler
@@ -461,6 +464,7 @@ def _axle_force(stiffness: float, friction: float, load: float, alpha: float) ->
 
 @wp.kernel
 def _dynamic_car_step(
+    envs_per_thread: int,
     # inputs
     model: CarModel,
     tyres: TyreModel,
@@ -483,96 +487,98 @@ def _dynamic_car_step(
     slip: wp.array(dtype=float),
     elapsed: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
-                 steer, elapsed)
-        slip[e] = 0.0
-        return
-    if reset_only != 0:
-        return
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if reset_mask[e] != 0:
+            _restart(e, start_position, start_orientation, start_speed, position, orientation, yaw, speed, yaw_rate,
+                     steer, elapsed)
+            slip[e] = 0.0
+            continue
+        if reset_only != 0:
+            continue
 
-    u = action[e]
-    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
-    throttle = wp.clamp(u[1], -1.0, 1.0)
-    k = accel_scale[e]
-    max_accel = model.max_accel * k
-    max_brake = model.max_brake * k
-    p = position[e]
-    psi = yaw[e]
-    v = speed[e]
-    beta = slip[e]
-    omega = yaw_rate[e]
-    h = model.dt / float(model.substeps)
-    l_r = model.l_r
-    l_f = tyres.l_f
-    # the friction scale: mu (and with it the axle stiffness mu C_S) times g
-    g = grip[e]
-    stiffness_f = g * tyres.stiffness_front
-    stiffness_r = g * tyres.stiffness_rear
-    friction = g * tyres.friction
-    for _ in range(model.substeps):
-        if throttle >= 0.0:
-            a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
-        else:
-            a = throttle * max_brake
-        v1 = wp.max(0.0, v + a * h)
-        vm = 0.5 * (v + v1)
-        # the kinematic model's state at this speed (what it is below kinematic_speed)
-        beta_k = slip_angle(model, delta, vm, g)
-        omega_k = vm / l_r * wp.sin(beta_k)
-        lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
-        b = beta_k
-        r = omega_k
-        if lam > 0.0:
-            # the single-track model (CommonRoad ST): axle loads with longitudinal transfer,
-            # small-angle slip angles, saturating axle forces; explicit Euler micro steps
-            m = tyres.mass
-            load_f = wp.max(0.0, m * (_GRAVITY * l_r - a * tyres.cog_height) / model.wheelbase)
-            load_r = wp.max(0.0, m * (_GRAVITY * l_f + a * tyres.cog_height) / model.wheelbase)
-            # the eigenvalue bound scales as g (rate) and sqrt(g) (rate_const) with the stiffness,
-            # and at most so with an accel scale k > 1 (the heaviest axle load, g l + k a_max h,
-            # grows at most k-fold)
-            gk = g * wp.max(1.0, k)
-            n = wp.clamp(int(wp.ceil(2.0 * h * (gk * tyres.rate / vm + wp.sqrt(gk) * tyres.rate_const))), 1,
-                         _MAX_MICRO_STEPS)
-            hh = h / float(n)
-            bd = beta
-            rd = omega
-            for _k in range(n):
-                alpha_f = delta - bd - l_f * rd / vm
-                alpha_r = -bd + l_r * rd / vm
-                f_f = _axle_force(stiffness_f, friction, load_f, alpha_f)
-                f_r = _axle_force(stiffness_r, friction, load_r, alpha_r)
-                bd_dot = (f_f + f_r) / (m * vm) - rd
-                rd_dot = (l_f * f_f - l_r * f_r) / tyres.yaw_inertia
-                bd = wp.clamp(bd + hh * bd_dot, -_MAX_SLIP, _MAX_SLIP)
-                rd = rd + hh * rd_dot
-            b = lam * bd + (1.0 - lam) * beta_k
-            r = lam * rd + (1.0 - lam) * omega_k
-        heading = psi + b + 0.5 * r * h
-        p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
-        psi = psi + r * h
-        v = v1
-        beta = b
-        omega = r
-    psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
-    position[e] = p
-    orientation[e] = quat_from_yaw(psi)
-    yaw[e] = psi
-    speed[e] = v
-    yaw_rate[e] = omega
-    steer[e] = delta
-    slip[e] = beta
-    elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
+        u = action[e]
+        delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
+        throttle = wp.clamp(u[1], -1.0, 1.0)
+        k = accel_scale[e]
+        max_accel = model.max_accel * k
+        max_brake = model.max_brake * k
+        p = position[e]
+        psi = yaw[e]
+        v = speed[e]
+        beta = slip[e]
+        omega = yaw_rate[e]
+        h = model.dt / float(model.substeps)
+        l_r = model.l_r
+        l_f = tyres.l_f
+        # the friction scale: mu (and with it the axle stiffness mu C_S) times g
+        g = grip[e]
+        stiffness_f = g * tyres.stiffness_front
+        stiffness_r = g * tyres.stiffness_rear
+        friction = g * tyres.friction
+        for _ in range(model.substeps):
+            if throttle >= 0.0:
+                a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+            else:
+                a = throttle * max_brake
+            v1 = wp.max(0.0, v + a * h)
+            vm = 0.5 * (v + v1)
+            # the kinematic model's state at this speed (what it is below kinematic_speed)
+            beta_k = slip_angle(model, delta, vm, g)
+            omega_k = vm / l_r * wp.sin(beta_k)
+            lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
+            b = beta_k
+            r = omega_k
+            if lam > 0.0:
+                # the single-track model (CommonRoad ST): axle loads with longitudinal transfer,
+                # small-angle slip angles, saturating axle forces; explicit Euler micro steps
+                m = tyres.mass
+                load_f = wp.max(0.0, m * (_GRAVITY * l_r - a * tyres.cog_height) / model.wheelbase)
+                load_r = wp.max(0.0, m * (_GRAVITY * l_f + a * tyres.cog_height) / model.wheelbase)
+                # the eigenvalue bound scales as g (rate) and sqrt(g) (rate_const) with the stiffness,
+                # and at most so with an accel scale k > 1 (the heaviest axle load, g l + k a_max h,
+                # grows at most k-fold)
+                gk = g * wp.max(1.0, k)
+                n = wp.clamp(int(wp.ceil(2.0 * h * (gk * tyres.rate / vm + wp.sqrt(gk) * tyres.rate_const))), 1,
+                             _MAX_MICRO_STEPS)
+                hh = h / float(n)
+                bd = beta
+                rd = omega
+                for _k in range(n):
+                    alpha_f = delta - bd - l_f * rd / vm
+                    alpha_r = -bd + l_r * rd / vm
+                    f_f = _axle_force(stiffness_f, friction, load_f, alpha_f)
+                    f_r = _axle_force(stiffness_r, friction, load_r, alpha_r)
+                    bd_dot = (f_f + f_r) / (m * vm) - rd
+                    rd_dot = (l_f * f_f - l_r * f_r) / tyres.yaw_inertia
+                    bd = wp.clamp(bd + hh * bd_dot, -_MAX_SLIP, _MAX_SLIP)
+                    rd = rd + hh * rd_dot
+                b = lam * bd + (1.0 - lam) * beta_k
+                r = lam * rd + (1.0 - lam) * omega_k
+            heading = psi + b + 0.5 * r * h
+            p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
+            psi = psi + r * h
+            v = v1
+            beta = b
+            omega = r
+        psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
+        position[e] = p
+        orientation[e] = quat_from_yaw(psi)
+        yaw[e] = psi
+        speed[e] = v
+        yaw_rate[e] = omega
+        steer[e] = delta
+        slip[e] = beta
+        elapsed[e] = wp.min(elapsed[e], _ELAPSED_MAX - 1) + 1
 
 
 @wp.kernel
-def _on_ground(heights: wp.array3d(dtype=float), origin: wp.vec2, cell_size: float,
+def _on_ground(envs_per_thread: int, heights: wp.array3d(dtype=float), origin: wp.vec2, cell_size: float,
                position: wp.array(dtype=wp.vec3)):
-    e = wp.tid()
-    p = position[e]
-    position[e] = wp.vec3(p[0], p[1], sample_height(heights, e, origin, cell_size, p[0], p[1]))
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        p = position[e]
+        position[e] = wp.vec3(p[0], p[1], sample_height(heights, e, origin, cell_size, p[0], p[1]))
 
 
 class CarState:
@@ -648,11 +654,12 @@ class CarState:
         One launch, no host sync: capturable.
         """
         v0 = self._rest if start_speed is None else start_speed
+        threads, per = env_loop.shape(self.device, self.num_envs)
         if self.car_model == "dynamic":
             wp.launch(
                 _dynamic_car_step,
-                self.num_envs,
-                inputs=[self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
+                threads,
+                inputs=[per, self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
                         self.grip, self.accel_scale, self.steer_scale],
                 outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
                          self.elapsed],
@@ -661,8 +668,8 @@ class CarState:
             return
         wp.launch(
             _car_step,
-            self.num_envs,
-            inputs=[self._model, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
+            threads,
+            inputs=[per, self._model, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
                     self.grip, self.accel_scale, self.steer_scale],
             outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.elapsed],
             device=self.device,
@@ -677,5 +684,6 @@ class CarState:
             ground: the course's :class:`~trackgen_env.tools.HeightField` (``course.heightfield``),
                 on this state's device with ``E`` envs.
         """
-        wp.launch(_on_ground, self.num_envs, inputs=[ground.heights, ground.origin, ground.cell_size],
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        wp.launch(_on_ground, threads, inputs=[per, ground.heights, ground.origin, ground.cell_size],
                   outputs=[self.position], device=self.device)

@@ -9,7 +9,7 @@ import numpy as np
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-from .. import render, tools
+from .. import env_loop, render, tools
 from ..checks import check_float
 from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
@@ -98,6 +98,7 @@ def _write_corners(
 
 @wp.kernel
 def _start_state(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     # the envs' random streams (the generator's seeds and counters)
     seeds: wp.array(dtype=wp.int32),
@@ -126,56 +127,57 @@ def _start_state(
     out_velocity: wp.array(dtype=wp.vec3),
     out_progress_start: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if mask[e] == 0:
-        return
-    n = num_checkpoints[e]
-    p = standard_position[e]
-    q = standard_orientation[e]
-    v = wp.vec3(0.0)
-    gate = int(0)  # the gate expected first: gate 0 from the standard start
-    if random_start != 0 and n >= 2:
-        key = random_key(seeds[e], counters[e], stream)
-        if uniform(key, 0) < random_start_prob:
-            gate = wp.min(wp.max(sampled_gate[e], 0), n - 1)
-            # walk back along the course line from gate k's point (point k * samples_per_gate)
-            count = n * samples_per_gate
-            i0 = gate * samples_per_gate
-            leg = float(0.0)
-            for j in range(samples_per_gate):
-                leg = leg + wp.length(line[e, wrap_index(i0 - j, count)] - line[e, wrap_index(i0 - j - 1, count)])
-            # at most 45 % of the leg back: the start stays on the far side of the previous gate
-            s = wp.min(uniform_range(key, 1, distance_lo, distance_hi), 0.45 * leg)
-            point = line[e, i0]
-            tangent = wp.vec3(1.0, 0.0, 0.0)
-            for j in range(samples_per_gate):
-                a = line[e, wrap_index(i0 - j, count)]
-                b = line[e, wrap_index(i0 - j - 1, count)]
-                seg = wp.length(a - b)
-                if seg > 1.0e-9:
-                    tangent = (a - b) / seg
-                if s <= seg:
-                    point = a + (b - a) * (s / wp.max(seg, 1.0e-9))
-                    break
-                s = s - seg
-                point = b
-            lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), tangent))
-            up = wp.cross(tangent, lateral)
-            p = point + uniform_range(key, 2, -offset, offset) * lateral + uniform_range(key, 3, -offset, offset) * up
-            heading = wp.atan2(tangent[1], tangent[0]) + uniform_range(key, 4, -yaw, yaw)
-            roll = uniform_range(key, 5, -tilt, tilt)
-            pitch = uniform_range(key, 6, -tilt, tilt)
-            q = wp.normalize(
-                wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), heading)
-                * wp.quat_from_axis_angle(wp.vec3(0.0, 1.0, 0.0), pitch)
-                * wp.quat_from_axis_angle(wp.vec3(1.0, 0.0, 0.0), roll)
-            )
-            v = uniform_range(key, 7, speed_lo, speed_hi) * tangent
-    out_position[e] = p
-    out_orientation[e] = q
-    out_velocity[e] = v
-    # Progress starts "on" the gate before the first expected one, so that one counts first
-    out_progress_start[e] = wp.where(n > 0, wrap_index(gate - 1, wp.max(n, 1)), 0)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = num_checkpoints[e]
+        p = standard_position[e]
+        q = standard_orientation[e]
+        v = wp.vec3(0.0)
+        gate = int(0)  # the gate expected first: gate 0 from the standard start
+        if random_start != 0 and n >= 2:
+            key = random_key(seeds[e], counters[e], stream)
+            if uniform(key, 0) < random_start_prob:
+                gate = wp.min(wp.max(sampled_gate[e], 0), n - 1)
+                # walk back along the course line from gate k's point (point k * samples_per_gate)
+                count = n * samples_per_gate
+                i0 = gate * samples_per_gate
+                leg = float(0.0)
+                for j in range(samples_per_gate):
+                    leg = leg + wp.length(line[e, wrap_index(i0 - j, count)] - line[e, wrap_index(i0 - j - 1, count)])
+                # at most 45 % of the leg back: the start stays on the far side of the previous gate
+                s = wp.min(uniform_range(key, 1, distance_lo, distance_hi), 0.45 * leg)
+                point = line[e, i0]
+                tangent = wp.vec3(1.0, 0.0, 0.0)
+                for j in range(samples_per_gate):
+                    a = line[e, wrap_index(i0 - j, count)]
+                    b = line[e, wrap_index(i0 - j - 1, count)]
+                    seg = wp.length(a - b)
+                    if seg > 1.0e-9:
+                        tangent = (a - b) / seg
+                    if s <= seg:
+                        point = a + (b - a) * (s / wp.max(seg, 1.0e-9))
+                        break
+                    s = s - seg
+                    point = b
+                lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), tangent))
+                up = wp.cross(tangent, lateral)
+                p = point + uniform_range(key, 2, -offset, offset) * lateral + uniform_range(key, 3, -offset, offset) * up
+                heading = wp.atan2(tangent[1], tangent[0]) + uniform_range(key, 4, -yaw, yaw)
+                roll = uniform_range(key, 5, -tilt, tilt)
+                pitch = uniform_range(key, 6, -tilt, tilt)
+                q = wp.normalize(
+                    wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), heading)
+                    * wp.quat_from_axis_angle(wp.vec3(0.0, 1.0, 0.0), pitch)
+                    * wp.quat_from_axis_angle(wp.vec3(1.0, 0.0, 0.0), roll)
+                )
+                v = uniform_range(key, 7, speed_lo, speed_hi) * tangent
+        out_position[e] = p
+        out_orientation[e] = q
+        out_velocity[e] = v
+        # Progress starts "on" the gate before the first expected one, so that one counts first
+        out_progress_start[e] = wp.where(n > 0, wrap_index(gate - 1, wp.max(n, 1)), 0)
 
 
 @wp.struct
@@ -193,6 +195,7 @@ class RewardWeights:
 
 @wp.kernel
 def _observe(
+    envs_per_thread: int,
     # inputs: which envs were reset this step
     reset_mask: wp.array(dtype=wp.int32),
     # inputs: the drone
@@ -240,136 +243,137 @@ def _observe(
     out_of_bounds_out: wp.array(dtype=wp.bool),
     missed_gate_out: wp.array(dtype=wp.bool),
 ):
-    e = wp.tid()
-    was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
-    if restart != 0 and not was_reset:
-        return
-    n = num_checkpoints[e]
-    usable = valid[e] != 0 and n >= 2
-    p = position[e]
-    q = orientation[e]
-    w = body_rate[e]
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+        if restart != 0 and not was_reset:
+            continue
+        n = num_checkpoints[e]
+        usable = valid[e] != 0 and n >= 2
+        p = position[e]
+        q = orientation[e]
+        w = body_rate[e]
 
-    v_body = wp.quat_rotate_inv(q, velocity[e])
-    r = wp.quat_to_matrix(q)
-    for i in range(3):
-        obs[e, _VELOCITY + i] = v_body[i]
-        obs[e, _BODY_RATE + i] = w[i]
-        for j in range(3):
-            obs[e, _ROTATION + 3 * i + j] = r[i, j]
-    obs[e, _ALTITUDE] = p[2]
-    for i in range(4):
-        obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
-
-    if was_reset:
-        # the gate Progress expects first (its reset_to ran before this step's course.step)
-        nxt = int(0)
-        if usable:
-            nxt = next_checkpoint[e] % n
-        target[e] = nxt
-        prev_position[e] = p
+        v_body = wp.quat_rotate_inv(q, velocity[e])
+        r = wp.quat_to_matrix(q)
+        for i in range(3):
+            obs[e, _VELOCITY + i] = v_body[i]
+            obs[e, _BODY_RATE + i] = w[i]
+            for j in range(3):
+                obs[e, _ROTATION + 3 * i + j] = r[i, j]
+        obs[e, _ALTITUDE] = p[2]
         for i in range(4):
-            prev_action[e, i] = 0.0
+            obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
+
+        if was_reset:
+            # the gate Progress expects first (its reset_to ran before this step's course.step)
+            nxt = int(0)
+            if usable:
+                nxt = next_checkpoint[e] % n
+            target[e] = nxt
+            prev_position[e] = p
+            for i in range(4):
+                prev_action[e, i] = 0.0
+            if usable:
+                target_distance[e] = wp.length(p - cp_position[e, nxt])
+                for k in range(2):
+                    g = (nxt + k) % n
+                    _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
+                                   cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+            else:
+                target_distance[e] = 0.0
+                for i in range(_NEXT_GATE, _CORNERS_END):
+                    obs[e, i] = 0.0
+            if restart == 0:  # a restart keeps the ended episode's reward and termination
+                reward[e] = 0.0
+                terminated[e] = False
+                truncated[e] = False
+            gates_out[e] = 0
+            laps_out[e] = 0
+            collision_out[e] = False
+            out_of_bounds_out[e] = False
+            missed_gate_out[e] = False
+            autoreset[e] = 0
+            continue
+
+        rew = float(0.0)
+        missed = False
+        outside = False
+        prev = prev_position[e]
         if usable:
-            target_distance[e] = wp.length(p - cp_position[e, nxt])
+            tgt = target[e] % n
+            c = cp_position[e, tgt]
+            d = cp_direction[e, tgt]
+            # progress towards the target gate's centre (Song et al. 2021; Kaufmann et al. 2023)
+            rew = weights.progress * (target_distance[e] - wp.length(p - c))
+            if passed[e] != 0:
+                rew = rew + weights.gate_bonus * float(passed[e])  # passed counts every gate of the step
+            else:
+                # crossing the target gate's plane forwards without a counted pass: outside the opening
+                dq = wp.dot(prev - c, d)
+                dp = wp.dot(p - c, d)
+                missed = dq < 0.0 and dp >= 0.0
+            if weights.approach > 0.0 and passed[e] == 0:
+                # Song et al. 2021's safety term: near the plane, penalise the distance from the gate's normal axis
+                rel = p - c
+                dist_plane = wp.abs(wp.dot(rel, d))
+                dist_axis = wp.length(rel - wp.dot(rel, d) * d)
+                f = wp.max(1.0 - dist_plane / weights.approach_distance, 0.0)
+                spread = wp.max((1.0 - f) * (2.0 * cp_half_width[e, tgt]) / 6.0, 0.05)
+                rew = rew - weights.approach * f * f * (1.0 - wp.exp(-0.5 * dist_axis * dist_axis / spread))
+            # the target switches only on a counted pass
+            if passed[e] != 0:
+                tgt = next_checkpoint[e] % n
+            target[e] = tgt
+            target_distance[e] = wp.length(p - cp_position[e, tgt])
             for k in range(2):
-                g = (nxt + k) % n
+                g = (tgt + k) % n
                 _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
                                cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+            # course bounds: the bounding box of the gates and the course line between them (a
+            # turn swings out past the gates) grown by the margin (ground: z = 0)
+            lo = wp.vec3(BIG)
+            hi = wp.vec3(-BIG)
+            for g in range(n):
+                lo = wp.min(lo, cp_position[e, g])
+                hi = wp.max(hi, cp_position[e, g])
+            for k in range(wp.min(line_points[e], line.shape[1])):
+                lo = wp.min(lo, line[e, k])
+                hi = wp.max(hi, line[e, k])
+            outside = (
+                p[0] < lo[0] - bounds_margin
+                or p[0] > hi[0] + bounds_margin
+                or p[1] < lo[1] - bounds_margin
+                or p[1] > hi[1] + bounds_margin
+                or p[2] > hi[2] + bounds_margin
+            )
         else:
-            target_distance[e] = 0.0
             for i in range(_NEXT_GATE, _CORNERS_END):
                 obs[e, i] = 0.0
-        if restart == 0:  # a restart keeps the ended episode's reward and termination
-            reward[e] = 0.0
-            terminated[e] = False
-            truncated[e] = False
-        gates_out[e] = 0
-        laps_out[e] = 0
-        collision_out[e] = False
-        out_of_bounds_out[e] = False
-        missed_gate_out[e] = False
-        autoreset[e] = 0
-        return
+        prev_position[e] = p
 
-    rew = float(0.0)
-    missed = False
-    outside = False
-    prev = prev_position[e]
-    if usable:
-        tgt = target[e] % n
-        c = cp_position[e, tgt]
-        d = cp_direction[e, tgt]
-        # progress towards the target gate's centre (Song et al. 2021; Kaufmann et al. 2023)
-        rew = weights.progress * (target_distance[e] - wp.length(p - c))
-        if passed[e] != 0:
-            rew = rew + weights.gate_bonus * float(passed[e])  # passed counts every gate of the step
-        else:
-            # crossing the target gate's plane forwards without a counted pass: outside the opening
-            dq = wp.dot(prev - c, d)
-            dp = wp.dot(p - c, d)
-            missed = dq < 0.0 and dp >= 0.0
-        if weights.approach > 0.0 and passed[e] == 0:
-            # Song et al. 2021's safety term: near the plane, penalise the distance from the gate's normal axis
-            rel = p - c
-            dist_plane = wp.abs(wp.dot(rel, d))
-            dist_axis = wp.length(rel - wp.dot(rel, d) * d)
-            f = wp.max(1.0 - dist_plane / weights.approach_distance, 0.0)
-            spread = wp.max((1.0 - f) * (2.0 * cp_half_width[e, tgt]) / 6.0, 0.05)
-            rew = rew - weights.approach * f * f * (1.0 - wp.exp(-0.5 * dist_axis * dist_axis / spread))
-        # the target switches only on a counted pass
-        if passed[e] != 0:
-            tgt = next_checkpoint[e] % n
-        target[e] = tgt
-        target_distance[e] = wp.length(p - cp_position[e, tgt])
-        for k in range(2):
-            g = (tgt + k) % n
-            _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
-                           cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
-        # course bounds: the bounding box of the gates and the course line between them (a
-        # turn swings out past the gates) grown by the margin (ground: z = 0)
-        lo = wp.vec3(BIG)
-        hi = wp.vec3(-BIG)
-        for g in range(n):
-            lo = wp.min(lo, cp_position[e, g])
-            hi = wp.max(hi, cp_position[e, g])
-        for k in range(wp.min(line_points[e], line.shape[1])):
-            lo = wp.min(lo, line[e, k])
-            hi = wp.max(hi, line[e, k])
-        outside = (
-            p[0] < lo[0] - bounds_margin
-            or p[0] > hi[0] + bounds_margin
-            or p[1] < lo[1] - bounds_margin
-            or p[1] > hi[1] + bounds_margin
-            or p[2] > hi[2] + bounds_margin
-        )
-    else:
-        for i in range(_NEXT_GATE, _CORNERS_END):
-            obs[e, i] = 0.0
-    prev_position[e] = p
-
-    collided = p[2] <= 0.0 or (usable and hit[e] != 0)
-    rew = rew - weights.body_rate * wp.length(w)
-    smooth = float(0.0)
-    for i in range(4):
-        da = last_action[e, i] - prev_action[e, i]
-        smooth = smooth + da * da
-        prev_action[e, i] = last_action[e, i]
-    rew = rew - weights.smoothness * smooth
-    crashed = collided or outside or missed
-    if crashed:
-        rew = rew - weights.crash
-    reward[e] = rew
-    term = crashed or (not usable) or laps[e] >= target_laps
-    trunc = elapsed[e] >= max_episode_steps
-    terminated[e] = term
-    truncated[e] = trunc
-    gates_out[e] = checkpoints_passed[e]
-    laps_out[e] = laps[e]
-    collision_out[e] = collided
-    out_of_bounds_out[e] = outside
-    missed_gate_out[e] = missed
-    autoreset[e] = wp.where(term or trunc, 1, 0)
+        collided = p[2] <= 0.0 or (usable and hit[e] != 0)
+        rew = rew - weights.body_rate * wp.length(w)
+        smooth = float(0.0)
+        for i in range(4):
+            da = last_action[e, i] - prev_action[e, i]
+            smooth = smooth + da * da
+            prev_action[e, i] = last_action[e, i]
+        rew = rew - weights.smoothness * smooth
+        crashed = collided or outside or missed
+        if crashed:
+            rew = rew - weights.crash
+        reward[e] = rew
+        term = crashed or (not usable) or laps[e] >= target_laps
+        trunc = elapsed[e] >= max_episode_steps
+        terminated[e] = term
+        truncated[e] = trunc
+        gates_out[e] = checkpoints_passed[e]
+        laps_out[e] = laps[e]
+        collision_out[e] = collided
+        out_of_bounds_out[e] = outside
+        missed_gate_out[e] = missed
+        autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
 class GatesVectorEnv(CourseVectorEnv):
@@ -685,11 +689,12 @@ class GatesVectorEnv(CourseVectorEnv):
             course.checkpoint_sampler.sample(reset_mask, self._sampled_position, self._sampled_orientation,
                                              self._sampled_gate)
         seeds = course.seeds
+        threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _start_state,
-            self.num_envs,
+            threads,
             inputs=[
-                reset_mask, seeds.seeds, seeds.counters, int(Stream.GATES_START), int(random_start),
+                per, reset_mask, seeds.seeds, seeds.counters, int(Stream.GATES_START), int(random_start),
                 self.random_start_prob, course.checkpoints.num_checkpoints, course.course_line.centerline,
                 course.components["centerline"].samples_per_gate, self._sampled_gate, r.start_position,
                 r.start_orientation, self.start_distance[0], self.start_distance[1], self.start_offset,
@@ -705,11 +710,12 @@ class GatesVectorEnv(CourseVectorEnv):
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         cps, ev, info = self.course.checkpoints, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _observe,
-            self.num_envs,
+            threads,
             inputs=[
-                reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
+                per, reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
                 self.drone.elapsed,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
                 self.course.course_line.centerline, self.course.course_line.num_points, self.course.result.valid,

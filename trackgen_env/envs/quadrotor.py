@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
+from .. import env_loop
 from ..checks import check_float, check_int, check_vec3
 from ..polyline import GRAVITY
 
@@ -185,6 +186,7 @@ def thrust_to_action(d: QuadrotorModel, thrust: float) -> float:
 
 @wp.kernel
 def _fly(
+    envs_per_thread: int,
     # inputs
     dynamics: QuadrotorModel,
     action: wp.array2d(dtype=wp.float32),
@@ -202,36 +204,37 @@ def _fly(
     last_action: wp.array2d(dtype=wp.float32),
     elapsed: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        # a reset: the action is ignored, the drone starts at the start pose (at rest, or at the start velocity)
-        position[e] = start_position[e]
-        velocity[e] = wp.vec3(0.0)
-        if use_start_velocity != 0:
-            velocity[e] = start_velocity[e]
-        orientation[e] = wp.normalize(start_orientation[e])
-        body_rate[e] = wp.vec3(0.0)
-        for i in range(4):
-            last_action[e, i] = 0.0
-        elapsed[e] = 0
-        return
-    if reset_only != 0:
-        return
-    a0 = wp.clamp(action[e, 0], -1.0, 1.0)
-    a1 = wp.clamp(action[e, 1], -1.0, 1.0)
-    a2 = wp.clamp(action[e, 2], -1.0, 1.0)
-    a3 = wp.clamp(action[e, 3], -1.0, 1.0)
-    thrust, rate_cmd = action_to_command(dynamics, a0, a1, a2, a3)
-    p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e], body_rate[e])
-    position[e] = p
-    velocity[e] = v
-    orientation[e] = q
-    body_rate[e] = w
-    last_action[e, 0] = a0
-    last_action[e, 1] = a1
-    last_action[e, 2] = a2
-    last_action[e, 3] = a3
-    elapsed[e] = elapsed[e] + 1
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if reset_mask[e] != 0:
+            # a reset: the action is ignored, the drone starts at the start pose (at rest, or at the start velocity)
+            position[e] = start_position[e]
+            velocity[e] = wp.vec3(0.0)
+            if use_start_velocity != 0:
+                velocity[e] = start_velocity[e]
+            orientation[e] = wp.normalize(start_orientation[e])
+            body_rate[e] = wp.vec3(0.0)
+            for i in range(4):
+                last_action[e, i] = 0.0
+            elapsed[e] = 0
+            continue
+        if reset_only != 0:
+            continue
+        a0 = wp.clamp(action[e, 0], -1.0, 1.0)
+        a1 = wp.clamp(action[e, 1], -1.0, 1.0)
+        a2 = wp.clamp(action[e, 2], -1.0, 1.0)
+        a3 = wp.clamp(action[e, 3], -1.0, 1.0)
+        thrust, rate_cmd = action_to_command(dynamics, a0, a1, a2, a3)
+        p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e], body_rate[e])
+        position[e] = p
+        velocity[e] = v
+        orientation[e] = q
+        body_rate[e] = w
+        last_action[e, 0] = a0
+        last_action[e, 1] = a1
+        last_action[e, 2] = a2
+        last_action[e, 3] = a3
+        elapsed[e] = elapsed[e] + 1
 
 
 class Quadrotor:
@@ -291,10 +294,11 @@ class Quadrotor:
                 f"action must be a [{self.num_envs}, 4] float32 array on {self.device}, got shape "
                 f"{action.shape} dtype {wp.types.type_repr(action.dtype)} on {action.device}"
             )
+        threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _fly,
-            self.num_envs,
-            inputs=[self.dynamics, action, reset_mask, start_position, start_orientation,
+            threads,
+            inputs=[per, self.dynamics, action, reset_mask, start_position, start_orientation,
                     start_velocity if start_velocity is not None else self.velocity, int(start_velocity is not None),
                     int(reset_only)],
             outputs=[self.position, self.velocity, self.orientation, self.body_rate, self.last_action, self.elapsed],

@@ -8,7 +8,7 @@ import numpy as np
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-from .. import render, tools
+from .. import env_loop, render, tools
 from ..checks import check_float, check_int
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
@@ -44,6 +44,7 @@ _ELAPSED_MAX = wp.constant(INT32_MAX)
 
 @wp.kernel
 def _observe(
+    envs_per_thread: int,
     # inputs: which envs were reset this step
     reset_mask: wp.array(dtype=wp.int32),
     # inputs: the car
@@ -90,86 +91,87 @@ def _observe(
     laps_out: wp.array(dtype=wp.int32),
     off_track: wp.array(dtype=wp.bool),
 ):
-    e = wp.tid()
-    was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
-    if restart != 0 and not was_reset:
-        return
-    n = num_points[e]
-    length = loop_length[e]
-    usable = valid[e] != 0 and n >= 3 and length > 0.0
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+        if restart != 0 and not was_reset:
+            continue
+        n = num_points[e]
+        length = loop_length[e]
+        usable = valid[e] != 0 and n >= 3 and length > 0.0
 
-    inv_spacing = float(n) / wp.max(length, 1.0e-6)
-    psi = yaw[e]
-    c = wp.cos(psi)
-    sn = wp.sin(psi)
-    p = position[e]
-    obs[e, _SPEED] = speed[e]
-    obs[e, _YAW_RATE] = yaw_rate[e]
-    obs[e, _STEER] = steer[e]
-    if usable:
-        obs[e, _LATERAL_OFFSET] = lateral_offset[e]
-        obs[e, _HEADING_ERROR] = heading_error[e]
-        obs[e, _HALF_WIDTH] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
-        obs[e, _CURVATURE] = frame_curvature[e]
-        obs[e, _LAP_FRACTION] = lap_fraction[e]
-        s_car = s[e]
-        for k in range(num_lookahead):
-            sk = s_car + lookahead[k]
-            if sk >= length:
-                sk = sk - length * wp.floor(sk / length)
-            # the generators resample the centreline uniformly in arc length
-            # (arc_length[e, j] = j * loop_length / num_points): index it directly, without
-            # reading arc_length (the observation's cost is its memory reads)
-            u = sk * inv_spacing
-            j = wp.clamp(int(u), 0, n - 1)
-            j1 = wp.where(j < n - 1, j + 1, 0)  # the last segment closes the loop
-            t = wp.clamp(u - float(j), 0.0, 1.0)
-            q = wp.lerp(centerline[e, j], centerline[e, j1], t)
-            dx = q[0] - p[0]
-            dy = q[1] - p[1]
-            obs[e, _LOOKAHEAD + 3 * k] = c * dx + sn * dy
-            obs[e, _LOOKAHEAD + 3 * k + 1] = -sn * dx + c * dy
-            obs[e, _LOOKAHEAD + 3 * k + 2] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
-    else:
-        # everything but the car's own state (speed, yaw rate, steer)
-        for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
-            obs[e, i] = 0.0
+        inv_spacing = float(n) / wp.max(length, 1.0e-6)
+        psi = yaw[e]
+        c = wp.cos(psi)
+        sn = wp.sin(psi)
+        p = position[e]
+        obs[e, _SPEED] = speed[e]
+        obs[e, _YAW_RATE] = yaw_rate[e]
+        obs[e, _STEER] = steer[e]
+        if usable:
+            obs[e, _LATERAL_OFFSET] = lateral_offset[e]
+            obs[e, _HEADING_ERROR] = heading_error[e]
+            obs[e, _HALF_WIDTH] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
+            obs[e, _CURVATURE] = frame_curvature[e]
+            obs[e, _LAP_FRACTION] = lap_fraction[e]
+            s_car = s[e]
+            for k in range(num_lookahead):
+                sk = s_car + lookahead[k]
+                if sk >= length:
+                    sk = sk - length * wp.floor(sk / length)
+                # the generators resample the centreline uniformly in arc length
+                # (arc_length[e, j] = j * loop_length / num_points): index it directly, without
+                # reading arc_length (the observation's cost is its memory reads)
+                u = sk * inv_spacing
+                j = wp.clamp(int(u), 0, n - 1)
+                j1 = wp.where(j < n - 1, j + 1, 0)  # the last segment closes the loop
+                t = wp.clamp(u - float(j), 0.0, 1.0)
+                q = wp.lerp(centerline[e, j], centerline[e, j1], t)
+                dx = q[0] - p[0]
+                dy = q[1] - p[1]
+                obs[e, _LOOKAHEAD + 3 * k] = c * dx + sn * dy
+                obs[e, _LOOKAHEAD + 3 * k + 1] = -sn * dx + c * dy
+                obs[e, _LOOKAHEAD + 3 * k + 2] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+        else:
+            # everything but the car's own state (speed, yaw rate, steer)
+            for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
+                obs[e, i] = 0.0
 
-    off = usable and hit[e] != 0
-    if was_reset:
+        off = usable and hit[e] != 0
+        if was_reset:
+            s_prev[e] = s[e]
+            stalled[e] = 0
+            if restart == 0:  # a restart keeps the ended episode's reward and termination
+                reward[e] = 0.0
+                terminated[e] = False
+                truncated[e] = False
+            laps_out[e] = 0
+            off_track[e] = False
+            autoreset[e] = 0
+            continue
+
+        progress = float(0.0)
+        if usable:
+            progress = s[e] - s_prev[e]
+            # the lap seam: s jumps by one loop length when the car crosses the start line
+            if progress < -0.5 * length:
+                progress = progress + length
+            elif progress > 0.5 * length:
+                progress = progress - length
         s_prev[e] = s[e]
-        stalled[e] = 0
-        if restart == 0:  # a restart keeps the ended episode's reward and termination
-            reward[e] = 0.0
-            terminated[e] = False
-            truncated[e] = False
-        laps_out[e] = 0
-        off_track[e] = False
-        autoreset[e] = 0
-        return
-
-    progress = float(0.0)
-    if usable:
-        progress = s[e] - s_prev[e]
-        # the lap seam: s jumps by one loop length when the car crosses the start line
-        if progress < -0.5 * length:
-            progress = progress + length
-        elif progress > 0.5 * length:
-            progress = progress - length
-    s_prev[e] = s[e]
-    # steps since the car last reached a new checkpoint (new ground only: no reset by wiggling)
-    stalled[e] = wp.where(passed[e] > 0, 0, wp.min(stalled[e], _ELAPSED_MAX - 1) + 1)
-    r = progress
-    if off:
-        r = r - off_track_penalty
-    reward[e] = r
-    term = off or (not usable) or laps[e] >= target_laps
-    trunc = elapsed[e] >= max_episode_steps or (stall_steps > 0 and stalled[e] >= stall_steps)
-    terminated[e] = term
-    truncated[e] = trunc
-    laps_out[e] = laps[e]
-    off_track[e] = off
-    autoreset[e] = wp.where(term or trunc, 1, 0)
+        # steps since the car last reached a new checkpoint (new ground only: no reset by wiggling)
+        stalled[e] = wp.where(passed[e] > 0, 0, wp.min(stalled[e], _ELAPSED_MAX - 1) + 1)
+        r = progress
+        if off:
+            r = r - off_track_penalty
+        reward[e] = r
+        term = off or (not usable) or laps[e] >= target_laps
+        trunc = elapsed[e] >= max_episode_steps or (stall_steps > 0 and stalled[e] >= stall_steps)
+        terminated[e] = term
+        truncated[e] = trunc
+        laps_out[e] = laps[e]
+        off_track[e] = off
+        autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
 #: The track env's per-episode car draws: constructor argument -> (what it scales, the
@@ -184,6 +186,7 @@ _CAR_DRAWS = {
 
 @wp.kernel
 def _draw_scale(
+    envs_per_thread: int,
     reset_mask: wp.array(dtype=wp.int32),
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
@@ -194,13 +197,15 @@ def _draw_scale(
     scale: wp.array(dtype=float),
 ):
     """A new scale in [lo, hi) for every reset env: draw ``index`` of its stream (seed, counter)."""
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        scale[e] = uniform_range(random_key(seeds[e], counters[e], stream), index, lo, hi)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if reset_mask[e] != 0:
+            scale[e] = uniform_range(random_key(seeds[e], counters[e], stream), index, lo, hi)
 
 
 @wp.kernel
 def _perturb_start(
+    envs_per_thread: int,
     reset_mask: wp.array(dtype=wp.int32),
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
@@ -215,12 +220,13 @@ def _perturb_start(
 ):
     """Turn every reset env's start pose by a heading error in [-yaw, yaw) [rad] and draw its
     start speed in [speed_lo, speed_hi) [m/s], from its stream (seed, counter)."""
-    e = wp.tid()
-    if reset_mask[e] != 0:
-        key = random_key(seeds[e], counters[e], stream)
-        turn = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), uniform_range(key, 0, -yaw, yaw))
-        orientation[e] = wp.normalize(turn * orientation[e])
-        speed[e] = uniform_range(key, 1, speed_lo, speed_hi)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if reset_mask[e] != 0:
+            key = random_key(seeds[e], counters[e], stream)
+            turn = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), uniform_range(key, 0, -yaw, yaw))
+            orientation[e] = wp.normalize(turn * orientation[e])
+            speed[e] = uniform_range(key, 1, speed_lo, speed_hi)
 
 
 def _refuse_given_centerline(track) -> None:
@@ -557,19 +563,20 @@ class TrackVectorEnv(CourseVectorEnv):
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
         r = self.course.result
+        threads, per = env_loop.shape(self.device, self.num_envs)
         for argument, (_, field, index) in _CAR_DRAWS.items():
             bounds = getattr(self, argument)
             if bounds is not None:
                 seeds = self.course.seeds
-                wp.launch(_draw_scale, self.num_envs,
-                          inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), index, *bounds],
+                wp.launch(_draw_scale, threads,
+                          inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), index, *bounds],
                           outputs=[getattr(self.state, field)], device=self.device)
         if self.random_start:
             course, seeds = self.course, self.course.seeds
             course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
                                              self._start_checkpoint)
-            wp.launch(_perturb_start, self.num_envs,
-                      inputs=[reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
+            wp.launch(_perturb_start, threads,
+                      inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
                               *self.start_speed],
                       outputs=[self._start_orientation, self._start_speed], device=self.device)
             # a lap is a full loop from the start: progress counts from the drawn checkpoint
@@ -584,11 +591,12 @@ class TrackVectorEnv(CourseVectorEnv):
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _observe,
-            self.num_envs,
+            threads,
             inputs=[
-                reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
+                per, reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
                 r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
                 res.contacts.hit, ev.laps, ev.lap_fraction, ev.passed,

@@ -70,6 +70,7 @@ def _clearance(
 
 @wp.kernel
 def _band_collision(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -101,46 +102,47 @@ def _band_collision(
     hit: wp.array(dtype=wp.int32),
     distance: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    n = line_count(num_points, valid, line.shape[1], e)
-    if n == 0:
-        no_course(e, hit, distance)
-        warm[e] = -1
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        n = line_count(num_points, valid, line.shape[1], e)
+        if n == 0:
+            no_course(e, hit, distance)
+            warm[e] = -1
+            if with_frame != 0:
+                no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
+                frame_warm[e] = -1
+            continue
+        c = position[e]
+        start = warm[e]
+        # one search where both warm starts agree (they do while both components are stepped and
+        # reset together), then the localizer's own where they do not; a loop, so that the
+        # search is inlined once (the module compiles faster)
+        searches = 1
+        if with_frame != 0 and frame_warm[e] != start:
+            searches = 2
+        j = int(0)
+        t = float(0.0)
+        lateral = float(0.0)
+        hw = float(0.0)
+        jf = int(0)
+        tf = float(0.0)
+        lateral_f = float(0.0)
+        for i in range(searches):
+            from_segment = start
+            if i == 1:
+                from_segment = frame_warm[e]
+            js, ts, lateral_s, hw_s = locate(line, normal, half_width, e, n, from_segment, 0, window, 1, c)
+            if i == 0:
+                j, t, lateral, hw = js, ts, lateral_s, hw_s
+            jf, tf, lateral_f = js, ts, lateral_s
+        warm[e] = j
         if with_frame != 0:
-            no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
-            frame_warm[e] = -1
-        return
-    c = position[e]
-    start = warm[e]
-    # one search where both warm starts agree (they do while both components are stepped and
-    # reset together), then the localizer's own where they do not; a loop, so that the
-    # search is inlined once (the module compiles faster)
-    searches = 1
-    if with_frame != 0 and frame_warm[e] != start:
-        searches = 2
-    j = int(0)
-    t = float(0.0)
-    lateral = float(0.0)
-    hw = float(0.0)
-    jf = int(0)
-    tf = float(0.0)
-    lateral_f = float(0.0)
-    for i in range(searches):
-        from_segment = start
-        if i == 1:
-            from_segment = frame_warm[e]
-        js, ts, lateral_s, hw_s = locate(line, normal, half_width, e, n, from_segment, 0, window, 1, c)
-        if i == 0:
-            j, t, lateral, hw = js, ts, lateral_s, hw_s
-        jf, tf, lateral_f = js, ts, lateral_s
-    warm[e] = j
-    if with_frame != 0:
-        frame_warm[e] = jf
-        write_frame(e, n, jf, tf, lateral_f, tangent, arc_length, curvature, loop_length, frame_orientation,
-                    use_orientation, s, lateral_offset, heading_error, curvature_out, segment)
-    clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
-    distance[e] = clearance
-    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
+            frame_warm[e] = jf
+            write_frame(e, n, jf, tf, lateral_f, tangent, arc_length, curvature, loop_length, frame_orientation,
+                        use_orientation, s, lateral_offset, heading_error, curvature_out, segment)
+        clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
+        distance[e] = clearance
+        hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
 
 class BandCollision(Component):
@@ -254,8 +256,8 @@ class BandCollision(Component):
     def step(self, ctx: ComponentContext) -> None:
         src, out, body = ctx.source(self), self._contacts, self._body(self.bound)
         if self.backend == "segments":
-            ctx.launch(_band_collision, ctx.num_envs,
-                       body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
+            ctx.launch_envs(_band_collision,
+                            body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
                                self.window, self.segment, *self._no_frame, out.hit, out.distance])
         else:
             band_sdf.contacts(ctx, body, src, self.origin, self.cell, self.grid, out)
@@ -274,8 +276,8 @@ class BandCollision(Component):
         if follower.bound.get("position") is not body[0]:
             return False
         src, out, fa = ctx.source(self), self._contacts, follower.frame_arguments()
-        ctx.launch(_band_collision, ctx.num_envs,
-                   body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
+        ctx.launch_envs(_band_collision,
+                        body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
                            self.window, self.segment, 1, src.tangent, src.arc_length, src.curvature, src.loop_length,
                            *fa, out.hit, out.distance])
         return True

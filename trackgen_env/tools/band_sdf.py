@@ -22,6 +22,7 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def _sdf_frame(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
@@ -33,51 +34,55 @@ def _sdf_frame(
     cell: wp.array(dtype=float),
     reach: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_points, valid, line.shape[1], e)
-    if n == 0:
-        origin[e] = wp.vec2(0.0, 0.0)
-        cell[e] = 0.0
-        reach[e] = 0.0
-        return
-    lo = wp.vec2(BIG, BIG)
-    hi = wp.vec2(-BIG, -BIG)
-    hw = float(0.0)
-    for j in range(n):
-        p = line[e, j]
-        lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
-        hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
-        hw = wp.max(hw, half_width[e, j])
-    # the grid covers the band and a margin of 4 cells around it
-    extent = wp.max(hi[0] - lo[0], hi[1] - lo[1]) + 2.0 * hw
-    h = extent / float(resolution - 9)
-    margin = hw + 4.0 * h
-    origin[e] = wp.vec2(lo[0] - margin, lo[1] - margin)
-    cell[e] = h
-    reach[e] = hw + 2.0 * h
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_points, valid, line.shape[1], e)
+        if n == 0:
+            origin[e] = wp.vec2(0.0, 0.0)
+            cell[e] = 0.0
+            reach[e] = 0.0
+            continue
+        lo = wp.vec2(BIG, BIG)
+        hi = wp.vec2(-BIG, -BIG)
+        hw = float(0.0)
+        for j in range(n):
+            p = line[e, j]
+            lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
+            hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
+            hw = wp.max(hw, half_width[e, j])
+        # the grid covers the band and a margin of 4 cells around it
+        extent = wp.max(hi[0] - lo[0], hi[1] - lo[1]) + 2.0 * hw
+        h = extent / float(resolution - 9)
+        margin = hw + 4.0 * h
+        origin[e] = wp.vec2(lo[0] - margin, lo[1] - margin)
+        cell[e] = h
+        reach[e] = hw + 2.0 * h
 
 
 @wp.kernel
 def _sdf_clear(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     cell: wp.array(dtype=float),
     lanes: int,
     # output
     grid: wp.array3d(dtype=float),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    res = grid.shape[2]
-    far = -2.0 * cell[e]
-    for i in range(lane, grid.shape[1] * res, lanes):
-        grid[e, i // res, i % res] = far
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        res = grid.shape[2]
+        far = -2.0 * cell[e]
+        for i in range(lane, grid.shape[1] * res, lanes):
+            grid[e, i // res, i % res] = far
 
 
 @wp.kernel
 def _sdf_splat(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
@@ -90,30 +95,31 @@ def _sdf_splat(
     # output: max over segments of (half width - distance) at each node
     grid: wp.array3d(dtype=float),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_points, valid, line.shape[1], e)
-    h = cell[e]
-    o = origin[e]
-    r = reach[e]
-    res = grid.shape[1]
-    for j in range(lane, n, lanes):
-        j1 = next_point(j, n)
-        a = line[e, j]
-        b = line[e, j1]
-        a2 = wp.vec3(a[0], a[1], 0.0)
-        b2 = wp.vec3(b[0], b[1], 0.0)
-        x0 = wp.max(int(wp.floor((wp.min(a[0], b[0]) - r - o[0]) / h)), 0)
-        x1 = wp.min(int(wp.ceil((wp.max(a[0], b[0]) + r - o[0]) / h)), res - 1)
-        y0 = wp.max(int(wp.floor((wp.min(a[1], b[1]) - r - o[1]) / h)), 0)
-        y1 = wp.min(int(wp.ceil((wp.max(a[1], b[1]) + r - o[1]) / h)), res - 1)
-        for iy in range(y0, y1 + 1):
-            for ix in range(x0, x1 + 1):
-                q = wp.vec3(o[0] + float(ix) * h, o[1] + float(iy) * h, 0.0)
-                t = segment_param(q, a2, b2)
-                d = wp.length(q - (a2 + (b2 - a2) * t))
-                wp.atomic_max(grid, e, iy, ix, half_width[e, j] * (1.0 - t) + half_width[e, j1] * t - d)
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_points, valid, line.shape[1], e)
+        h = cell[e]
+        o = origin[e]
+        r = reach[e]
+        res = grid.shape[1]
+        for j in range(lane, n, lanes):
+            j1 = next_point(j, n)
+            a = line[e, j]
+            b = line[e, j1]
+            a2 = wp.vec3(a[0], a[1], 0.0)
+            b2 = wp.vec3(b[0], b[1], 0.0)
+            x0 = wp.max(int(wp.floor((wp.min(a[0], b[0]) - r - o[0]) / h)), 0)
+            x1 = wp.min(int(wp.ceil((wp.max(a[0], b[0]) + r - o[0]) / h)), res - 1)
+            y0 = wp.max(int(wp.floor((wp.min(a[1], b[1]) - r - o[1]) / h)), 0)
+            y1 = wp.min(int(wp.ceil((wp.max(a[1], b[1]) + r - o[1]) / h)), res - 1)
+            for iy in range(y0, y1 + 1):
+                for ix in range(x0, x1 + 1):
+                    q = wp.vec3(o[0] + float(ix) * h, o[1] + float(iy) * h, 0.0)
+                    t = segment_param(q, a2, b2)
+                    d = wp.length(q - (a2 + (b2 - a2) * t))
+                    wp.atomic_max(grid, e, iy, ix, half_width[e, j] * (1.0 - t) + half_width[e, j1] * t - d)
 
 
 @wp.func
@@ -136,6 +142,7 @@ def _sample(grid: wp.array3d(dtype=float), e: int, o: wp.vec2, h: float, p: wp.v
 
 @wp.kernel
 def _sdf_collision(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -150,43 +157,45 @@ def _sdf_collision(
     hit: wp.array(dtype=wp.int32),
     distance: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    h = cell[e]
-    if line_count(num_points, valid, capacity, e) == 0 or h <= 0.0:
-        no_course(e, hit, distance)
-        return
-    c = position[e]
-    o = origin[e]
-    clearance = float(0.0)
-    if use_box != 0:
-        rot = orientation[e]
-        he = half_extents[e]
-        clearance = float(BIG)
-        for i in range(4):
-            clearance = wp.min(clearance, _sample(grid, e, o, h, footprint_corner(c, rot, he, i)))
-    else:
-        clearance = _sample(grid, e, o, h, c)
-    distance[e] = clearance
-    hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        h = cell[e]
+        if line_count(num_points, valid, capacity, e) == 0 or h <= 0.0:
+            no_course(e, hit, distance)
+            continue
+        c = position[e]
+        o = origin[e]
+        clearance = float(0.0)
+        if use_box != 0:
+            rot = orientation[e]
+            he = half_extents[e]
+            clearance = float(BIG)
+            for i in range(4):
+                clearance = wp.min(clearance, _sample(grid, e, o, h, footprint_corner(c, rot, he, i)))
+        else:
+            clearance = _sample(grid, e, o, h, c)
+        distance[e] = clearance
+        hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
 
 def bake(ctx, mask: wp.array | None, src, origin: wp.array, cell: wp.array, reach: wp.array, grid: wp.array) -> None:
     """Bake the masked envs' grids (``grid`` ``[E, R, R]``, ``origin`` ``[E] vec2``, ``cell`` and
     ``reach`` ``[E] float32``) from the course line ``src`` (centerline, half_width, num_points)."""
     m = ctx.mask(mask)
-    ctx.launch(_sdf_frame, ctx.num_envs,
-               [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, grid.shape[1],
-                origin, cell, reach])
+    ctx.launch_envs(_sdf_frame,
+                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, grid.shape[1],
+                     origin, cell, reach])
     lanes = ctx.lanes(grid.shape[1] * grid.shape[2])
-    ctx.launch(_sdf_clear, (ctx.num_envs, lanes), [m, cell, lanes, grid])
+    ctx.launch_envs(_sdf_clear, [m, cell, lanes, grid], lanes)
     lanes = ctx.lanes(src.centerline.shape[1])
-    ctx.launch(_sdf_splat, (ctx.num_envs, lanes),
-               [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, origin, cell, reach, lanes, grid])
+    ctx.launch_envs(_sdf_splat,
+                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, origin, cell, reach, lanes, grid],
+                    lanes)
 
 
 def contacts(ctx, body: list, src, origin: wp.array, cell: wp.array, grid: wp.array, out) -> None:
     """Write ``out`` (``Contacts``) of the body ``[position, orientation, half_extents, use_box]``
     from the baked grids."""
-    ctx.launch(_sdf_collision, ctx.num_envs,
-               body + [ctx.result.valid, src.num_points, src.centerline.shape[1], origin, cell, grid,
-                       out.hit, out.distance])
+    ctx.launch_envs(_sdf_collision,
+                    body + [ctx.result.valid, src.num_points, src.centerline.shape[1], origin, cell, grid,
+                            out.hit, out.distance])

@@ -16,6 +16,7 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def _course_line_points(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     gate_position: wp.array2d(dtype=wp.vec3),
@@ -31,60 +32,62 @@ def _course_line_points(
     curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_gates, valid, gate_position.shape[1], e)
-    count = n * samples_per_gate
-    for k in range(lane, centerline.shape[1], lanes):
-        if count == 0:
-            centerline[e, k] = wp.vec3(0.0)
-            tangent[e, k] = X_AXIS
-            normal[e, k] = Y_AXIS
-            curvature[e, k] = 0.0
-            half_width[e, k] = 0.0
-        else:
-            # padding repeats the last point (never read: consumers stop at num_points)
-            kk = wp.min(k, count - 1)
-            i = kk // samples_per_gate
-            t = float(kk - i * samples_per_gate) / float(samples_per_gate)
-            i1 = (i + 1) % n
-            p0 = gate_position[e, i]
-            p1 = gate_position[e, i1]
-            # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
-            # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
-            chord = wp.length(p1 - p0)
-            m0 = chord * wp.quat_rotate(gate_orientation[e, i], X_AXIS)
-            m1 = chord * wp.quat_rotate(gate_orientation[e, i1], X_AXIS)
-            t2 = t * t
-            t3 = t2 * t
-            pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
-            d1 = (6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1 + (3.0 * t2 - 2.0 * t) * m1
-            d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
-            speed = wp.length(d1)
-            tan = X_AXIS
-            if speed > 1.0e-9:
-                tan = d1 / speed
-            # signed curvature of the horizontal projection (the turn the normal measures)
-            speed_h2 = d1[0] * d1[0] + d1[1] * d1[1]
-            kappa = float(0.0)
-            if speed_h2 > 1.0e-12:
-                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_h2 * wp.sqrt(speed_h2))
-            left = wp.vec3(-tan[1], tan[0], 0.0)
-            ln = wp.length(left)
-            if ln > 1.0e-9:
-                left = left / ln
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_gates, valid, gate_position.shape[1], e)
+        count = n * samples_per_gate
+        for k in range(lane, centerline.shape[1], lanes):
+            if count == 0:
+                centerline[e, k] = wp.vec3(0.0)
+                tangent[e, k] = X_AXIS
+                normal[e, k] = Y_AXIS
+                curvature[e, k] = 0.0
+                half_width[e, k] = 0.0
             else:
-                left = Y_AXIS
-            centerline[e, k] = pos
-            tangent[e, k] = tan
-            normal[e, k] = left
-            curvature[e, k] = kappa
-            half_width[e, k] = 0.5 * gate_width[e]
+                # padding repeats the last point (never read: consumers stop at num_points)
+                kk = wp.min(k, count - 1)
+                i = kk // samples_per_gate
+                t = float(kk - i * samples_per_gate) / float(samples_per_gate)
+                i1 = (i + 1) % n
+                p0 = gate_position[e, i]
+                p1 = gate_position[e, i1]
+                # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
+                # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
+                chord = wp.length(p1 - p0)
+                m0 = chord * wp.quat_rotate(gate_orientation[e, i], X_AXIS)
+                m1 = chord * wp.quat_rotate(gate_orientation[e, i1], X_AXIS)
+                t2 = t * t
+                t3 = t2 * t
+                pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
+                d1 = (6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1 + (3.0 * t2 - 2.0 * t) * m1
+                d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
+                speed = wp.length(d1)
+                tan = X_AXIS
+                if speed > 1.0e-9:
+                    tan = d1 / speed
+                # signed curvature of the horizontal projection (the turn the normal measures)
+                speed_h2 = d1[0] * d1[0] + d1[1] * d1[1]
+                kappa = float(0.0)
+                if speed_h2 > 1.0e-12:
+                    kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_h2 * wp.sqrt(speed_h2))
+                left = wp.vec3(-tan[1], tan[0], 0.0)
+                ln = wp.length(left)
+                if ln > 1.0e-9:
+                    left = left / ln
+                else:
+                    left = Y_AXIS
+                centerline[e, k] = pos
+                tangent[e, k] = tan
+                normal[e, k] = left
+                curvature[e, k] = kappa
+                half_width[e, k] = 0.5 * gate_width[e]
 
 
 @wp.kernel
 def _course_line_arc_length(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     num_gates: wp.array(dtype=wp.int32),
@@ -96,19 +99,20 @@ def _course_line_arc_length(
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    if mask[e] == 0:
-        return
-    count = line_count(num_gates, valid, capacity, e) * samples_per_gate
-    num_points[e] = count
-    s = float(0.0)
-    for k in range(centerline.shape[1]):
-        if k > 0 and k < count:
-            s = s + wp.length(centerline[e, k] - centerline[e, k - 1])
-        arc_length[e, k] = s
-    if count > 0:
-        s = s + wp.length(centerline[e, 0] - centerline[e, count - 1])
-    loop_length[e] = s
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        count = line_count(num_gates, valid, capacity, e) * samples_per_gate
+        num_points[e] = count
+        s = float(0.0)
+        for k in range(centerline.shape[1]):
+            if k > 0 and k < count:
+                s = s + wp.length(centerline[e, k] - centerline[e, k - 1])
+            arc_length[e, k] = s
+        if count > 0:
+            s = s + wp.length(centerline[e, 0] - centerline[e, count - 1])
+        loop_length[e] = s
 
 
 class CenterlineFromGates(Component):
@@ -169,13 +173,14 @@ class CenterlineFromGates(Component):
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, line, m = ctx.source(self), self._line, ctx.mask(mask)
         lanes = ctx.lanes(line.centerline.shape[1])
-        ctx.launch(
-            _course_line_points, (ctx.num_envs, lanes),
+        ctx.launch_envs(
+            _course_line_points,
             [m, ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width, src.num_gates,
              self.samples_per_gate, lanes, line.centerline, line.tangent, line.normal, line.curvature, line.half_width],
+            lanes,
         )
-        ctx.launch(
-            _course_line_arc_length, ctx.num_envs,
+        ctx.launch_envs(
+            _course_line_arc_length,
             [m, ctx.result.valid, src.num_gates, src.gate_position.shape[1], self.samples_per_gate, line.centerline,
              line.arc_length, line.num_points, line.loop_length],
         )

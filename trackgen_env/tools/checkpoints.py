@@ -68,6 +68,7 @@ def pad_checkpoint(
 # -- kernels --------------------------------------------------------------------------------
 @wp.kernel
 def _place_checkpoints(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
@@ -90,56 +91,58 @@ def _place_checkpoints(
     clipped: wp.array(dtype=wp.int32),
     draws: wp.array(dtype=wp.int32),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    capacity = cp_position.shape[1]
-    n_pts = line_count(num_points, valid, line.shape[1], e)
-    length = loop_length[e]
-    wanted = int(0)
-    if n_pts >= 3 and length > 0.0:
-        # compared in float first: a tiny spacing must not overflow the int conversion
-        wanted = wp.max(3, int(wp.min(wp.floor(length / spacing), float(capacity + 1))))
-    else:
-        length = 0.0
-    n = wp.min(wanted, capacity)
-    if lane == 0:
-        num_checkpoints[e] = n
-        cp_loop_length[e] = length
-        clipped[e] = wp.where(wanted > capacity, 1, 0)
-        draws[e] = 0
-    for k in range(lane, capacity, lanes):
-        if k >= n:
-            pad_checkpoint(e, k, half_height, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        capacity = cp_position.shape[1]
+        n_pts = line_count(num_points, valid, line.shape[1], e)
+        length = loop_length[e]
+        wanted = int(0)
+        if n_pts >= 3 and length > 0.0:
+            # compared in float first: a tiny spacing must not overflow the int conversion
+            wanted = wp.max(3, int(wp.min(wp.floor(length / spacing), float(capacity + 1))))
         else:
-            s = float(k) * length / float(n)
-            # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
-            lo = int(0)
-            hi = n_pts - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if arc_length[e, mid] <= s:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            j = lo
-            j1 = next_point(j, n_pts)
-            s0 = arc_length[e, j]
-            s1 = length
-            if j + 1 < n_pts:
-                s1 = arc_length[e, j + 1]
-            t = float(0.0)
-            if s1 > s0:
-                t = wp.clamp((s - s0) / (s1 - s0), 0.0, 1.0)
-            cp_position[e, k] = line[e, j] * (1.0 - t) + line[e, j1] * t
-            cp_direction[e, k] = lerp_unit(tangent[e, j], tangent[e, j1], t)
-            cp_half_width[e, k] = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
-            cp_half_height[e, k] = half_height
-            cp_arc_length[e, k] = s
+            length = 0.0
+        n = wp.min(wanted, capacity)
+        if lane == 0:
+            num_checkpoints[e] = n
+            cp_loop_length[e] = length
+            clipped[e] = wp.where(wanted > capacity, 1, 0)
+            draws[e] = 0
+        for k in range(lane, capacity, lanes):
+            if k >= n:
+                pad_checkpoint(e, k, half_height, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
+            else:
+                s = float(k) * length / float(n)
+                # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
+                lo = int(0)
+                hi = n_pts - 1
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if arc_length[e, mid] <= s:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                j = lo
+                j1 = next_point(j, n_pts)
+                s0 = arc_length[e, j]
+                s1 = length
+                if j + 1 < n_pts:
+                    s1 = arc_length[e, j + 1]
+                t = float(0.0)
+                if s1 > s0:
+                    t = wp.clamp((s - s0) / (s1 - s0), 0.0, 1.0)
+                cp_position[e, k] = line[e, j] * (1.0 - t) + line[e, j1] * t
+                cp_direction[e, k] = lerp_unit(tangent[e, j], tangent[e, j1], t)
+                cp_half_width[e, k] = half_width[e, j] * (1.0 - t) + half_width[e, j1] * t
+                cp_half_height[e, k] = half_height
+                cp_arc_length[e, k] = s
 
 
 @wp.kernel
 def _sample_checkpoints(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
@@ -155,19 +158,20 @@ def _sample_checkpoints(
     out_orientation: wp.array(dtype=wp.quat),
     out_index: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if mask[e] == 0:
-        return
-    n = wp.min(num_checkpoints[e], cp_position.shape[1])
-    k = int(0)
-    if n > 0:
-        u = uniform(random_key(seeds[e], counters[e], stream), draws[e])
-        k = wp.min(int(u * float(n)), n - 1)
-    draws[e] = draws[e] + 1
-    out_position[e] = cp_position[e, k]
-    out_orientation[e] = yaw_quat(cp_direction[e, k])
-    if write_index != 0:
-        out_index[e] = k
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = wp.min(num_checkpoints[e], cp_position.shape[1])
+        k = int(0)
+        if n > 0:
+            u = uniform(random_key(seeds[e], counters[e], stream), draws[e])
+            k = wp.min(int(u * float(n)), n - 1)
+        draws[e] = draws[e] + 1
+        out_position[e] = cp_position[e, k]
+        out_orientation[e] = yaw_quat(cp_direction[e, k])
+        if write_index != 0:
+            out_index[e] = k
 
 
 # -- the component -------------------------------------------------------------------------
@@ -241,15 +245,15 @@ class Checkpoints(Component):
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, cps = ctx.source(self), self._set
         lanes = ctx.lanes(self.capacity)
-        ctx.launch(
+        ctx.launch_envs(
             _place_checkpoints,
-            (ctx.num_envs, lanes),
             [
                 ctx.mask(mask), ctx.result.valid, src.centerline, src.tangent, src.arc_length, src.half_width,
                 src.num_points, src.loop_length, self.spacing, TRACK_HALF_HEIGHT, lanes,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.arc_length,
                 cps.num_checkpoints, cps.loop_length, self.clipped, self._sampler.draws,
             ],
+            lanes,
         )
 
     @property
@@ -305,9 +309,8 @@ class CheckpointSampler:
             if arr is not None:
                 check_env_array(label, arr, ctx.num_envs, ctx.device, dtype)
         seeds = ctx.generator.seeds
-        ctx.launch(
+        ctx.launch_envs(
             _sample_checkpoints,
-            ctx.num_envs,
             [
                 ctx.mask(mask), seeds.seeds, seeds.counters, cps.num_checkpoints, cps.position, cps.direction,
                 int(Stream.CHECKPOINT_SAMPLER), 0 if out_index is None else 1, self.draws, out_position, out_orientation,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from .. import env_loop
 from .contract import (
     BoundInputs,
     InputSpec,
@@ -203,15 +204,21 @@ class ComponentContext:
 
     def lanes(self, count: int) -> int:
         """Threads per env of a per-generation kernel looping over ``count`` items (points,
-        checkpoints, gates): 1 on the CPU, where a launch runs on one thread and each thread
-        costs ~10-15 ns even when its env is masked out (Warp copies every array argument per
-        thread), so a masked regeneration of one env costs ~nothing; ``min(64, count)`` on
+        checkpoints, gates): 1 on the CPU, where a launch runs on one thread (and the envs
+        themselves share one thread: :mod:`trackgen_env.env_loop`); ``min(64, count)`` on
         CUDA, where the lanes run in parallel."""
         return 1 if self.device.is_cpu else max(1, min(64, int(count)))
 
     def launch(self, kernel, dim, inputs) -> None:
         """Launch ``kernel`` on the course's device and stream (the current stream when it has none)."""
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.device, stream=self.stream)
+
+    def launch_envs(self, kernel, inputs, lanes: int = 0) -> None:
+        """Launch a per-env kernel written for :mod:`trackgen_env.env_loop` (its first argument
+        ``envs_per_thread``, then ``inputs``): one thread over every env on the CPU, a thread
+        per env on CUDA; ``lanes`` > 0 adds that many threads per env (a second dimension)."""
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        self.launch(kernel, (threads, lanes) if lanes else threads, [per, *inputs])
 
     def add(self, component: Component) -> None:
         """Check ``component``'s declared reads against what is here, then attach it.

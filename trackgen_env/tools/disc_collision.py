@@ -29,6 +29,7 @@ def _post_distance(p: wp.vec3, axis: wp.vec3, radius: float, top: float) -> floa
 
 @wp.kernel
 def _disc_collision(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     valid: wp.array(dtype=wp.int32),
     gate_position: wp.array2d(dtype=wp.vec3),
@@ -41,23 +42,24 @@ def _disc_collision(
     hit: wp.array(dtype=wp.int32),
     distance: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    n = line_count(num_gates, valid, gate_position.shape[1], e)
-    if n == 0:
-        no_course(e, hit, distance)
-        return
-    p = position[e]
-    offset = 0.5 * gate_width[e] + radius
-    half_h = 0.5 * gate_height[e]
-    best = float(BIG)
-    for i in range(n):
-        c = gate_position[e, i]
-        lateral = wp.quat_rotate(gate_orientation[e, i], Y_AXIS)
-        top = c[2] + half_h
-        best = wp.min(best, _post_distance(p, c + offset * lateral, radius, top))
-        best = wp.min(best, _post_distance(p, c - offset * lateral, radius, top))
-    distance[e] = best
-    hit[e] = wp.where(best <= 0.0, 1, 0)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        n = line_count(num_gates, valid, gate_position.shape[1], e)
+        if n == 0:
+            no_course(e, hit, distance)
+            continue
+        p = position[e]
+        offset = 0.5 * gate_width[e] + radius
+        half_h = 0.5 * gate_height[e]
+        best = float(BIG)
+        for i in range(n):
+            c = gate_position[e, i]
+            lateral = wp.quat_rotate(gate_orientation[e, i], Y_AXIS)
+            top = c[2] + half_h
+            best = wp.min(best, _post_distance(p, c + offset * lateral, radius, top))
+            best = wp.min(best, _post_distance(p, c - offset * lateral, radius, top))
+        distance[e] = best
+        hit[e] = wp.where(best <= 0.0, 1, 0)
 
 
 class DiscCollision(Component):
@@ -99,8 +101,8 @@ class DiscCollision(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, out = ctx.source(self), self._contacts
-        ctx.launch(
-            _disc_collision, ctx.num_envs,
+        ctx.launch_envs(
+            _disc_collision,
             [self.bound["position"], ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
              src.gate_height, src.num_gates, self.radius, out.hit, out.distance],
         )

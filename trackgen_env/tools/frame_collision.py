@@ -74,6 +74,7 @@ def _box_box_gap(ca: wp.vec3, a: wp.mat33, ha: wp.vec3, cb: wp.vec3, b: wp.mat33
 
 @wp.kernel
 def _frame_collision(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -89,42 +90,43 @@ def _frame_collision(
     hit: wp.array(dtype=wp.int32),
     distance: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    n = line_count(num_gates, valid, gate_position.shape[1], e)
-    if n == 0:
-        no_course(e, hit, distance)
-        return
-    p = position[e]
-    w = gate_width[e]
-    h = gate_height[e]
-    body = wp.identity(n=3, dtype=float)
-    he = wp.vec3(0.0)
-    if use_box != 0:
-        body = wp.quat_to_matrix(orientation[e])
-        he = half_extents[e]
-    best = float(BIG)
-    body_radius = wp.length(he)
-    # the frame lies in a sphere of this radius around its centre: a gate whose sphere is
-    # farther than the best distance so far cannot lower it (nor can a bar whose point
-    # distance, less the body's radius, is): skip their box tests
-    frame_radius = wp.length(wp.vec3(0.5 * thickness, 0.5 * w + thickness, 0.5 * h + thickness))
-    for g in range(n):
-        c = gate_position[e, g]
-        if wp.length(p - c) - frame_radius - body_radius >= best:
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        n = line_count(num_gates, valid, gate_position.shape[1], e)
+        if n == 0:
+            no_course(e, hit, distance)
             continue
-        q = gate_orientation[e, g]
-        r = wp.quat_to_matrix(q)
-        for i in range(4):
-            bc, bh = _bar(i, w, h, thickness)
-            d = _box_point_distance(wp.quat_rotate_inv(q, p - c) - bc, bh)
-            if use_box != 0:
-                d = d - body_radius
-                if d < best:
-                    # two lower bounds of the box's distance: keep the tighter
-                    d = wp.max(_box_box_gap(p, body, he, c + r * bc, r, bh), d)
-            best = wp.min(best, d)
-    distance[e] = best
-    hit[e] = wp.where(best <= 0.0, 1, 0)
+        p = position[e]
+        w = gate_width[e]
+        h = gate_height[e]
+        body = wp.identity(n=3, dtype=float)
+        he = wp.vec3(0.0)
+        if use_box != 0:
+            body = wp.quat_to_matrix(orientation[e])
+            he = half_extents[e]
+        best = float(BIG)
+        body_radius = wp.length(he)
+        # the frame lies in a sphere of this radius around its centre: a gate whose sphere is
+        # farther than the best distance so far cannot lower it (nor can a bar whose point
+        # distance, less the body's radius, is): skip their box tests
+        frame_radius = wp.length(wp.vec3(0.5 * thickness, 0.5 * w + thickness, 0.5 * h + thickness))
+        for g in range(n):
+            c = gate_position[e, g]
+            if wp.length(p - c) - frame_radius - body_radius >= best:
+                continue
+            q = gate_orientation[e, g]
+            r = wp.quat_to_matrix(q)
+            for i in range(4):
+                bc, bh = _bar(i, w, h, thickness)
+                d = _box_point_distance(wp.quat_rotate_inv(q, p - c) - bc, bh)
+                if use_box != 0:
+                    d = d - body_radius
+                    if d < best:
+                        # two lower bounds of the box's distance: keep the tighter
+                        d = wp.max(_box_box_gap(p, body, he, c + r * bc, r, bh), d)
+                best = wp.min(best, d)
+        distance[e] = best
+        hit[e] = wp.where(best <= 0.0, 1, 0)
 
 
 class FrameCollision(Component):
@@ -176,8 +178,8 @@ class FrameCollision(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, out = ctx.source(self), self._contacts
-        ctx.launch(
-            _frame_collision, ctx.num_envs,
+        ctx.launch_envs(
+            _frame_collision,
             self._body(self.bound) + [ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
                                       src.gate_height, src.num_gates, self.bar_thickness, out.hit, out.distance],
         )

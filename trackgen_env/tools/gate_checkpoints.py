@@ -21,6 +21,7 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def _gate_checkpoints(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     gate_position: wp.array2d(dtype=wp.vec3),
@@ -39,29 +40,30 @@ def _gate_checkpoints(
     cp_loop_length: wp.array(dtype=float),
     draws: wp.array(dtype=wp.int32),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_gates, valid, wp.min(gate_position.shape[1], cp_position.shape[1]), e)
-    if lane == 0:
-        num_checkpoints[e] = n
-        draws[e] = 0  # the sampler's stream restarts with each generation
-        length = float(0.0)
-        for i in range(n):
-            length = length + wp.length(gate_position[e, (i + 1) % n] - gate_position[e, i])
-        cp_loop_length[e] = length
-    for k in range(lane, cp_position.shape[1], lanes):
-        if k >= n:
-            pad_checkpoint(e, k, 0.0, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
-        else:
-            s = float(0.0)
-            for i in range(k):
-                s = s + wp.length(gate_position[e, i + 1] - gate_position[e, i])
-            cp_position[e, k] = gate_position[e, k]
-            cp_direction[e, k] = wp.quat_rotate(gate_orientation[e, k], X_AXIS)
-            cp_half_width[e, k] = 0.5 * gate_width[e]
-            cp_half_height[e, k] = 0.5 * gate_height[e]
-            cp_arc_length[e, k] = s
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_gates, valid, wp.min(gate_position.shape[1], cp_position.shape[1]), e)
+        if lane == 0:
+            num_checkpoints[e] = n
+            draws[e] = 0  # the sampler's stream restarts with each generation
+            length = float(0.0)
+            for i in range(n):
+                length = length + wp.length(gate_position[e, (i + 1) % n] - gate_position[e, i])
+            cp_loop_length[e] = length
+        for k in range(lane, cp_position.shape[1], lanes):
+            if k >= n:
+                pad_checkpoint(e, k, 0.0, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
+            else:
+                s = float(0.0)
+                for i in range(k):
+                    s = s + wp.length(gate_position[e, i + 1] - gate_position[e, i])
+                cp_position[e, k] = gate_position[e, k]
+                cp_direction[e, k] = wp.quat_rotate(gate_orientation[e, k], X_AXIS)
+                cp_half_width[e, k] = 0.5 * gate_width[e]
+                cp_half_height[e, k] = 0.5 * gate_height[e]
+                cp_arc_length[e, k] = s
 
 
 class GateCheckpoints(Component):
@@ -110,11 +112,12 @@ class GateCheckpoints(Component):
     def on_generate(self, ctx: ComponentContext, mask: wp.array | None) -> None:
         src, cs = ctx.source(self), self._set
         lanes = ctx.lanes(self.capacity)
-        ctx.launch(
-            _gate_checkpoints, (ctx.num_envs, lanes),
+        ctx.launch_envs(
+            _gate_checkpoints,
             [ctx.mask(mask), ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
              src.gate_height, src.num_gates, lanes, cs.position, cs.direction, cs.half_width, cs.half_height,
              cs.arc_length, cs.num_checkpoints, cs.loop_length, self._sampler.draws],
+            lanes,
         )
 
     @property

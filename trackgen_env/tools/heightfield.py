@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
+from .. import env_loop
 from ..checks import check_env_array, check_float, check_int
 from ..polyline import BIG, line_count, next_point, segment_param
 from .component import Component, ComponentContext
@@ -76,6 +77,7 @@ def sample_height(heights: wp.array3d(dtype=float), e: int, origin: wp.vec2, cel
 
 @wp.kernel
 def _hf_blocks(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
@@ -85,21 +87,22 @@ def _hf_blocks(
     block_lo: wp.array2d(dtype=wp.vec2),
     block_hi: wp.array2d(dtype=wp.vec2),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_points, valid, line.shape[1], e)
-    for b in range(lane, block_lo.shape[1], lanes):
-        lo = wp.vec2(BIG, BIG)
-        hi = wp.vec2(-BIG, -BIG)
-        j0 = b * _BLOCK
-        # the box of a block's segments is the box of their ends
-        for j in range(j0, wp.min(j0 + _BLOCK, n) + wp.where(j0 < n, 1, 0)):
-            p = line[e, wp.where(j < n, j, 0)]
-            lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
-            hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
-        block_lo[e, b] = lo
-        block_hi[e, b] = hi
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_points, valid, line.shape[1], e)
+        for b in range(lane, block_lo.shape[1], lanes):
+            lo = wp.vec2(BIG, BIG)
+            hi = wp.vec2(-BIG, -BIG)
+            j0 = b * _BLOCK
+            # the box of a block's segments is the box of their ends
+            for j in range(j0, wp.min(j0 + _BLOCK, n) + wp.where(j0 < n, 1, 0)):
+                p = line[e, wp.where(j < n, j, 0)]
+                lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
+                hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
+            block_lo[e, b] = lo
+            block_hi[e, b] = hi
 
 
 @wp.func
@@ -112,6 +115,7 @@ def _box_distance2(q: wp.vec2, lo: wp.vec2, hi: wp.vec2) -> float:
 
 @wp.kernel
 def _hf_bake(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     line: wp.array2d(dtype=wp.vec3),
@@ -126,73 +130,75 @@ def _hf_bake(
     # output
     heights: wp.array3d(dtype=float),
 ):
-    e, lane = wp.tid()
-    if mask[e] == 0:
-        return
-    n = line_count(num_points, valid, line.shape[1], e)
-    cols = heights.shape[2]
-    total = heights.shape[1] * cols
-    blocks = (n + _BLOCK - 1) // _BLOCK  # the blocks holding a segment
-    # each lane bakes a run of consecutive nodes: the previous node's distance bounds the next's
-    chunk = (total + lanes - 1) // lanes
-    start = lane * chunk
-    prev_q = wp.vec2(0.0, 0.0)
-    prev_d = float(-1.0)  # -1: no previous node yet
-    for i in range(start, wp.min(start + chunk, total)):
-        iy = i // cols
-        ix = i - iy * cols
-        z = float(0.0)
-        if n > 0:
-            q2 = wp.vec2(origin[0] + float(ix) * cell_size, origin[1] + float(iy) * cell_size)
-            q = wp.vec3(q2[0], q2[1], 0.0)
-            # D >= the distance to the line: the previous node's plus the step (triangle
-            # inequality), else the distance to the nearest block's first point
-            bound = float(BIG)
-            if prev_d >= 0.0:
-                bound = prev_d + wp.length(q2 - prev_q)
-            else:
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = line_count(num_points, valid, line.shape[1], e)
+        cols = heights.shape[2]
+        total = heights.shape[1] * cols
+        blocks = (n + _BLOCK - 1) // _BLOCK  # the blocks holding a segment
+        # each lane bakes a run of consecutive nodes: the previous node's distance bounds the next's
+        chunk = (total + lanes - 1) // lanes
+        start = lane * chunk
+        prev_q = wp.vec2(0.0, 0.0)
+        prev_d = float(-1.0)  # -1: no previous node yet
+        for i in range(start, wp.min(start + chunk, total)):
+            iy = i // cols
+            ix = i - iy * cols
+            z = float(0.0)
+            if n > 0:
+                q2 = wp.vec2(origin[0] + float(ix) * cell_size, origin[1] + float(iy) * cell_size)
+                q = wp.vec3(q2[0], q2[1], 0.0)
+                # D >= the distance to the line: the previous node's plus the step (triangle
+                # inequality), else the distance to the nearest block's first point
+                bound = float(BIG)
+                if prev_d >= 0.0:
+                    bound = prev_d + wp.length(q2 - prev_q)
+                else:
+                    for b in range(blocks):
+                        p = line[e, b * _BLOCK]
+                        bound = wp.min(bound, wp.length(q2 - wp.vec2(p[0], p[1])))
+                bound = bound * (1.0 + 1.0e-5) + 1.0e-6  # rounding must not drop the closest block
+                bound2 = bound * bound
+                best = float(BIG)
+                best_j = int(0)
+                best_t = float(0.0)
                 for b in range(blocks):
-                    p = line[e, b * _BLOCK]
-                    bound = wp.min(bound, wp.length(q2 - wp.vec2(p[0], p[1])))
-            bound = bound * (1.0 + 1.0e-5) + 1.0e-6  # rounding must not drop the closest block
-            bound2 = bound * bound
-            best = float(BIG)
-            best_j = int(0)
-            best_t = float(0.0)
-            for b in range(blocks):
-                if _box_distance2(q2, block_lo[e, b], block_hi[e, b]) <= bound2:
-                    for j in range(b * _BLOCK, wp.min(b * _BLOCK + _BLOCK, n)):
-                        a = line[e, j]
-                        c = line[e, next_point(j, n)]
-                        a2 = wp.vec3(a[0], a[1], 0.0)
-                        c2 = wp.vec3(c[0], c[1], 0.0)
-                        t = segment_param(q, a2, c2)
-                        d = q - (a2 + (c2 - a2) * t)
-                        d2 = wp.dot(d, d)
-                        if d2 < best:
-                            best = d2
-                            best_j = j
-                            best_t = t
-                            z = a[2] + (c[2] - a[2]) * t
-            # a banked road: the cross-section's height at the node's offset across it
-            j1 = next_point(best_j, n)
-            across = normal[e, best_j] * (1.0 - best_t) + normal[e, j1] * best_t
-            if across[2] != 0.0:
-                across = wp.normalize(across)
-                a = line[e, best_j]
-                c = line[e, j1]
-                off = q2 - wp.vec2(a[0] + (c[0] - a[0]) * best_t, a[1] + (c[1] - a[1]) * best_t)
-                flat = wp.vec2(across[0], across[1])
-                hw = half_width[e, best_j] * (1.0 - best_t) + half_width[e, j1] * best_t
-                l = wp.clamp(wp.dot(off, flat) / wp.max(wp.dot(flat, flat), 1.0e-12), -hw, hw)
-                z = z + l * across[2]
-            prev_q = q2
-            prev_d = wp.sqrt(best)
-        heights[e, iy, ix] = z
+                    if _box_distance2(q2, block_lo[e, b], block_hi[e, b]) <= bound2:
+                        for j in range(b * _BLOCK, wp.min(b * _BLOCK + _BLOCK, n)):
+                            a = line[e, j]
+                            c = line[e, next_point(j, n)]
+                            a2 = wp.vec3(a[0], a[1], 0.0)
+                            c2 = wp.vec3(c[0], c[1], 0.0)
+                            t = segment_param(q, a2, c2)
+                            d = q - (a2 + (c2 - a2) * t)
+                            d2 = wp.dot(d, d)
+                            if d2 < best:
+                                best = d2
+                                best_j = j
+                                best_t = t
+                                z = a[2] + (c[2] - a[2]) * t
+                # a banked road: the cross-section's height at the node's offset across it
+                j1 = next_point(best_j, n)
+                across = normal[e, best_j] * (1.0 - best_t) + normal[e, j1] * best_t
+                if across[2] != 0.0:
+                    across = wp.normalize(across)
+                    a = line[e, best_j]
+                    c = line[e, j1]
+                    off = q2 - wp.vec2(a[0] + (c[0] - a[0]) * best_t, a[1] + (c[1] - a[1]) * best_t)
+                    flat = wp.vec2(across[0], across[1])
+                    hw = half_width[e, best_j] * (1.0 - best_t) + half_width[e, j1] * best_t
+                    l = wp.clamp(wp.dot(off, flat) / wp.max(wp.dot(flat, flat), 1.0e-12), -hw, hw)
+                    z = z + l * across[2]
+                prev_q = q2
+                prev_d = wp.sqrt(best)
+            heights[e, iy, ix] = z
 
 
 @wp.kernel
 def _hf_sample(
+    envs_per_thread: int,
     heights: wp.array3d(dtype=float),
     origin: wp.vec2,
     cell_size: float,
@@ -200,9 +206,10 @@ def _hf_sample(
     # output
     out: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    p = position[e]
-    out[e] = sample_height(heights, e, origin, cell_size, p[0], p[1])
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        p = position[e]
+        out[e] = sample_height(heights, e, origin, cell_size, p[0], p[1])
 
 
 #: the finest grid a bake takes: 4096**2 float32 nodes are 64 MiB per env
@@ -276,7 +283,8 @@ class HeightField:
         ctx = self._ctx
         check_env_array("position", position, ctx.num_envs, ctx.device, wp.vec3)
         check_env_array("out", out, ctx.num_envs, ctx.device, wp.float32)
-        wp.launch(_hf_sample, dim=ctx.num_envs, inputs=[self.heights, self.origin, self.cell_size, position, out],
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+        wp.launch(_hf_sample, dim=threads, inputs=[per, self.heights, self.origin, self.cell_size, position, out],
                   device=ctx.device, stream=stream if stream is not None else ctx.stream)
 
     def heights_numpy(self) -> np.ndarray:
@@ -381,12 +389,13 @@ class HeightFieldBake(Component):
         m, src, hf = ctx.mask(mask), ctx.source(self), self._field
         valid = ctx.result.valid
         lanes = ctx.lanes(self._block_lo.shape[1])
-        ctx.launch(_hf_blocks, (ctx.num_envs, lanes),
-                   [m, valid, src.centerline, src.num_points, lanes, self._block_lo, self._block_hi])
+        ctx.launch_envs(_hf_blocks, [m, valid, src.centerline, src.num_points, lanes, self._block_lo, self._block_hi],
+                        lanes)
         lanes = node_lanes(ctx.device, self.resolution)
-        ctx.launch(_hf_bake, (ctx.num_envs, lanes),
-                   [m, valid, src.centerline, src.normal, src.half_width, src.num_points, self._block_lo,
-                    self._block_hi, hf.origin, hf.cell_size, lanes, hf.heights])
+        ctx.launch_envs(_hf_bake,
+                        [m, valid, src.centerline, src.normal, src.half_width, src.num_points, self._block_lo,
+                         self._block_hi, hf.origin, hf.cell_size, lanes, hf.heights],
+                        lanes)
 
     @property
     def result(self) -> HeightField | None:

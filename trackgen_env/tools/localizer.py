@@ -79,6 +79,7 @@ def write_frame(
 
 @wp.kernel
 def _localize(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     use_orientation: int,
@@ -101,16 +102,17 @@ def _localize(
     curvature_out: wp.array(dtype=float),
     segment: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    n = line_count(num_points, valid, line.shape[1], e)
-    if n == 0:
-        no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
-        warm[e] = -1
-        return
-    j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, position[e])
-    warm[e] = j
-    write_frame(e, n, j, t, lateral, tangent, arc_length, curvature, loop_length, orientation, use_orientation,
-                s, lateral_offset, heading_error, curvature_out, segment)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        n = line_count(num_points, valid, line.shape[1], e)
+        if n == 0:
+            no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
+            warm[e] = -1
+            continue
+        j, t, lateral, hw = locate(line, normal, half_width, e, n, warm[e], 0, window, 1, position[e])
+        warm[e] = j
+        write_frame(e, n, j, t, lateral, tangent, arc_length, curvature, loop_length, orientation, use_orientation,
+                    s, lateral_offset, heading_error, curvature_out, segment)
 
 
 class Localizer(Component):
@@ -198,9 +200,8 @@ class Localizer(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, (orientation, use_orientation, warm, *outputs) = ctx.source(self), self.frame_arguments()
-        ctx.launch(
+        ctx.launch_envs(
             _localize,
-            ctx.num_envs,
             [
                 self.bound["position"], orientation, use_orientation,
                 ctx.result.valid, src.centerline, src.normal, src.half_width, src.tangent, src.arc_length,

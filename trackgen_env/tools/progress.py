@@ -55,6 +55,7 @@ def _crosses_opening(
 
 @wp.kernel
 def _progress_reset(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     num_checkpoints: wp.array(dtype=wp.int32),
     capacity: int,
@@ -73,30 +74,32 @@ def _progress_reset(
     laps: wp.array(dtype=wp.int32),
     lap_fraction: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    if mask[e] == 0:
-        return
-    n = wp.min(num_checkpoints[e], capacity)
-    s0 = int(0)
-    nxt = int(0)
-    if n > 0:
-        if use_start != 0:
-            s0 = wrap_index(start[e], n)
-        nxt = wrap_index(s0 + 1, n)
-    start_checkpoint[e] = s0
-    net[e] = 0
-    has_prev[e] = 0
-    passed[e] = 0
-    lap_completed[e] = 0
-    wrong_way[e] = 0
-    next_checkpoint[e] = nxt
-    checkpoints_passed[e] = 0
-    laps[e] = 0
-    lap_fraction[e] = 0.0
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, mask.shape[0])):
+        if mask[e] == 0:
+            continue
+        n = wp.min(num_checkpoints[e], capacity)
+        s0 = int(0)
+        nxt = int(0)
+        if n > 0:
+            if use_start != 0:
+                s0 = wrap_index(start[e], n)
+            nxt = wrap_index(s0 + 1, n)
+        start_checkpoint[e] = s0
+        net[e] = 0
+        has_prev[e] = 0
+        passed[e] = 0
+        lap_completed[e] = 0
+        wrong_way[e] = 0
+        next_checkpoint[e] = nxt
+        checkpoints_passed[e] = 0
+        laps[e] = 0
+        lap_fraction[e] = 0.0
 
 
 @wp.kernel
 def _progress_step(
+    envs_per_thread: int,
     position: wp.array(dtype=wp.vec3),
     cp_position: wp.array2d(dtype=wp.vec3),
     cp_direction: wp.array2d(dtype=wp.vec3),
@@ -117,63 +120,64 @@ def _progress_step(
     laps: wp.array(dtype=wp.int32),
     lap_fraction: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    p = position[e]
-    passed[e] = 0
-    lap_completed[e] = 0
-    if has_prev[e] == 0:
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        p = position[e]
+        passed[e] = 0
+        lap_completed[e] = 0
+        if has_prev[e] == 0:
+            prev_position[e] = p
+            has_prev[e] = 1
+            continue
+        q = prev_position[e]
         prev_position[e] = p
-        has_prev[e] = 1
-        return
-    q = prev_position[e]
-    prev_position[e] = p
-    n = wp.min(num_checkpoints[e], cp_position.shape[1])
-    if n < 1:
-        return
-    s0 = start_checkpoint[e]
-    k_net = net[e]
-    best = checkpoints_passed[e]
-    n_laps = laps[e]
-    k_next = wrap_index(s0 + k_net + 1, n)
-    # a fast body (or dense checkpoints) crosses several openings in one step: follow the
-    # chain in order, each crossing moving the next one up (at most n per step: one lap)
-    n_passed = int(0)
-    n_forward = int(0)
-    while n_forward < n:
-        if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_next, q, p, 1) == 0:
-            break
-        n_forward = n_forward + 1
-        k_net = k_net + 1
-        k_next = next_point(k_next, n)
-        # only new ground counts: re-passing a checkpoint undone by a wrong-way crossing
-        # restores the order but earns no pass (no farming by driving back and forth)
-        if k_net > best:
-            best = k_net
-            n_passed = n_passed + 1
-            if best % n == 0:
-                n_laps = n_laps + 1
-                lap_completed[e] = 1
-    if n_forward > 0:
-        wrong_way[e] = 0
-    else:
-        # backwards through the previous checkpoints, the same chain the other way
-        n_back = int(0)
-        while n_back < n:
-            k_prev = prev_point(k_next, n)
-            if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_prev, q, p, 0) == 0:
+        n = wp.min(num_checkpoints[e], cp_position.shape[1])
+        if n < 1:
+            continue
+        s0 = start_checkpoint[e]
+        k_net = net[e]
+        best = checkpoints_passed[e]
+        n_laps = laps[e]
+        k_next = wrap_index(s0 + k_net + 1, n)
+        # a fast body (or dense checkpoints) crosses several openings in one step: follow the
+        # chain in order, each crossing moving the next one up (at most n per step: one lap)
+        n_passed = int(0)
+        n_forward = int(0)
+        while n_forward < n:
+            if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_next, q, p, 1) == 0:
                 break
-            n_back = n_back + 1
-            k_net = k_net - 1
-            k_next = k_prev
-        if n_back > 0:
-            wrong_way[e] = 1
-    passed[e] = n_passed
-    net[e] = k_net
-    checkpoints_passed[e] = best
-    laps[e] = n_laps
-    next_checkpoint[e] = k_next  # (s0 + k_net + 1) mod n
-    in_lap = wp.clamp(k_net - n_laps * n, 0, n - 1)
-    lap_fraction[e] = float(in_lap) / float(n)
+            n_forward = n_forward + 1
+            k_net = k_net + 1
+            k_next = next_point(k_next, n)
+            # only new ground counts: re-passing a checkpoint undone by a wrong-way crossing
+            # restores the order but earns no pass (no farming by driving back and forth)
+            if k_net > best:
+                best = k_net
+                n_passed = n_passed + 1
+                if best % n == 0:
+                    n_laps = n_laps + 1
+                    lap_completed[e] = 1
+        if n_forward > 0:
+            wrong_way[e] = 0
+        else:
+            # backwards through the previous checkpoints, the same chain the other way
+            n_back = int(0)
+            while n_back < n:
+                k_prev = prev_point(k_next, n)
+                if _crosses_opening(cp_position, cp_direction, cp_half_width, cp_half_height, e, k_prev, q, p, 0) == 0:
+                    break
+                n_back = n_back + 1
+                k_net = k_net - 1
+                k_next = k_prev
+            if n_back > 0:
+                wrong_way[e] = 1
+        passed[e] = n_passed
+        net[e] = k_net
+        checkpoints_passed[e] = best
+        laps[e] = n_laps
+        next_checkpoint[e] = k_next  # (s0 + k_net + 1) mod n
+        in_lap = wp.clamp(k_net - n_laps * n, 0, n - 1)
+        lap_fraction[e] = float(in_lap) / float(n)
 
 
 class Progress(Component):
@@ -255,9 +259,8 @@ class Progress(Component):
 
     def _reset(self, ctx: ComponentContext, mask, start) -> None:
         cps, ev = self._checkpoints(ctx), self._events
-        ctx.launch(
+        ctx.launch_envs(
             _progress_reset,
-            ctx.num_envs,
             [
                 ctx.mask(mask), cps.num_checkpoints, cps.position.shape[1],
                 start if start is not None else self._start, 0 if start is None else 1,
@@ -283,9 +286,8 @@ class Progress(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         cps, ev = self._checkpoints(ctx), self._events
-        ctx.launch(
+        ctx.launch_envs(
             _progress_step,
-            ctx.num_envs,
             [
                 self.bound["position"], cps.position, cps.direction, cps.half_width, cps.half_height,
                 cps.num_checkpoints, self._start, self._net, self._has_prev, self._prev,

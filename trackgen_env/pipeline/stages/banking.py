@@ -21,6 +21,7 @@ import math
 
 import warp as wp
 
+from ... import env_loop
 from ..stage import Param, Stage
 
 __all__ = ["Banking", "MAX_BANK"]
@@ -33,6 +34,7 @@ MAX_BANK = math.pi / 4.0
 
 @wp.kernel
 def _bank(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
@@ -46,15 +48,16 @@ def _bank(
     half_width: wp.array2d(dtype=float),
     normal: wp.array2d(dtype=wp.vec3),
 ):
-    e, lane = wp.tid()
-    # exactly the rows resample wrote this round (the normal is tilted in place: a row it
-    # skipped still holds an earlier round's tilt)
-    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries) or num_points[e] < 1:
-        return
-    for j in range(lane, normal.shape[1], lanes):
-        bank = -max_bank[e] * wp.clamp(curvature[e, j] * min_turn_radius_factor * half_width[e, j], -1.0, 1.0)
-        n = normal[e, j]
-        normal[e, j] = wp.cos(bank) * n + wp.sin(bank) * wp.cross(tangent[e, j], n)
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        # exactly the rows resample wrote this round (the normal is tilted in place: a row it
+        # skipped still holds an earlier round's tilt)
+        if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries) or num_points[e] < 1:
+            continue
+        for j in range(lane, normal.shape[1], lanes):
+            bank = -max_bank[e] * wp.clamp(curvature[e, j] * min_turn_radius_factor * half_width[e, j], -1.0, 1.0)
+            n = normal[e, j]
+            normal[e, j] = wp.cos(bank) * n + wp.sin(bank) * wp.cross(tangent[e, j], n)
 
 
 class Banking(Stage):
@@ -72,9 +75,10 @@ class Banking(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
-            _bank, (ctx.num_envs, self.lanes),
-            inputs=[pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes, ctx.params["banking.max_bank"],
+            _bank, (threads, self.lanes),
+            inputs=[per, pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes, ctx.params["banking.max_bank"],
                     ctx.settings["min_turn_radius_factor"], f["num_points"], f["tangent"], f["curvature"],
                     f["half_width"]],
             outputs=[f["normal"]], device=ctx.device,

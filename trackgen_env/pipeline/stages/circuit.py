@@ -55,6 +55,7 @@ import math
 
 import warp as wp
 
+from ... import env_loop
 from ...polyline import TWO_PI
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
@@ -129,6 +130,7 @@ def _arc_points(f: wp.vec3, arc_step: float, arc_chord: float) -> int:
 
 @wp.kernel
 def _circuit_layout(
+    envs_per_thread: int,
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
@@ -167,147 +169,148 @@ def _circuit_layout(
     ctrl_count: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
-    w = 2.0 * ctrl_hw[e, 0]
-    cap = ctrl.shape[1]
-    # -- the polygon: K vertices counter-clockwise; the last at angle 0 and the one before at
-    # the outer radius R, the first after the gap: edge K-1 -> 0 spans the gap (the main straight)
-    klo = wp.min(corners_lo[e], corners_hi[e])
-    khi = wp.max(corners_lo[e], corners_hi[e])
-    k_count = int(wp.ceil(klo)) + int(uniform(key, 0) * (wp.floor(khi) - wp.ceil(klo) + 1.0))
-    k_count = wp.clamp(k_count, 3, _MAX_CORNERS)
-    r_outer = w * (radius_lo[e] + (radius_hi[e] - radius_lo[e]) * uniform(key, 1))
-    gap = gap_lo[e] + (gap_hi[e] - gap_lo[e]) * uniform(key, 2)
-    step = (TWO_PI - gap) / float(k_count)
-    for k in range(k_count):
-        theta = TWO_PI
-        r = r_outer
-        if k < k_count - 1:
-            theta = gap + (float(k + 1) + angle_jitter[e] * (2.0 * uniform(key, _PER_VERTEX + 4 * k) - 1.0)) * step
-            if k < k_count - 2:
-                r = r_outer * (1.0 - depth[e] * uniform(key, _PER_VERTEX + 4 * k + 1))
-        vertex[e, k] = wp.vec2(r * wp.cos(theta), r * wp.sin(theta))
-    # -- fillets: the drawn radius, the largest that fits (its tangent length r tan(|turn| / 2)
-    # at most half of each adjacent edge) and the signed turn, per vertex
-    lr_lo = wp.log(corner_radius_lo[e])
-    lr_hi = wp.log(corner_radius_hi[e])
-    perimeter = float(0.0)
-    for k in range(k_count):
-        prev = vertex[e, (k + k_count - 1) % k_count]
-        here = vertex[e, k]
-        nxt = vertex[e, (k + 1) % k_count]
-        el_in = wp.length(here - prev)
-        el_out = wp.length(nxt - here)
-        perimeter = perimeter + el_out
-        d_in = (here - prev) / wp.max(el_in, 1.0e-12)
-        d_out = (nxt - here) / wp.max(el_out, 1.0e-12)
-        turn = wp.atan2(_cross(d_in, d_out), wp.dot(d_in, d_out))
-        r = w * wp.exp(lr_lo + (lr_hi - lr_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
-        if k == 0 or wp.abs(turn) >= slow_turn[e] or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
-            # a slow corner (always the one that ends the main straight, the braking zone, and
-            # every sharp one), its radius kept out of the scaling below (stored negative)
-            # log-uniform, as the other corners: real circuits' slowest corners crowd the low end
-            ls_lo = wp.log(slow_radius_lo[e])
-            r = -w * wp.exp(ls_lo + (wp.log(slow_radius_hi[e]) - ls_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
-        r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
-        fillet[e, k] = wp.vec3(r, r_fit, turn)
-    # -- one common factor on the drawn radii sets the share of the loop on straights to a
-    # drawn target (bisection in log scale): the radii keep their spread, the lap its rhythm
-    aim = straight_fraction_lo[e] + (straight_fraction_hi[e] - straight_fraction_lo[e]) * uniform(key, 5)
-    straight_r = straight_radius[e] * w
-    lo = float(-3.0)
-    hi = float(3.0)
-    for it in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        if _straight_share(fillet, e, k_count, perimeter, wp.exp(mid), straight_r) > aim:
-            lo = mid  # too straight: wider corners
-        else:
-            hi = mid
-    scale = wp.exp(0.5 * (lo + hi))
-    accept = int(1)
-    if wp.abs(_straight_share(fillet, e, k_count, perimeter, scale, straight_r) - aim) > straight_fraction_tolerance[e]:
-        accept = 0  # the polygon cannot reach its drawn share (its edges too short for the fillets)
-    for k in range(k_count):
-        f = fillet[e, k]
-        r = _fillet_radius(f, scale)
-        if r < min_corner_radius[e] * w:
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+        w = 2.0 * ctrl_hw[e, 0]
+        cap = ctrl.shape[1]
+        # -- the polygon: K vertices counter-clockwise; the last at angle 0 and the one before at
+        # the outer radius R, the first after the gap: edge K-1 -> 0 spans the gap (the main straight)
+        klo = wp.min(corners_lo[e], corners_hi[e])
+        khi = wp.max(corners_lo[e], corners_hi[e])
+        k_count = int(wp.ceil(klo)) + int(uniform(key, 0) * (wp.floor(khi) - wp.ceil(klo) + 1.0))
+        k_count = wp.clamp(k_count, 3, _MAX_CORNERS)
+        r_outer = w * (radius_lo[e] + (radius_hi[e] - radius_lo[e]) * uniform(key, 1))
+        gap = gap_lo[e] + (gap_hi[e] - gap_lo[e]) * uniform(key, 2)
+        step = (TWO_PI - gap) / float(k_count)
+        for k in range(k_count):
+            theta = TWO_PI
+            r = r_outer
+            if k < k_count - 1:
+                theta = gap + (float(k + 1) + angle_jitter[e] * (2.0 * uniform(key, _PER_VERTEX + 4 * k) - 1.0)) * step
+                if k < k_count - 2:
+                    r = r_outer * (1.0 - depth[e] * uniform(key, _PER_VERTEX + 4 * k + 1))
+            vertex[e, k] = wp.vec2(r * wp.cos(theta), r * wp.sin(theta))
+        # -- fillets: the drawn radius, the largest that fits (its tangent length r tan(|turn| / 2)
+        # at most half of each adjacent edge) and the signed turn, per vertex
+        lr_lo = wp.log(corner_radius_lo[e])
+        lr_hi = wp.log(corner_radius_hi[e])
+        perimeter = float(0.0)
+        for k in range(k_count):
+            prev = vertex[e, (k + k_count - 1) % k_count]
+            here = vertex[e, k]
+            nxt = vertex[e, (k + 1) % k_count]
+            el_in = wp.length(here - prev)
+            el_out = wp.length(nxt - here)
+            perimeter = perimeter + el_out
+            d_in = (here - prev) / wp.max(el_in, 1.0e-12)
+            d_out = (nxt - here) / wp.max(el_out, 1.0e-12)
+            turn = wp.atan2(_cross(d_in, d_out), wp.dot(d_in, d_out))
+            r = w * wp.exp(lr_lo + (lr_hi - lr_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
+            if k == 0 or wp.abs(turn) >= slow_turn[e] or uniform(key, _PER_VERTEX + 4 * k + 3) < slow_share[e]:
+                # a slow corner (always the one that ends the main straight, the braking zone, and
+                # every sharp one), its radius kept out of the scaling below (stored negative)
+                # log-uniform, as the other corners: real circuits' slowest corners crowd the low end
+                ls_lo = wp.log(slow_radius_lo[e])
+                r = -w * wp.exp(ls_lo + (wp.log(slow_radius_hi[e]) - ls_lo) * uniform(key, _PER_VERTEX + 4 * k + 2))
+            r_fit = 0.5 * wp.min(el_in, el_out) / wp.max(wp.tan(0.5 * wp.abs(turn)), 1.0e-6)
+            fillet[e, k] = wp.vec3(r, r_fit, turn)
+        # -- one common factor on the drawn radii sets the share of the loop on straights to a
+        # drawn target (bisection in log scale): the radii keep their spread, the lap its rhythm
+        aim = straight_fraction_lo[e] + (straight_fraction_hi[e] - straight_fraction_lo[e]) * uniform(key, 5)
+        straight_r = straight_radius[e] * w
+        lo = float(-3.0)
+        hi = float(3.0)
+        for it in range(_BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            if _straight_share(fillet, e, k_count, perimeter, wp.exp(mid), straight_r) > aim:
+                lo = mid  # too straight: wider corners
+            else:
+                hi = mid
+        scale = wp.exp(0.5 * (lo + hi))
+        accept = int(1)
+        if wp.abs(_straight_share(fillet, e, k_count, perimeter, scale, straight_r) - aim) > straight_fraction_tolerance[e]:
+            accept = 0  # the polygon cannot reach its drawn share (its edges too short for the fillets)
+        for k in range(k_count):
+            f = fillet[e, k]
+            r = _fillet_radius(f, scale)
+            if r < min_corner_radius[e] * w:
+                accept = 0
+            fillet[e, k] = wp.vec3(r, r * wp.tan(0.5 * wp.abs(f[2])), f[2])
+        # -- control points: per vertex its arc, then the straight to the next arc
+        phase = TWO_PI * uniform(key, 3)
+        mirror = 1.0
+        if uniform(key, 4) < 0.5:
+            mirror = -1.0
+        ca = wp.cos(phase)
+        sa = wp.sin(phase)
+        j = int(0)
+        polygon = float(0.0)
+        last = wp.vec2()
+        first = wp.vec2()
+        for k in range(k_count):
+            here = vertex[e, k]
+            nxt = vertex[e, (k + 1) % k_count]
+            d_in = wp.normalize(here - vertex[e, (k + k_count - 1) % k_count])
+            d_out = wp.normalize(nxt - here)
+            f = fillet[e, k]
+            f_next = fillet[e, (k + 1) % k_count]
+            r = f[0]
+            turn = f[2]
+            side = wp.sign(turn)
+            begin = here - d_in * f[1]
+            centre = begin + wp.vec2(-d_in[1], d_in[0]) * (side * r)
+            h0 = wp.atan2(d_in[1], d_in[0])
+            m = _arc_points(f, arc_step[e], arc_chord[e] * w)
+            end = here + d_out * f[1]
+            target = nxt - d_out * f_next[1]
+            run = wp.length(target - end)
+            # the straight's ends are graded: a point one arc chord from each arc, so that the
+            # B-spline meets the arc without a curvature overshoot; a straight shorter than
+            # half a chord has only its first point (none when the fillets touch)
+            chord_in = r * wp.abs(turn) / float(m)
+            chord_out = f_next[0] * wp.abs(f_next[2]) / float(_arc_points(f_next, arc_step[e], arc_chord[e] * w))
+            d0 = wp.min(run / 3.0, chord_in)
+            d1 = wp.min(run / 3.0, chord_out)
+            inner = run - d0 - d1
+            n = wp.max(1, int(inner / (straight_step[e] * w)))
+            points = m + n + 2
+            if run < 0.5 * wp.min(chord_in, chord_out):
+                points = m + 1
+                if run < 0.25 * wp.min(chord_in, chord_out):
+                    points = m
+            lateral = wp.vec2(-d_out[1], d_out[0])
+            for i in range(points):
+                p = wp.vec2()
+                if i < m:
+                    h = h0 + turn * float(i) / float(m)
+                    p = centre + wp.vec2(wp.sin(h), -wp.cos(h)) * (side * r)
+                elif i == m:
+                    p = end
+                elif i == m + n + 1:
+                    p = target - d_out * d1
+                else:
+                    a = i - m - 1
+                    p = end + d_out * (d0 + inner * float(a) / float(n))
+                    if a > 0:
+                        p = p + lateral * (wiggle[e] * w * (2.0 * uniform(key, _PER_POINT + j) - 1.0))
+                if j > 0:
+                    polygon = polygon + wp.length(p - last)
+                else:
+                    first = p
+                last = p
+                if j < cap:
+                    # rotated by the drawn phase and mirrored half of the time: both directions
+                    ctrl[e, j] = wp.vec3(ca * p[0] - sa * mirror * p[1], sa * p[0] + ca * mirror * p[1], 0.0)
+                j = j + 1
+        polygon = polygon + wp.length(first - last)
+        if j > cap or polygon > max_length[e] * w:
             accept = 0
-        fillet[e, k] = wp.vec3(r, r * wp.tan(0.5 * wp.abs(f[2])), f[2])
-    # -- control points: per vertex its arc, then the straight to the next arc
-    phase = TWO_PI * uniform(key, 3)
-    mirror = 1.0
-    if uniform(key, 4) < 0.5:
-        mirror = -1.0
-    ca = wp.cos(phase)
-    sa = wp.sin(phase)
-    j = int(0)
-    polygon = float(0.0)
-    last = wp.vec2()
-    first = wp.vec2()
-    for k in range(k_count):
-        here = vertex[e, k]
-        nxt = vertex[e, (k + 1) % k_count]
-        d_in = wp.normalize(here - vertex[e, (k + k_count - 1) % k_count])
-        d_out = wp.normalize(nxt - here)
-        f = fillet[e, k]
-        f_next = fillet[e, (k + 1) % k_count]
-        r = f[0]
-        turn = f[2]
-        side = wp.sign(turn)
-        begin = here - d_in * f[1]
-        centre = begin + wp.vec2(-d_in[1], d_in[0]) * (side * r)
-        h0 = wp.atan2(d_in[1], d_in[0])
-        m = _arc_points(f, arc_step[e], arc_chord[e] * w)
-        end = here + d_out * f[1]
-        target = nxt - d_out * f_next[1]
-        run = wp.length(target - end)
-        # the straight's ends are graded: a point one arc chord from each arc, so that the
-        # B-spline meets the arc without a curvature overshoot; a straight shorter than
-        # half a chord has only its first point (none when the fillets touch)
-        chord_in = r * wp.abs(turn) / float(m)
-        chord_out = f_next[0] * wp.abs(f_next[2]) / float(_arc_points(f_next, arc_step[e], arc_chord[e] * w))
-        d0 = wp.min(run / 3.0, chord_in)
-        d1 = wp.min(run / 3.0, chord_out)
-        inner = run - d0 - d1
-        n = wp.max(1, int(inner / (straight_step[e] * w)))
-        points = m + n + 2
-        if run < 0.5 * wp.min(chord_in, chord_out):
-            points = m + 1
-            if run < 0.25 * wp.min(chord_in, chord_out):
-                points = m
-        lateral = wp.vec2(-d_out[1], d_out[0])
-        for i in range(points):
-            p = wp.vec2()
-            if i < m:
-                h = h0 + turn * float(i) / float(m)
-                p = centre + wp.vec2(wp.sin(h), -wp.cos(h)) * (side * r)
-            elif i == m:
-                p = end
-            elif i == m + n + 1:
-                p = target - d_out * d1
-            else:
-                a = i - m - 1
-                p = end + d_out * (d0 + inner * float(a) / float(n))
-                if a > 0:
-                    p = p + lateral * (wiggle[e] * w * (2.0 * uniform(key, _PER_POINT + j) - 1.0))
-            if j > 0:
-                polygon = polygon + wp.length(p - last)
-            else:
-                first = p
-            last = p
-            if j < cap:
-                # rotated by the drawn phase and mirrored half of the time: both directions
-                ctrl[e, j] = wp.vec3(ca * p[0] - sa * mirror * p[1], sa * p[0] + ca * mirror * p[1], 0.0)
-            j = j + 1
-    polygon = polygon + wp.length(first - last)
-    if j > cap or polygon > max_length[e] * w:
-        accept = 0
-    if accept == 0:
-        ok[e] = 0
-    ctrl_count[e] = wp.min(j, cap)
+        if accept == 0:
+            ok[e] = 0
+        ctrl_count[e] = wp.min(j, cap)
 
 
 def _p(name, default, lo, hi, doc, stream, lo_open=False):
@@ -365,9 +368,10 @@ class CircuitLayout(Stage):
 
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
-            _circuit_layout, ctx.num_envs,
-            inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, f["ctrl_hw"]]
+            _circuit_layout, threads,
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, f["ctrl_hw"]]
                    + [p[f"{self.name}.{q.name}"] for q in self.params] + [f["circuit_vertex"], f["circuit_fillet"]],
             outputs=[f["ctrl"], f["ctrl_count"], ctx.ok], device=ctx.device,
         )

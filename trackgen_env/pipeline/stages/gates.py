@@ -28,6 +28,7 @@ import math
 
 import warp as wp
 
+from ... import env_loop
 from ...checks import check_float, check_int, resolve_device
 from ...polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
@@ -91,6 +92,8 @@ def gate_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
 # --- kernels -------------------------------------------------------------------------------
 @wp.kernel
 def _layout(
+    envs_per_thread: int,
+    lanes: int,
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
@@ -105,45 +108,53 @@ def _layout(
     # outputs
     position: wp.array2d(dtype=wp.vec3),
 ):
-    e, j = wp.tid()
-    if pending[e] == 0:
-        return
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
-    num_gates = position.shape[1]
-    # one phase and sense per course: the loop may start anywhere and run either way round
-    phase = TWO_PI * uniform(key, 0)
-    sense = 1.0
-    if uniform(key, 1) < 0.5:
-        sense = -1.0
-    step = TWO_PI / float(num_gates)
-    aj = wp.clamp(angle_jitter[e], 0.0, 0.9)
-    rj = wp.clamp(radius_jitter[e], 0.0, 0.9)
-    theta = phase + sense * (float(j) + aj * (uniform(key, 8 + 3 * j) - 0.5)) * step
-    r = 0.5 * wp.max(size[e], 0.0) * (1.0 - rj * uniform(key, 9 + 3 * j))
-    # the gate's bottom edge must clear the ground: raise the range where it would not
-    lowest = ground_clearance + 0.5 * wp.max(gate_height[e], 0.0)
-    z_lo = wp.max(altitude_min[e], lowest)
-    z_hi = wp.max(altitude_max[e], z_lo)
-    z = z_lo + (z_hi - z_lo) * uniform(key, 10 + 3 * j)
-    position[e, j] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+        num_gates = position.shape[1]
+        # one phase and sense per course: the loop may start anywhere and run either way round
+        phase = TWO_PI * uniform(key, 0)
+        sense = 1.0
+        if uniform(key, 1) < 0.5:
+            sense = -1.0
+        step = TWO_PI / float(num_gates)
+        aj = wp.clamp(angle_jitter[e], 0.0, 0.9)
+        rj = wp.clamp(radius_jitter[e], 0.0, 0.9)
+        for j in range(lane, num_gates, lanes):
+            theta = phase + sense * (float(j) + aj * (uniform(key, 8 + 3 * j) - 0.5)) * step
+            r = 0.5 * wp.max(size[e], 0.0) * (1.0 - rj * uniform(key, 9 + 3 * j))
+            # the gate's bottom edge must clear the ground: raise the range where it would not
+            lowest = ground_clearance + 0.5 * wp.max(gate_height[e], 0.0)
+            z_lo = wp.max(altitude_min[e], lowest)
+            z_hi = wp.max(altitude_max[e], z_lo)
+            z = z_lo + (z_hi - z_lo) * uniform(key, 10 + 3 * j)
+            position[e, j] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), z)
 
 
 @wp.kernel
 def _orient(
+    envs_per_thread: int,
+    lanes: int,
     pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     # outputs
     orientation: wp.array2d(dtype=wp.quat),
 ):
-    e, j = wp.tid()
-    if pending[e] == 0:
-        return
-    g = position.shape[1]
-    orientation[e, j] = yaw_quat(gate_normal(position[e, prev_point(j, g)], position[e, j], position[e, next_point(j, g)]))
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        g = position.shape[1]
+        for j in range(lane, g, lanes):
+            orientation[e, j] = yaw_quat(gate_normal(position[e, prev_point(j, g)], position[e, j],
+                                                     position[e, next_point(j, g)]))
 
 
 @wp.kernel
 def _openings(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     width: wp.array(dtype=float),
     height: wp.array(dtype=float),
@@ -151,15 +162,17 @@ def _openings(
     gate_width: wp.array(dtype=float),
     gate_height: wp.array(dtype=float),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    gate_width[e] = wp.max(width[e], 0.0)
-    gate_height[e] = wp.max(height[e], 0.0)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        gate_width[e] = wp.max(width[e], 0.0)
+        gate_height[e] = wp.max(height[e], 0.0)
 
 
 @wp.kernel
 def _start(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     start_clearance: float,
@@ -167,19 +180,66 @@ def _start(
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        g = position.shape[1]
+        p = position[e, 0]
+        n = gate_normal(position[e, prev_point(0, g)], p, position[e, next_point(0, g)])
+        # before gate 0, at its altitude, facing it
+        start_position[e] = p - start_clearance * n
+        start_orientation[e] = yaw_quat(n)
+
+
+@wp.func
+def _gate_fails(
+    e: int,
+    j: int,
+    position: wp.array2d(dtype=wp.vec3),
+    start_position: wp.array(dtype=wp.vec3),
+    w: float,
+    h: float,
+    min_gate_spacing: float,
+    max_turn: float,
+    max_climb: float,
+    start_clearance: float,
+    ground_clearance: float,
+) -> bool:
+    """Whether gate ``j`` of env ``e`` breaks a check (opening ``w`` by ``h``)."""
     g = position.shape[1]
-    p = position[e, 0]
-    n = gate_normal(position[e, prev_point(0, g)], p, position[e, next_point(0, g)])
-    # before gate 0, at its altitude, facing it
-    start_position[e] = p - start_clearance * n
-    start_orientation[e] = yaw_quat(n)
+    p = position[e, j]
+    # ground: the bottom edge of the opening
+    if p[2] - 0.5 * h < ground_clearance - _TOL:
+        return True
+    # start clearance (horizontal)
+    ds = p - start_position[e]
+    if ds[0] * ds[0] + ds[1] * ds[1] < (start_clearance * (1.0 - _TOL)) * (start_clearance * (1.0 - _TOL)):
+        return True
+    # spacing and non-overlap: frames (or posts down to the ground) up to half the opening
+    # thick fit in a vertical column of radius hypot(w, h) around the centre
+    spacing = wp.max(min_gate_spacing, 2.0 * wp.sqrt(w * w + h * h))
+    for k in range(j + 1, g):
+        d = position[e, k] - p
+        if d[0] * d[0] + d[1] * d[1] < spacing * spacing:
+            return True
+    # climb of the outgoing leg, and the heading change at this gate
+    prev = position[e, prev_point(j, g)]
+    nxt = position[e, next_point(j, g)]
+    leg = nxt - p
+    run_h = wp.sqrt(leg[0] * leg[0] + leg[1] * leg[1])
+    if wp.abs(leg[2]) > max_climb * run_h:
+        return True
+    d_in = horizontal_dir(p - prev)
+    d_out = horizontal_dir(leg)
+    turn = wp.abs(wp.atan2(d_in[0] * d_out[1] - d_in[1] * d_out[0], wp.dot(d_in, d_out)))
+    return turn > max_turn
 
 
 @wp.kernel
 def _checks(
+    envs_per_thread: int,
+    lanes: int,
     pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     start_position: wp.array(dtype=wp.vec3),
@@ -193,47 +253,23 @@ def _checks(
     # output: cleared on failure (every writer writes 0: no race on the value)
     ok: wp.array(dtype=wp.int32),
 ):
-    e, j = wp.tid()
-    if pending[e] == 0:
-        return
-    g = position.shape[1]
-    w = wp.max(gate_width[e], 0.0)
-    h = wp.max(gate_height[e], 0.0)
-    p = position[e, j]
-    # ground: the bottom edge of the opening
-    if p[2] - 0.5 * h < ground_clearance - _TOL:
-        ok[e] = 0
-        return
-    # start clearance (horizontal)
-    ds = p - start_position[e]
-    if ds[0] * ds[0] + ds[1] * ds[1] < (start_clearance * (1.0 - _TOL)) * (start_clearance * (1.0 - _TOL)):
-        ok[e] = 0
-        return
-    # spacing and non-overlap: frames (or posts down to the ground) up to half the opening
-    # thick fit in a vertical column of radius hypot(w, h) around the centre
-    spacing = wp.max(min_gate_spacing, 2.0 * wp.sqrt(w * w + h * h))
-    for k in range(j + 1, g):
-        d = position[e, k] - p
-        if d[0] * d[0] + d[1] * d[1] < spacing * spacing:
-            ok[e] = 0
-            return
-    # climb of the outgoing leg, and the heading change at this gate
-    prev = position[e, prev_point(j, g)]
-    nxt = position[e, next_point(j, g)]
-    leg = nxt - p
-    run_h = wp.sqrt(leg[0] * leg[0] + leg[1] * leg[1])
-    if wp.abs(leg[2]) > max_climb * run_h:
-        ok[e] = 0
-        return
-    d_in = horizontal_dir(p - prev)
-    d_out = horizontal_dir(leg)
-    turn = wp.abs(wp.atan2(d_in[0] * d_out[1] - d_in[1] * d_out[0], wp.dot(d_in, d_out)))
-    if turn > max_turn[e]:
-        ok[e] = 0
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        w = wp.max(gate_width[e], 0.0)
+        h = wp.max(gate_height[e], 0.0)
+        for j in range(lane, position.shape[1], lanes):
+            if _gate_fails(e, j, position, start_position, w, h, min_gate_spacing, max_turn[e], max_climb,
+                           start_clearance, ground_clearance):
+                ok[e] = 0
+                break  # the draw is rejected: its other gates need no check
 
 
 @wp.kernel
 def _commit(
+    envs_per_thread: int,
+    lanes: int,
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
     # staged
@@ -256,24 +292,32 @@ def _commit(
     valid: wp.array(dtype=wp.int32),
     generation: wp.array(dtype=wp.int32),
 ):
-    e, j = wp.tid()
-    if use_mask != 0 and mask[e] == 0:
-        return
-    gate_position[e, j] = s_position[e, j]
-    gate_orientation[e, j] = s_orientation[e, j]
-    if j == 0:
-        gate_width[e] = wp.max(width[e], 0.0)
-        gate_height[e] = wp.max(height[e], 0.0)
-        num_gates[e] = s_num_gates[e]
-        start_position[e] = s_start_position[e]
-        start_orientation[e] = s_start_orientation[e]
-        valid[e] = s_valid[e]
-        generation[e] = generation[e] + 1
-
-
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, valid.shape[0])):
+        if use_mask != 0 and mask[e] == 0:
+            continue
+        for j in range(lane, gate_position.shape[1], lanes):
+            gate_position[e, j] = s_position[e, j]
+            gate_orientation[e, j] = s_orientation[e, j]
+        if lane == 0:
+            gate_width[e] = wp.max(width[e], 0.0)
+            gate_height[e] = wp.max(height[e], 0.0)
+            num_gates[e] = s_num_gates[e]
+            start_position[e] = s_start_position[e]
+            start_orientation[e] = s_start_orientation[e]
+            valid[e] = s_valid[e]
+            generation[e] = generation[e] + 1
 
 
 # --- the stages ----------------------------------------------------------------------------
+def _env_gate_shape(ctx):
+    """``(dim, envs_per_thread, lanes)`` of a kernel over (env, gate): on the CPU one thread
+    looping over envs and gates (``env_loop``), on CUDA a thread per (env, gate)."""
+    threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+    lanes = 1 if ctx.device.is_cpu else ctx.settings["num_gates"]
+    return (threads, lanes), per, lanes
+
+
 class Layout(Stage):
     """Gate centres at jittered angles, radii and altitudes (the env's own stream), each gate
     facing along the loop."""
@@ -299,15 +343,15 @@ class Layout(Stage):
 
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
-        shape = f["gate_position"].shape
+        dim, per, lanes = _env_gate_shape(ctx)
         wp.launch(
-            _layout, shape,
-            inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
+            _layout, dim,
+            inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.altitude_min"],
                     p["layout.altitude_max"], p["gate_frames.gate_height"], ctx.settings["ground_clearance"]],
             outputs=[f["gate_position"]], device=ctx.device,
         )
-        wp.launch(_orient, shape, inputs=[pending, f["gate_position"]], outputs=[f["gate_orientation"]],
+        wp.launch(_orient, dim, inputs=[per, lanes, pending, f["gate_position"]], outputs=[f["gate_orientation"]],
                   device=ctx.device)
 
 
@@ -327,7 +371,8 @@ class GateFrames(Stage):
 
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
-        wp.launch(_openings, ctx.num_envs, inputs=[pending, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+        wp.launch(_openings, threads, inputs=[per, pending, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
                   outputs=[f["gate_width"], f["gate_height"]], device=ctx.device)
 
 
@@ -344,7 +389,8 @@ class Start(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        wp.launch(_start, ctx.num_envs, inputs=[pending, f["gate_position"], ctx.settings["start_clearance"]],
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+        wp.launch(_start, threads, inputs=[per, pending, f["gate_position"], ctx.settings["start_clearance"]],
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
@@ -356,9 +402,10 @@ class Checks(Stage):
 
     def enqueue(self, ctx, pending):
         p, f, s = ctx.params, ctx.fields, ctx.settings
+        dim, per, lanes = _env_gate_shape(ctx)
         wp.launch(
-            _checks, f["gate_position"].shape,
-            inputs=[pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
+            _checks, dim,
+            inputs=[per, lanes, pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
                     p["gate_frames.gate_height"], s["min_gate_spacing"], p["layout.max_turn"], s["max_climb"],
                     s["start_clearance"], s["ground_clearance"]],
             outputs=[ctx.ok], device=ctx.device,
@@ -395,9 +442,10 @@ class _Gates(Family):
 
     def commit(self, ctx, result, mask, use_mask):
         f, r = ctx.fields, result
+        dim, per, lanes = _env_gate_shape(ctx)
         wp.launch(
-            _commit, (ctx.num_envs, ctx.settings["num_gates"]),
-            inputs=[mask, use_mask, f["gate_position"], f["gate_orientation"], f["start_position"],
+            _commit, dim,
+            inputs=[per, lanes, mask, use_mask, f["gate_position"], f["gate_orientation"], f["start_position"],
                     f["start_orientation"], f["num_gates"], ctx.valid, f["gate_width"], f["gate_height"]],
             outputs=[getattr(r, name) for name in _RESULT], device=ctx.device,
         )

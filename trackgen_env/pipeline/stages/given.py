@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from ... import env_loop
 from ...polyline import X_AXIS, next_point, prev_point, yaw_quat
 from ...types import InputInfo
 from ..stage import Stage
@@ -20,6 +21,7 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def _centerline_input(
+    envs_per_thread: int,
     xy: wp.array2d(dtype=wp.vec4),
     count: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
@@ -27,30 +29,33 @@ def _centerline_input(
     ctrl_hw: wp.array2d(dtype=float),
     ctrl_count: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    n = wp.clamp(count[e], 0, xy.shape[1])
-    ctrl_count[e] = n
-    if n < 3:
-        return
-    # The band is [centre - w_right, centre + w_left]: its middle line is the centreline here.
-    for k in range(n):
-        a = xy[e, prev_point(k, n)]
-        b = xy[e, k]
-        c = xy[e, next_point(k, n)]
-        d = wp.vec2(c[0] - a[0], c[1] - a[1])
-        ln = wp.length(d)
-        left = wp.vec2(0.0, 0.0)
-        if ln > 0.0:
-            left = wp.vec2(-d[1], d[0]) / ln
-        shift = 0.5 * (b[3] - b[2])
-        ctrl[e, k] = wp.vec3(b[0] + shift * left[0], b[1] + shift * left[1], 0.0)
-        ctrl_hw[e, k] = 0.5 * (b[2] + b[3])
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        n = wp.clamp(count[e], 0, xy.shape[1])
+        ctrl_count[e] = n
+        if n < 3:
+            continue
+        # The band is [centre - w_right, centre + w_left]: its middle line is the centreline here.
+        for k in range(n):
+            a = xy[e, prev_point(k, n)]
+            b = xy[e, k]
+            c = xy[e, next_point(k, n)]
+            d = wp.vec2(c[0] - a[0], c[1] - a[1])
+            ln = wp.length(d)
+            left = wp.vec2(0.0, 0.0)
+            if ln > 0.0:
+                left = wp.vec2(-d[1], d[0]) / ln
+            shift = 0.5 * (b[3] - b[2])
+            ctrl[e, k] = wp.vec3(b[0] + shift * left[0], b[1] + shift * left[1], 0.0)
+            ctrl_hw[e, k] = 0.5 * (b[2] + b[3])
 
 
 @wp.kernel
 def _layout_input(
+    envs_per_thread: int,
+    lanes: int,
     pose: wp.array2d(dtype=wp.transform),
     count: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
@@ -63,23 +68,25 @@ def _layout_input(
     staged_count: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
 ):
-    e, j = wp.tid()
-    if pending[e] == 0:
-        return
-    g = position.shape[1]
-    n = count[e]
-    t = pose[e, j]
-    position[e, j] = wp.transform_get_translation(t)
-    orientation[e, j] = wp.normalize(wp.transform_get_rotation(t))
-    if j == 0:
-        # fewer than 3 gates is no course (nor is a count over the capacity): invalid
-        ok[e] = wp.where(n >= 3 and n <= g, 1, 0)
-        staged_count[e] = wp.clamp(n, 0, g)
-        # as for a generated course: start_clearance behind gate 0 along its horizontal
-        # normal, at its altitude, level, facing it
-        d = horizontal_dir(wp.quat_rotate(orientation[e, 0], X_AXIS))
-        start_position[e] = position[e, 0] - start_clearance * d
-        start_orientation[e] = yaw_quat(d)
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        g = position.shape[1]
+        n = count[e]
+        for j in range(lane, g, lanes):
+            t = pose[e, j]
+            position[e, j] = wp.transform_get_translation(t)
+            orientation[e, j] = wp.normalize(wp.transform_get_rotation(t))
+        if lane == 0:
+            # fewer than 3 gates is no course (nor is a count over the capacity): invalid
+            ok[e] = wp.where(n >= 3 and n <= g, 1, 0)
+            staged_count[e] = wp.clamp(n, 0, g)
+            # as for a generated course: start_clearance behind gate 0 along its horizontal
+            # normal, at its altitude, level, facing it (lane 0 wrote gate 0 above)
+            d = horizontal_dir(wp.quat_rotate(orientation[e, 0], X_AXIS))
+            start_position[e] = position[e, 0] - start_clearance * d
+            start_orientation[e] = yaw_quat(d)
 
 
 class CenterlineInput(Stage):
@@ -109,8 +116,9 @@ class CenterlineInput(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        wp.launch(_centerline_input, ctx.num_envs,
-                  inputs=[ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending],
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+        wp.launch(_centerline_input, threads,
+                  inputs=[per, ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending],
                   outputs=[f["ctrl"], f["ctrl_hw"], f["ctrl_count"]], device=ctx.device)
 
 
@@ -144,9 +152,11 @@ class GateLayoutInput(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
+        lanes = 1 if ctx.device.is_cpu else ctx.settings["num_gates"]
         wp.launch(
-            _layout_input, f["gate_position"].shape,
-            inputs=[ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.settings["start_clearance"]],
+            _layout_input, (threads, lanes),
+            inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.settings["start_clearance"]],
             outputs=[f["gate_position"], f["gate_orientation"], f["start_position"], f["start_orientation"],
                      f["num_gates"], ctx.ok], device=ctx.device,
         )

@@ -38,6 +38,7 @@ import math
 import numpy as np
 import warp as wp
 
+from ... import env_loop
 from ...checks import check_float, check_int, resolve_device
 from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
@@ -167,6 +168,7 @@ def _layout_depth(radius_jitter: float, min_turn_radius: float, r_outer: float) 
 
 @wp.kernel
 def _layout(
+    envs_per_thread: int,
     seeds: wp.array(dtype=wp.int32),
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
@@ -182,62 +184,63 @@ def _layout(
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_count: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
-    # the active control points: layout.num_turns floored, within [4, the capacity]
-    num_ctrl = wp.clamp(int(wp.floor(num_turns[e])), 4, capacity)
-    hw = ctrl_hw[e, 0]
-    r_outer = 0.5 * size[e] - hw
-    depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
-    # per-point noise of a fine loop: its wiggles bend as (noise / control spacing)^2
-    noise = 0.2 * wp.min(1.0, (_REF_CONTROL_POINTS / float(num_ctrl)) * (_REF_CONTROL_POINTS / float(num_ctrl)))
-    phase = TWO_PI * uniform(key, 0)
-    direction = 1.0
-    if uniform(key, 1) < 0.5:
-        direction = -1.0
-    step = TWO_PI / float(num_ctrl)
-    # radial profile: a random mix of the low angular modes 2..4 (elongation, triangle,
-    # square lobes), scaled to [0, 1]; its depth is radius_jitter
-    a2 = uniform(key, 2)
-    a3 = uniform(key, 3)
-    a4 = 0.5 * uniform(key, 4)
-    p2 = TWO_PI * uniform(key, 5)
-    p3 = TWO_PI * uniform(key, 6)
-    p4 = TWO_PI * uniform(key, 7)
-    total = a2 + a3 + a4 + 1.0e-6
-    # height profile (hills and crests): a random mix of the loop angle's harmonics 1..3,
-    # drawn from indices past the control points' (68.. for <= 20 points)
-    b1 = uniform(key, _HILLS)
-    b2 = uniform(key, _HILLS + 1)
-    b3 = 0.5 * uniform(key, _HILLS + 2)
-    q1 = TWO_PI * uniform(key, _HILLS + 3)
-    q2 = TWO_PI * uniform(key, _HILLS + 4)
-    q3 = TWO_PI * uniform(key, _HILLS + 5)
-    # a flat loop (elevation +-0) skips the profile: its height elevation * clamp(...) is the
-    # elevation itself (the clamp is finite and >= +0), so the bytes are those of the profile
-    flat = elevation[e] == 0.0
-    g_lo = float(1.0e30)
-    g_hi = float(-1.0e30)
-    for k in range(num_ctrl):
-        u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
-        theta = phase + direction * u
-        f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
-        r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
-        g = elevation[e]
-        if not flat:
-            g = b1 * wp.cos(u + q1) + b2 * wp.cos(2.0 * u + q2) + b3 * wp.cos(3.0 * u + q3)
-            g_lo = wp.min(g_lo, g)
-            g_hi = wp.max(g_hi, g)
-        ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), g)
-    if not flat:
-        # the profile scaled to [0, elevation] over the control points
-        span = wp.max(g_hi - g_lo, 1.0e-6)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
+        # the active control points: layout.num_turns floored, within [4, the capacity]
+        num_ctrl = wp.clamp(int(wp.floor(num_turns[e])), 4, capacity)
+        hw = ctrl_hw[e, 0]
+        r_outer = 0.5 * size[e] - hw
+        depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
+        # per-point noise of a fine loop: its wiggles bend as (noise / control spacing)^2
+        noise = 0.2 * wp.min(1.0, (_REF_CONTROL_POINTS / float(num_ctrl)) * (_REF_CONTROL_POINTS / float(num_ctrl)))
+        phase = TWO_PI * uniform(key, 0)
+        direction = 1.0
+        if uniform(key, 1) < 0.5:
+            direction = -1.0
+        step = TWO_PI / float(num_ctrl)
+        # radial profile: a random mix of the low angular modes 2..4 (elongation, triangle,
+        # square lobes), scaled to [0, 1]; its depth is radius_jitter
+        a2 = uniform(key, 2)
+        a3 = uniform(key, 3)
+        a4 = 0.5 * uniform(key, 4)
+        p2 = TWO_PI * uniform(key, 5)
+        p3 = TWO_PI * uniform(key, 6)
+        p4 = TWO_PI * uniform(key, 7)
+        total = a2 + a3 + a4 + 1.0e-6
+        # height profile (hills and crests): a random mix of the loop angle's harmonics 1..3,
+        # drawn from indices past the control points' (68.. for <= 20 points)
+        b1 = uniform(key, _HILLS)
+        b2 = uniform(key, _HILLS + 1)
+        b3 = 0.5 * uniform(key, _HILLS + 2)
+        q1 = TWO_PI * uniform(key, _HILLS + 3)
+        q2 = TWO_PI * uniform(key, _HILLS + 4)
+        q3 = TWO_PI * uniform(key, _HILLS + 5)
+        # a flat loop (elevation +-0) skips the profile: its height elevation * clamp(...) is the
+        # elevation itself (the clamp is finite and >= +0), so the bytes are those of the profile
+        flat = elevation[e] == 0.0
+        g_lo = float(1.0e30)
+        g_hi = float(-1.0e30)
         for k in range(num_ctrl):
-            c = ctrl[e, k]
-            ctrl[e, k] = wp.vec3(c[0], c[1], elevation[e] * wp.clamp((c[2] - g_lo) / span, 0.0, 1.0))
-    ctrl_count[e] = num_ctrl
+            u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
+            theta = phase + direction * u
+            f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
+            r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
+            g = elevation[e]
+            if not flat:
+                g = b1 * wp.cos(u + q1) + b2 * wp.cos(2.0 * u + q2) + b3 * wp.cos(3.0 * u + q3)
+                g_lo = wp.min(g_lo, g)
+                g_hi = wp.max(g_hi, g)
+            ctrl[e, k] = wp.vec3(r * wp.cos(theta), r * wp.sin(theta), g)
+        if not flat:
+            # the profile scaled to [0, elevation] over the control points
+            span = wp.max(g_hi - g_lo, 1.0e-6)
+            for k in range(num_ctrl):
+                c = ctrl[e, k]
+                ctrl[e, k] = wp.vec3(c[0], c[1], elevation[e] * wp.clamp((c[2] - g_lo) / span, 0.0, 1.0))
+        ctrl_count[e] = num_ctrl
 
 
 @wp.func
@@ -290,6 +293,7 @@ def _count_points(
 
 @wp.kernel
 def _spline_table(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_count: wp.array(dtype=wp.int32),
@@ -308,46 +312,53 @@ def _spline_table(
     num_points: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    n = ctrl_count[e]
-    if n < 3:
-        ok[e] = 0
-        num_points[e] = 0
-        loop_length[e] = 0.0
-        return
-    if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, samples, weights, ctrl_hw, min_turn_radius_factor):
-        ok[e] = 0
-        return  # another draw follows: this one needs no table
-    total = float(0.0)
-    table[e, 0] = 0.0
-    prev = wp.vec3()
-    for k in range(n):
-        p0 = wrapped_point(ctrl, e, k - 1, n)
-        p1 = wrapped_point(ctrl, e, k, n)
-        p2 = wrapped_point(ctrl, e, k + 1, n)
-        p3 = wrapped_point(ctrl, e, k + 2, n)
-        # turn radius >= factor * half width, checked here on the dense samples already
-        # (0 turns the check off): most rejected draws stop before the resampling
-        limit = min_turn_radius_factor * ctrl_hw[e, k]
-        for i in range(samples):
-            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
-            d = k * samples + i
-            if d > 0:
-                total = total + wp.length(pos - prev)
-                table[e, d] = total
-            prev = pos
-            if _bends_tighter(d1, d2, limit):
-                ok[e] = 0
-                if attempt[e] < max_retries:
-                    return  # another draw follows: this one needs no table
-    pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n),
-                                   wrapped_point(ctrl, e, 2, n), 0, samples, kind, weights)
-    total = total + wp.length(pos0 - prev)
-    table[e, n * samples] = total
-    loop_length[e] = total
-    _count_points(e, total, point_spacing, max_points, max_loop_length, num_points, ok)
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0:
+            continue
+        n = ctrl_count[e]
+        if n < 3:
+            ok[e] = 0
+            num_points[e] = 0
+            loop_length[e] = 0.0
+            continue
+        if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, samples, weights, ctrl_hw, min_turn_radius_factor):
+            ok[e] = 0
+            continue  # another draw follows: this one needs no table
+        total = float(0.0)
+        table[e, 0] = 0.0
+        prev = wp.vec3()
+        redraw = int(0)  # 1: another draw follows, this one needs no table
+        for k in range(n):
+            p0 = wrapped_point(ctrl, e, k - 1, n)
+            p1 = wrapped_point(ctrl, e, k, n)
+            p2 = wrapped_point(ctrl, e, k + 1, n)
+            p3 = wrapped_point(ctrl, e, k + 2, n)
+            # turn radius >= factor * half width, checked here on the dense samples already
+            # (0 turns the check off): most rejected draws stop before the resampling
+            limit = min_turn_radius_factor * ctrl_hw[e, k]
+            for i in range(samples):
+                pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
+                d = k * samples + i
+                if d > 0:
+                    total = total + wp.length(pos - prev)
+                    table[e, d] = total
+                prev = pos
+                if _bends_tighter(d1, d2, limit):
+                    ok[e] = 0
+                    if attempt[e] < max_retries:
+                        redraw = 1
+                        break
+            if redraw != 0:
+                break
+        if redraw != 0:
+            continue
+        pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n),
+                                       wrapped_point(ctrl, e, 2, n), 0, samples, kind, weights)
+        total = total + wp.length(pos0 - prev)
+        table[e, n * samples] = total
+        loop_length[e] = total
+        _count_points(e, total, point_spacing, max_points, max_loop_length, num_points, ok)
 
 
 @wp.kernel
@@ -464,6 +475,7 @@ def _spline_length(
 
 @wp.kernel
 def _resample(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_hw: wp.array2d(dtype=float),
@@ -484,87 +496,88 @@ def _resample(
     curvature: wp.array2d(dtype=float),
     half_width: wp.array2d(dtype=float),
 ):
-    e, lane = wp.tid()
-    # a draw already rejected is not resampled, but for the last attempt: an env that ends
-    # invalid still holds its own last draw, whatever its history
-    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
-        return
-    n = ctrl_count[e]
-    count = num_points[e]
-    if n < 3 or count < 1:
-        return
-    total = loop_length[e]
-    last = n * samples
-    # Each lane's samples come in increasing s, so its search of the cumulative chord-length
-    # table (table[lo] <= s < table[lo + 1]) resumes where the previous one stopped: a walk
-    # of a step or two with one lane (the CPU), a binary search over the rest with many.
-    lo = int(0)
-    padded = int(0)
-    pos = wp.vec3()
-    tan = wp.vec3()
-    left = wp.vec3()
-    kappa = float(0.0)
-    hw = float(0.0)
-    s = float(0.0)
-    # the control segment of the last point, and its four control points: read again only
-    # when a point lies in another segment (~200 points share n = 12 segments)
-    k = int(0)
-    first = int(0)
-    end = int(0)
-    p0 = wp.vec3()
-    p1 = wp.vec3()
-    p2 = wp.vec3()
-    p3 = wp.vec3()
-    for j in range(lane, centerline.shape[1], lanes):
-        # padding (j >= count) repeats the last point: evaluated once per lane, then copied
-        if j < count or padded == 0:
-            s = float(wp.min(j, count - 1)) * total / float(count)
-            if lanes == 1:
-                while lo + 1 < last and table[e, lo + 1] <= s:
-                    lo = lo + 1
-            else:
-                hi = last
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if table[e, mid] <= s:
-                        lo = mid
-                    else:
-                        hi = mid
-            seg = table[e, lo + 1] - table[e, lo]
-            frac = float(0.0)
-            if seg > 0.0:
-                frac = (s - table[e, lo]) / seg
-            if lo < first or lo >= end:
-                k = lo // samples
-                first = k * samples
-                end = first + samples
-                p0 = wrapped_point(ctrl, e, k - 1, n)
-                p1 = wrapped_point(ctrl, e, k, n)
-                p2 = wrapped_point(ctrl, e, k + 1, n)
-                p3 = wrapped_point(ctrl, e, k + 2, n)
-            t = _segment_t(float(lo - first) + frac, samples)
-            d1 = wp.vec3()
-            d2 = wp.vec3()
-            pos, d1, d2 = _curve(p0, p1, p2, p3, t, kind)
-            speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
-            tan = wp.normalize(d1)
-            left = wp.vec3(0.0, 0.0, 0.0)
-            kappa = 0.0
-            if speed_xy > 0.0:
-                left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
-                kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
-            if kind == _BSPLINE:
-                hw = ctrl_hw[e, 0]
-            else:
-                hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
-            if j >= count:
-                padded = 1
-        centerline[e, j] = pos
-        tangent[e, j] = tan
-        normal[e, j] = left
-        arc_length[e, j] = s
-        curvature[e, j] = kappa
-        half_width[e, j] = hw
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        # a draw already rejected is not resampled, but for the last attempt: an env that ends
+        # invalid still holds its own last draw, whatever its history
+        if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
+            continue
+        n = ctrl_count[e]
+        count = num_points[e]
+        if n < 3 or count < 1:
+            continue
+        total = loop_length[e]
+        last = n * samples
+        # Each lane's samples come in increasing s, so its search of the cumulative chord-length
+        # table (table[lo] <= s < table[lo + 1]) resumes where the previous one stopped: a walk
+        # of a step or two with one lane (the CPU), a binary search over the rest with many.
+        lo = int(0)
+        padded = int(0)
+        pos = wp.vec3()
+        tan = wp.vec3()
+        left = wp.vec3()
+        kappa = float(0.0)
+        hw = float(0.0)
+        s = float(0.0)
+        # the control segment of the last point, and its four control points: read again only
+        # when a point lies in another segment (~200 points share n = 12 segments)
+        k = int(0)
+        first = int(0)
+        end = int(0)
+        p0 = wp.vec3()
+        p1 = wp.vec3()
+        p2 = wp.vec3()
+        p3 = wp.vec3()
+        for j in range(lane, centerline.shape[1], lanes):
+            # padding (j >= count) repeats the last point: evaluated once per lane, then copied
+            if j < count or padded == 0:
+                s = float(wp.min(j, count - 1)) * total / float(count)
+                if lanes == 1:
+                    while lo + 1 < last and table[e, lo + 1] <= s:
+                        lo = lo + 1
+                else:
+                    hi = last
+                    while hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        if table[e, mid] <= s:
+                            lo = mid
+                        else:
+                            hi = mid
+                seg = table[e, lo + 1] - table[e, lo]
+                frac = float(0.0)
+                if seg > 0.0:
+                    frac = (s - table[e, lo]) / seg
+                if lo < first or lo >= end:
+                    k = lo // samples
+                    first = k * samples
+                    end = first + samples
+                    p0 = wrapped_point(ctrl, e, k - 1, n)
+                    p1 = wrapped_point(ctrl, e, k, n)
+                    p2 = wrapped_point(ctrl, e, k + 1, n)
+                    p3 = wrapped_point(ctrl, e, k + 2, n)
+                t = _segment_t(float(lo - first) + frac, samples)
+                d1 = wp.vec3()
+                d2 = wp.vec3()
+                pos, d1, d2 = _curve(p0, p1, p2, p3, t, kind)
+                speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
+                tan = wp.normalize(d1)
+                left = wp.vec3(0.0, 0.0, 0.0)
+                kappa = 0.0
+                if speed_xy > 0.0:
+                    left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
+                    kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
+                if kind == _BSPLINE:
+                    hw = ctrl_hw[e, 0]
+                else:
+                    hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
+                if j >= count:
+                    padded = 1
+            centerline[e, j] = pos
+            tangent[e, j] = tan
+            normal[e, j] = left
+            arc_length[e, j] = s
+            curvature[e, j] = kappa
+            half_width[e, j] = hw
 
 
 @wp.func
@@ -756,6 +769,7 @@ def _checks(
 
 @wp.kernel
 def _checks_one_pass(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     min_turn_radius_factor: float,
     num_points: wp.array(dtype=wp.int32),
@@ -770,23 +784,26 @@ def _checks_one_pass(
 ):
     # one thread per env (the CPU): the bound and the blocks' bounds, then the scan, while the
     # env's rows are still in the cache (two kernels read them back from memory, env after env)
-    e = wp.tid()
-    if pending[e] == 0 or ok[e] == 0:
-        return
-    count = num_points[e]
-    total = loop_length[e]
-    step = total / float(count)
-    for b in range((count + _STRIDE - 1) // _STRIDE):
-        if _block_bounds(e, b, count, step, min_turn_radius_factor, centerline, arc_length, curvature, half_width,
-                         box, span):
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        if pending[e] == 0 or ok[e] == 0:
+            continue
+        count = num_points[e]
+        total = loop_length[e]
+        step = total / float(count)
+        bounded = int(1)
+        for b in range((count + _STRIDE - 1) // _STRIDE):
+            if _block_bounds(e, b, count, step, min_turn_radius_factor, centerline, arc_length, curvature, half_width,
+                             box, span):
+                bounded = 0
+                break
+        if bounded == 0 or _scan_blocks(e, 0, 1, count, total, centerline, arc_length, half_width, box, span, ok):
             ok[e] = 0
-            return
-    if _scan_blocks(e, 0, 1, count, total, centerline, arc_length, half_width, box, span, ok):
-        ok[e] = 0
 
 
 @wp.kernel
 def _start(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
     max_retries: int,
     attempt: wp.array(dtype=wp.int32),
@@ -797,17 +814,18 @@ def _start(
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
 ):
-    e = wp.tid()
-    # a draw already rejected gets no pose (as in _resample), but for the last attempt
-    if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
-        return
-    if num_points[e] >= 1:
-        # on the first point, facing along the loop
-        start_position[e] = centerline[e, 0]
-        start_orientation[e] = yaw_quat(tangent[e, 0])
-    else:
-        start_position[e] = wp.vec3()
-        start_orientation[e] = wp.quat_identity()
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        # a draw already rejected gets no pose (as in _resample), but for the last attempt
+        if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
+            continue
+        if num_points[e] >= 1:
+            # on the first point, facing along the loop
+            start_position[e] = centerline[e, 0]
+            start_orientation[e] = yaw_quat(tangent[e, 0])
+        else:
+            start_position[e] = wp.vec3()
+            start_orientation[e] = wp.quat_identity()
 
 
 @wp.kernel
@@ -846,6 +864,7 @@ def _degenerate_row(
 
 @wp.kernel
 def _commit(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
     lanes: int,
@@ -875,34 +894,36 @@ def _commit(
     valid: wp.array(dtype=wp.int32),
     generation: wp.array(dtype=wp.int32),
 ):
-    e, lane = wp.tid()
-    if use_mask != 0 and mask[e] == 0:
-        return
-    count = s_num_points[e]
-    ok = s_valid[e]
-    if count < 1:
-        ok = 0
-    for j in range(lane, centerline.shape[1], lanes):
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, valid.shape[0])):
+        if use_mask != 0 and mask[e] == 0:
+            continue
+        count = s_num_points[e]
+        ok = s_valid[e]
         if count < 1:
-            _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
-        else:
-            centerline[e, j] = s_centerline[e, j]
-            tangent[e, j] = s_tangent[e, j]
-            normal[e, j] = s_normal[e, j]
-            arc_length[e, j] = s_arc_length[e, j]
-            curvature[e, j] = s_curvature[e, j]
-            half_width[e, j] = s_half_width[e, j]
-    if lane == 0:
-        num_points[e] = wp.max(count, 0)
-        loop_length[e] = s_loop_length[e]
-        valid[e] = ok
-        generation[e] = generation[e] + 1
-        start_position[e] = s_start_position[e]
-        start_orientation[e] = s_start_orientation[e]
+            ok = 0
+        for j in range(lane, centerline.shape[1], lanes):
+            if count < 1:
+                _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
+            else:
+                centerline[e, j] = s_centerline[e, j]
+                tangent[e, j] = s_tangent[e, j]
+                normal[e, j] = s_normal[e, j]
+                arc_length[e, j] = s_arc_length[e, j]
+                curvature[e, j] = s_curvature[e, j]
+                half_width[e, j] = s_half_width[e, j]
+        if lane == 0:
+            num_points[e] = wp.max(count, 0)
+            loop_length[e] = s_loop_length[e]
+            valid[e] = ok
+            generation[e] = generation[e] + 1
+            start_position[e] = s_start_position[e]
+            start_orientation[e] = s_start_orientation[e]
 
 
 @wp.kernel
 def _commit_in_place(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
     lanes: int,
@@ -918,20 +939,21 @@ def _commit_in_place(
     valid: wp.array(dtype=wp.int32),
     generation: wp.array(dtype=wp.int32),
 ):
-    e, lane = wp.tid()
-    if use_mask != 0 and mask[e] == 0:
-        return
-    count = num_points[e]
-    if count < 1:
-        for j in range(lane, centerline.shape[1], lanes):
-            _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
-    if lane == 0:
-        ok = s_valid[e]
+    thread, lane = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, valid.shape[0])):
+        if use_mask != 0 and mask[e] == 0:
+            continue
+        count = num_points[e]
         if count < 1:
-            ok = 0
-            num_points[e] = 0  # every lane read count before: each wrote its rows of the same case
-        valid[e] = ok
-        generation[e] = generation[e] + 1
+            for j in range(lane, centerline.shape[1], lanes):
+                _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
+        if lane == 0:
+            ok = s_valid[e]
+            if count < 1:
+                ok = 0
+                num_points[e] = 0  # every lane read count before: each wrote its rows of the same case
+            valid[e] = ok
+            generation[e] = generation[e] + 1
 
 
 # --- the stages ----------------------------------------------------------------------------
@@ -978,9 +1000,10 @@ class Layout(Stage):
 
     def enqueue(self, ctx, pending):
         p, f, s = ctx.params, ctx.fields, ctx.settings
+        threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
-            _layout, _e(ctx),
-            inputs=[ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
+            _layout, threads,
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"], f["ctrl_hw"],
                     s["num_control_points"], s["min_turn_radius_factor"]],
             outputs=[f["ctrl"], f["ctrl_count"]], device=ctx.device,
@@ -1042,9 +1065,10 @@ class Spline(Stage):
         E, L = _e(ctx), self.lanes
         if L == 1:
             # one thread per env (the CPU): the bound, the chords and their sum in one pass
+            threads, per = env_loop.shape(ctx.device, E)
             self.launch(
-                _spline_table, E,
-                inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
+                _spline_table, threads,
+                inputs=[per, pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
                         s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
                 outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
             )
@@ -1085,9 +1109,10 @@ class Resample(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         kind = _BSPLINE if _procedural(ctx) else _CATMULL_ROM
+        threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
-            _resample, (_e(ctx), self.lanes),
-            inputs=[pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
+            _resample, (threads, self.lanes),
+            inputs=[per, pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
                     ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
             outputs=[f[name] for name in _POINT_FIELDS], device=ctx.device,
         )
@@ -1110,8 +1135,9 @@ class Checks(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         if self.lanes == 1:
-            self.launch(_checks_one_pass, _e(ctx),
-                        inputs=[pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+            threads, per = env_loop.shape(ctx.device, _e(ctx))
+            self.launch(_checks_one_pass, threads,
+                        inputs=[per, pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
                                 f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box,
                                 self.span], outputs=[ctx.ok], device=ctx.device)
             return
@@ -1137,7 +1163,8 @@ class Start(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        self.launch(_start, _e(ctx), inputs=[pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
+        threads, per = env_loop.shape(ctx.device, _e(ctx))
+        self.launch(_start, threads, inputs=[per, pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
                                              f["centerline"], f["tangent"]],
                     outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
@@ -1181,16 +1208,17 @@ class _Track(Family):
     def commit(self, ctx, result, mask, use_mask):
         f, r = ctx.fields, result
         n = lanes(ctx.device, ctx.settings["max_points"])
+        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         if ctx.in_place:
             wp.launch(
-                _commit_in_place, (ctx.num_envs, n), inputs=[mask, use_mask, n, ctx.valid],
+                _commit_in_place, (threads, n), inputs=[per, mask, use_mask, n, ctx.valid],
                 outputs=[getattr(r, name) for name in _POINT_FIELDS] + [r.num_points, r.valid, r.generation],
                 device=ctx.device,
             )
             return
         wp.launch(
-            _commit, (ctx.num_envs, n),
-            inputs=[mask, use_mask, n] + [f[name] for name in _POINT_FIELDS]
+            _commit, (threads, n),
+            inputs=[per, mask, use_mask, n] + [f[name] for name in _POINT_FIELDS]
                    + [f["num_points"], f["loop_length"], f["start_position"], f["start_orientation"], ctx.valid],
             outputs=[getattr(r, name) for name in _RESULT], device=ctx.device,
         )

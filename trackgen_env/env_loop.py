@@ -1,0 +1,40 @@
+"""How a per-env kernel is launched: one thread looping over the envs on the CPU, a thread per env on CUDA.
+
+Warp runs a CPU kernel's threads one after the other on one core, and each thread begins by
+copying the kernel's arguments and zero-initialising every vector variable the kernel
+declares: 14-30 ns per thread for the track generation's larger kernels, ~140 ns for the
+gate layout's (a thread per gate), ~30 ns for the Track env's observation. An env that the
+kernel skips pays it as much as one it works on, and a masked regeneration of a few envs runs
+about ten such kernels over all E envs in every retry round: at 4096 envs a 1-env regeneration
+of the track generator took 1,065 us, ~700 us of it in threads that skipped their env. So on the
+CPU these kernels run as one thread that loops over the envs, paying that once per launch (the
+same regeneration: 357 us; measurements in ``benchmarks/NOTES.md``); on CUDA, a thread per
+env, as before. The envs are visited in the order of Warp's CPU threads (0, 1, ...) and each
+env's work is unchanged, so the results are the same bytes for any split
+(``tests/test_env_loop.py``).
+
+A kernel written for it takes ``envs_per_thread`` as its first argument and loops::
+
+    thread = wp.tid()                # (thread, lane = wp.tid() with lanes per env)
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, num_envs)):
+        if pending[e] == 0:
+            continue                 # where a per-env kernel would return
+        ...
+
+and is launched with ``threads, per = env_loop.shape(device, num_envs)``: ``dim=threads`` (or
+``(threads, lanes)``) and ``per`` as that argument.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+__all__ = ["shape"]
+
+
+def shape(device, num_envs: int) -> tuple[int, int]:
+    """``(threads, envs_per_thread)`` of a per-env kernel over ``num_envs`` envs on ``device``:
+    ``(1, num_envs)`` on the CPU, ``(num_envs, 1)`` on CUDA."""
+    if wp.get_device(device).is_cpu:
+        return 1, num_envs
+    return num_envs, 1
