@@ -6,7 +6,7 @@ from trackgen_env.__main__ import main
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--device", "cuda:7"], "device must be one of"),
+    (["--device", "cuda:7"], "error: --device must be one of ['cpu"),
     (["--seed", "-1"], "--seed must be a non-negative int (>= 0), got -1"),
     (["--track-csv", "/nonexistent.csv"], "no centreline CSV"),
     (["--env", "gates", "--track-csv", "x.csv"], "does not apply to --env gates"),
@@ -49,3 +49,10 @@ def test_a_circuit_too_long_for_a_track_names_no_option_the_cli_lacks(tmp_path, 
     err = capsys.readouterr().err
     assert "over the 65536 a track holds: expected a circuit up to" in err
     assert "max_loop_length" not in err and "raise point_spacing" not in err
+
+
+@pytest.mark.parametrize("command", [["train", "--steps", "64"], ["eval", "model.zip"]])
+def test_a_bad_device_names_the_flag_for_train_and_eval(command, capsys):
+    assert main([*command, "--device", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --device must be one of [" in err and "got 'nope'" in err and "or None" not in err

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import warp as wp
 
+from trackgen_env.checks import check_float
 from trackgen_env.pipeline import PipelineSpec, build, presets
 
 DEV = "cpu"
@@ -284,3 +285,22 @@ def test_without_randomize_draws_a_parameter_no_more():
     with pytest.raises(ValueError, match="'band.width' is named 2 times"):
         drawn.without_randomize("band.width", "band.width")
     assert drawn.randomize.keys() == {"band.width", "layout.size"}  # the refusals changed nothing
+
+
+def test_a_spec_is_hashable_and_equal_specs_hash_alike():
+    """A frozen spec keys a dict or a cache: equal specs (a JSON round trip) hash alike."""
+    a = presets.track(num_envs=4, device="cpu").with_randomize({"band.width": (0.6, 1.0)})
+    b = PipelineSpec.from_dict(a.to_dict())
+    assert a == b and hash(a) == hash(b)
+    assert {a: "cached"}[b] == "cached"
+    assert len({a, b, presets.track(num_envs=5, device="cpu"), a.with_params({"band.width": 0.9})}) == 3
+
+
+def test_an_int_past_float64_is_refused_as_not_finite():
+    """A huge Python int is a number, but not a finite float: a ValueError naming the value's
+    place, not a bare OverflowError from float()."""
+    with pytest.raises(ValueError, match=r"params\['band.width'\] must be finite, got an int of 1329 bits"):
+        presets.track(num_envs=4, device="cpu").with_params({"band.width": 10**400})
+    with pytest.raises(ValueError, match="x must be finite, got an int of"):
+        check_float("x", -(10**400))
+    assert check_float("x", 10**300) == 1e300

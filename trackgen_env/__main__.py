@@ -28,6 +28,7 @@ import sys
 
 import warp as wp
 
+from .checks import resolve_device
 from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
@@ -260,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     if scale is not None and not (math.isfinite(scale) and scale > 0.0):
         print(f"error: --track-scale must be a finite number > 0, got {scale}", file=sys.stderr)
         return 2
+    device = getattr(args, "device", None)  # the one check of the flag, for every command
+    if device is not None:
+        try:
+            resolve_device(device)
+        except ValueError:
+            print(f"error: --device must be one of {[str(d) for d in wp.get_devices()]}, got {device!r}", file=sys.stderr)
+            return 2
     if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.integrations.train)
         print(f"error: --seed must be a non-negative int (>= 0), got {args.seed}", file=sys.stderr)
         return 2

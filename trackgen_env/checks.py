@@ -57,7 +57,10 @@ def check_float(name: str, value, *, lo: float | None = None, hi: float | None =
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int past float64's range (Python ints have no bound)
+        raise ValueError(f"{name} must be finite, got an int of {value.bit_length()} bits, past float64's range") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if lo is not None and (value <= lo if lo_open else value < lo):

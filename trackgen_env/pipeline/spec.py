@@ -113,6 +113,12 @@ class PipelineSpec:
         return cls(data["family"], data["num_envs"], data["device"], data["settings"], data["stages"],
                    data["params"], data["randomize"])
 
+    def __hash__(self) -> int:
+        # the dataclass hash would hash the mapping proxies (unhashable): hash their items, so
+        # that equal specs (equal fields) hash alike and a spec can key a dict or a cache
+        return hash((self.family, self.num_envs, self.device, _frozen(self.settings), self.stages,
+                     _frozen(self.params), _frozen(self.randomize)))
+
     def __repr__(self) -> str:
         return (f"PipelineSpec(family={self.family!r}, num_envs={self.num_envs}, device={self.device!r}, "
                 f"stages={self.stages!r}, params={dict(self.params)!r}, randomize={dict(self.randomize)!r}, "
@@ -231,6 +237,16 @@ def _check_key(what: str, name) -> str:
     if not isinstance(name, str):
         raise TypeError(f"a spec's {what!r} are keyed by 'stage.param' names (str), got {type(name).__name__} {name!r}")
     return name
+
+
+def _frozen(value):
+    """A hashable value equal to ``value`` where ``value`` compares equal: mappings as frozensets
+    of items, lists and tuples as tuples (a spec's settings are JSON-safe)."""
+    if isinstance(value, Mapping):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def _check_value(name: str, value) -> float:
