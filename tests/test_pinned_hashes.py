@@ -29,6 +29,8 @@ PINS = {
     "track_rollout_random": "84f78d883833d30a0c122f3b67045d083ba304f276f0c99c5ed93f99697c0a08",
     "gates_rollout_pilot": "cbd4a1a269da90cdbc1bc5f29e76d53996142aab215056c5ac2b7f4629021c06",
     "gates_rollout_random": "3ffcb9f0977b9b2863388a49eaf3503447ab6f8ab873af3286505b58b9638dc3",
+    "track_rollout_same_step": "4d3525ff77829231cb3351541dc8031156498679bf650f2137fc0ea51045f665",
+    "gates_rollout_same_step": "58fd41bbbfb2aa39c02fb1d9a562d72cd62b636a6f919141ad0f743233eb3a08",
     "track_course_components": "0b3b016665a08d07a68a5dd9a9464cfe08b2ac3d5a9aed01be37792a10760052",
     "gates_course_components": "b5df25aaa9ff0cda5b2a26010895d96826d4fa0a6150bf70934eee737438ff79",
 }
@@ -53,8 +55,8 @@ def gates_batch() -> str:
     return _result_digest(GateGenerator(GateGenConfig(num_envs=64, device="cpu"), seeds=0).result)
 
 
-def _rollout(env_id: str, policy: str, steps: int = 300) -> str:
-    env = gym.make_vec(env_id, num_envs=16, device="cpu", seed=0)
+def _rollout(env_id: str, policy: str, steps: int = 300, **kwargs) -> str:
+    env = gym.make_vec(env_id, num_envs=16, device="cpu", seed=0, **kwargs)
     obs, _ = env.reset(seed=0)
     if policy == "controller":
         if env_id == "TrackGen-Track-v0":
@@ -70,8 +72,10 @@ def _rollout(env_id: str, policy: str, steps: int = 300) -> str:
         act = lambda o: rng.uniform(-1, 1, (16,) + env.single_action_space.shape).astype(np.float32)  # noqa: E731
     out = [obs]
     for _ in range(steps):
-        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        obs, reward, terminated, truncated, info = env.step(act(obs))
         out += [obs, reward, terminated, truncated]
+        if "final_obs" in info:  # SAME_STEP: the ended episodes' last observation and info
+            out += [info["_final_obs"], info["final_obs"]] + [info["final_info"][k] for k in sorted(info["final_info"])]
     env.close()
     return _digest(out)
 
@@ -110,6 +114,8 @@ COMPUTE = {
     "track_rollout_random": lambda: _rollout("TrackGen-Track-v0", "random"),
     "gates_rollout_pilot": lambda: _rollout("TrackGen-Gates-v0", "controller"),
     "gates_rollout_random": lambda: _rollout("TrackGen-Gates-v0", "random"),
+    "track_rollout_same_step": lambda: _rollout("TrackGen-Track-v0", "random", autoreset_mode="SameStep"),
+    "gates_rollout_same_step": lambda: _rollout("TrackGen-Gates-v0", "random", autoreset_mode="SameStep"),
     "track_course_components": lambda: _course_digest("track"),
     "gates_course_components": lambda: _course_digest("gates"),
 }

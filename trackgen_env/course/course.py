@@ -333,8 +333,16 @@ class Course:
         self._bindings = apply_bindings(self._order, self._bind_order, self._bindings, routed)
 
     # -- stepping -----------------------------------------------------------------------
-    def step(self, *, stream: wp.Stream | None = None) -> StepResult:
+    def step(self, *, stream: wp.Stream | None = None, mask: wp.array | None = None) -> StepResult:
         """Launch every per-step component's ``step`` (execution order); no host sync.
+
+        Args:
+            mask: None (every env), or an ``[E] int32`` array (nonzero: this env): a step of
+                those envs only, for a restart (their bodies reset, the others where their last
+                step left them). The built-in components skip the other envs, whose results and
+                state keep their last step's; a component of yours sees the mask as
+                ``ctx.step_mask`` and may step every env (its step of an env that did not move
+                must then leave it as it was). Under a recording the mask is read at replay.
 
         Returns:
             The course's :class:`StepResult` (the same instance every call).
@@ -342,21 +350,30 @@ class Course:
         Raises:
             RuntimeError: ``"call bind() before step()"`` while a required input is
                 unbound; a newer course drives the generator.
+            TypeError / ValueError: a mask that is not an ``[E] int32`` array on the device.
             CaptureError: the course has a default stream and another stream records.
         """
         if self._taken_over:
             self._check_driver()
         if self._needs_bind and self._bindings is None:
             raise RuntimeError("call bind() before step()")
+        if mask is not None:
+            mask = self._check_mask(mask)
         s, capturing = self._resolve(stream)
         ctx = self._ctx
-        if s is None:
-            step_components(self._step_order, ctx)
-        else:
-            with OnStream(ctx, s):
+        ctx.step_mask = mask
+        try:
+            if s is None:
                 step_components(self._step_order, ctx)
+            else:
+                with OnStream(ctx, s):
+                    step_components(self._step_order, ctx)
+        finally:
+            ctx.step_mask = None
         if capturing:
             self._note_recorded_step(s)
+            if mask is not None:
+                retain(self.device, self, mask, stream=s)
         return self._result
 
     def _note_recorded_step(self, stream) -> None:

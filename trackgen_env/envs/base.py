@@ -25,7 +25,7 @@ NEXT_STEP     ``regenerate(mask=autoreset, advance=True)`` -> dynamics (masked e
               the action ignored) -> ``course.step()`` -> observe
 SAME_STEP     dynamics -> ``course.step()`` -> observe -> copy obs and info to the final
               buffers -> ``regenerate(mask=autoreset, advance=True)`` -> if any env ended:
-              dynamics (masked envs only) -> ``course.step()`` -> observe (masked envs only)
+              dynamics (masked envs only) -> ``course.step(mask=)`` -> observe (masked envs only)
 DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_mask": m})``
               replays ``regenerate(mask=m, advance=True)`` -> the SAME_STEP restart
 ============  ===============================================================================
@@ -535,9 +535,10 @@ class CourseVectorEnv(VectorEnv):
         self._observe(self.course.step(), reset_mask, False)
 
     def _restart(self, mask: wp.array):
-        """Reset the masked envs (on their regenerated course) and observe them; the others are untouched."""
+        """Reset the masked envs (on their regenerated course) and observe them; the others are
+        untouched (the course steps the masked envs only: the others did not move)."""
         self._dynamics(mask, True)
-        self._observe(self.course.step(), mask, True)
+        self._observe(self.course.step(mask=mask), mask, True)
 
     # -- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -71,6 +71,7 @@ def _clearance(
 @wp.kernel
 def _band_collision(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -104,6 +105,8 @@ def _band_collision(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_points, valid, line.shape[1], e)
         if n == 0:
             no_course(e, hit, distance)
@@ -256,7 +259,7 @@ class BandCollision(Component):
     def step(self, ctx: ComponentContext) -> None:
         src, out, body = ctx.source(self), self._contacts, self._body(self.bound)
         if self.backend == "segments":
-            ctx.launch_envs(_band_collision,
+            ctx.launch_step(_band_collision,
                             body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
                                self.window, self.segment, *self._no_frame, out.hit, out.distance])
         else:
@@ -276,7 +279,7 @@ class BandCollision(Component):
         if follower.bound.get("position") is not body[0]:
             return False
         src, out, fa = ctx.source(self), self._contacts, follower.frame_arguments()
-        ctx.launch_envs(_band_collision,
+        ctx.launch_step(_band_collision,
                         body + [ctx.result.valid, src.centerline, src.normal, src.half_width, src.num_points,
                            self.window, self.segment, 1, src.tangent, src.arc_length, src.curvature, src.loop_length,
                            *fa, out.hit, out.distance])

@@ -143,6 +143,7 @@ def _sample(grid: wp.array3d(dtype=float), e: int, o: wp.vec2, h: float, p: wp.v
 @wp.kernel
 def _sdf_collision(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -159,6 +160,8 @@ def _sdf_collision(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         h = cell[e]
         if line_count(num_points, valid, capacity, e) == 0 or h <= 0.0:
             no_course(e, hit, distance)
@@ -196,6 +199,6 @@ def bake(ctx, mask: wp.array | None, src, origin: wp.array, cell: wp.array, reac
 def contacts(ctx, body: list, src, origin: wp.array, cell: wp.array, grid: wp.array, out) -> None:
     """Write ``out`` (``Contacts``) of the body ``[position, orientation, half_extents, use_box]``
     from the baked grids."""
-    ctx.launch_envs(_sdf_collision,
+    ctx.launch_step(_sdf_collision,
                     body + [ctx.result.valid, src.num_points, src.centerline.shape[1], origin, cell, grid,
                             out.hit, out.distance])

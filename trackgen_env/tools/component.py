@@ -174,6 +174,11 @@ class ComponentContext:
         inputs: bind name -> the first :class:`InputSpec` declared for it.
         declarers: bind name -> names of the components declaring it.
         all_envs: an ``[E] int32`` array of ones (the mask of every env).
+        step_mask: the envs of the step being launched (``[E] int32``, nonzero: this env): None
+            (every env) but inside ``Course.step(mask=m)``, where it is ``m``. A per-step kernel
+            may skip the other envs (the built-ins do: :meth:`launch_step`); one that steps every
+            env is correct too (the course steps with a mask only where the other envs are as
+            they were after their last step: a restart).
     """
 
     def __init__(self, generator, *, stream=None):
@@ -186,6 +191,7 @@ class ComponentContext:
         self.inputs: dict[str, InputSpec] = {}
         self.declarers: dict[str, list[str]] = {}
         self.all_envs = wp.ones(self.num_envs, dtype=wp.int32, device=self.device)
+        self.step_mask = None
 
     @property
     def result(self):
@@ -219,6 +225,11 @@ class ComponentContext:
         per env on CUDA; ``lanes`` > 0 adds that many threads per env (a second dimension)."""
         threads, per = env_loop.shape(self.device, self.num_envs)
         self.launch(kernel, (threads, lanes) if lanes else threads, [per, *inputs])
+
+    def launch_step(self, kernel, inputs) -> None:
+        """:meth:`launch_envs` of a per-step kernel whose first input is the step's mask
+        (``step_mask``, or every env): it skips the envs outside it."""
+        self.launch_envs(kernel, [self.mask(self.step_mask), *inputs])
 
     def add(self, component: Component) -> None:
         """Check ``component``'s declared reads against what is here, then attach it.

@@ -30,6 +30,7 @@ def _post_distance(p: wp.vec3, axis: wp.vec3, radius: float, top: float) -> floa
 @wp.kernel
 def _disc_collision(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     valid: wp.array(dtype=wp.int32),
     gate_position: wp.array2d(dtype=wp.vec3),
@@ -44,6 +45,8 @@ def _disc_collision(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_gates, valid, gate_position.shape[1], e)
         if n == 0:
             no_course(e, hit, distance)
@@ -101,7 +104,7 @@ class DiscCollision(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, out = ctx.source(self), self._contacts
-        ctx.launch_envs(
+        ctx.launch_step(
             _disc_collision,
             [self.bound["position"], ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
              src.gate_height, src.num_gates, self.radius, out.hit, out.distance],

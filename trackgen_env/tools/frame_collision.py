@@ -75,6 +75,7 @@ def _box_box_gap(ca: wp.vec3, a: wp.mat33, ha: wp.vec3, cb: wp.vec3, b: wp.mat33
 @wp.kernel
 def _frame_collision(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     half_extents: wp.array(dtype=wp.vec3),
@@ -92,6 +93,8 @@ def _frame_collision(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_gates, valid, gate_position.shape[1], e)
         if n == 0:
             no_course(e, hit, distance)
@@ -178,7 +181,7 @@ class FrameCollision(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, out = ctx.source(self), self._contacts
-        ctx.launch_envs(
+        ctx.launch_step(
             _frame_collision,
             self._body(self.bound) + [ctx.result.valid, src.gate_position, src.gate_orientation, src.gate_width,
                                       src.gate_height, src.num_gates, self.bar_thickness, out.hit, out.distance],

@@ -80,6 +80,7 @@ def write_frame(
 @wp.kernel
 def _localize(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     orientation: wp.array(dtype=wp.quat),
     use_orientation: int,
@@ -104,6 +105,8 @@ def _localize(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_points, valid, line.shape[1], e)
         if n == 0:
             no_frame(e, s, lateral_offset, heading_error, curvature_out, segment)
@@ -200,7 +203,7 @@ class Localizer(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         src, (orientation, use_orientation, warm, *outputs) = ctx.source(self), self.frame_arguments()
-        ctx.launch_envs(
+        ctx.launch_step(
             _localize,
             [
                 self.bound["position"], orientation, use_orientation,

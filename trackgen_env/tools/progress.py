@@ -100,6 +100,7 @@ def _progress_reset(
 @wp.kernel
 def _progress_step(
     envs_per_thread: int,
+    step_mask: wp.array(dtype=wp.int32),
     position: wp.array(dtype=wp.vec3),
     cp_position: wp.array2d(dtype=wp.vec3),
     cp_direction: wp.array2d(dtype=wp.vec3),
@@ -122,6 +123,8 @@ def _progress_step(
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+        if step_mask[e] == 0:
+            continue  # not one of this step's envs (Course.step(mask=))
         p = position[e]
         passed[e] = 0
         lap_completed[e] = 0
@@ -286,7 +289,7 @@ class Progress(Component):
 
     def step(self, ctx: ComponentContext) -> None:
         cps, ev = self._checkpoints(ctx), self._events
-        ctx.launch_envs(
+        ctx.launch_step(
             _progress_step,
             [
                 self.bound["position"], cps.position, cps.direction, cps.half_width, cps.half_height,
