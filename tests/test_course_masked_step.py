@@ -114,3 +114,10 @@ def test_a_bad_step_mask_is_refused_before_anything_runs(mask, exc):
     with pytest.raises(exc, match="mask"):
         course.step(mask=mask)
     assert all(np.array_equal(v, before[k]) for k, v in _snapshot(course.step()).items())
+
+
+def test_a_bool_mask_is_named_by_its_dtype():
+    course = Course.track(TrackGenConfig(num_envs=E, device=DEV), checkpoint_spacing=0.6, seeds=1)
+    course.bind(position=wp.array(course.result.start_position.numpy(), dtype=wp.vec3, device=DEV))
+    with pytest.raises(ValueError, match=r"mask must be a \[6\] int32 wp.array on cpu, got shape \(6,\) dtype bool on cpu$"):
+        course.step(mask=wp.zeros(E, dtype=wp.bool, device=DEV))

@@ -13,6 +13,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import trackgen_env  # noqa: F401  (registers the envs)
+from trackgen_env.envs.controllers import CourseLinePilot, PurePursuit
 from trackgen_env.envs.gates import GatesVectorEnv
 from trackgen_env.envs.track import TrackVectorEnv
 
@@ -201,10 +202,10 @@ def test_disabled_replayed_and_eager_masked_resets_agree():
     [
         ("NextStep", {"reset_mask": np.array([True, False])}, ValueError, "DISABLED"),
         ("Disabled", {"reset_mask": [True, False]}, TypeError, "bool NumPy array"),
-        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError, "bool NumPy array"),
+        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError, "bool torch tensor, got a NumPy array of dtype int64"),
         ("Disabled", {"reset_mask": np.array([True])}, ValueError, r"shape \(2,\)"),
         ("Disabled", {"reset_mask": np.array([False, False])}, ValueError, "at least one True"),
-        ("Disabled", {"reset_mask": np.array([True, False]), "x": 1}, ValueError, "options"),
+        ("Disabled", {"reset_mask": np.array([True, False]), "x": 1}, ValueError, r"no options but reset_mask, got \['x'\]$"),
     ],
 )
 def test_bad_reset_masks_raise_and_leave_the_env_unchanged(mode, options, error, match):
@@ -238,3 +239,32 @@ def test_recorded_and_eager_steps_agree_in_every_mode(mode):
         outs.append(out)
     for x, y in zip(*outs):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("env_id", ["TrackGen-Track-v0", "TrackGen-Gates-v0"])
+@pytest.mark.parametrize("output", ["numpy", "torch"])
+def test_same_step_final_info_is_zero_where_no_env_ended_as_sync_vector_env(env_id, output):
+    """``info["final_info"][k]`` holds the ended step's value where the env ended and 0 / False
+    elsewhere, as ``SyncVectorEnv`` fills it (not the step's value of an env that went on: here
+    the reference controllers pass gates and finish laps, so the envs that go on count them)."""
+    if output == "torch":
+        pytest.importorskip("torch")
+    env = gymnasium.make_vec(env_id, num_envs=16, device="cpu", seed=1, autoreset_mode="SameStep", output=output,
+                             laps=2)
+    obs, _ = env.reset(seed=1)
+    pilot = PurePursuit(env.car) if env_id == "TrackGen-Track-v0" else CourseLinePilot(env)
+    host = (lambda x: x.cpu().numpy()) if output == "torch" else np.asarray
+    checked = 0
+    for _ in range(1500):
+        obs, *_, info = env.step(pilot(host(obs)))
+        if "_final_info" not in info:  # NumPy output: present only when an env ended
+            continue
+        done = host(info["_final_info"])
+        if not done.any() or done.all():
+            continue
+        for name, _ in env.info_fields:
+            value = host(info["final_info"][name])
+            assert not value[~done].any(), name
+            checked += int(host(info[name])[~done].any())  # the envs that went on hold nonzero values
+    env.close()
+    assert checked > 0

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "check_env_array", "check_mask", "values_in_range", "resolve_device",
+__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "resolve_device",
            "install_hint"]
 
 
@@ -82,6 +82,12 @@ def check_vec3(name: str, value, *, lo: float | None = None, lo_open: bool = Fal
     return tuple(check_float(f"{name}[{i}]", v, lo=lo, lo_open=lo_open) for i, v in enumerate(value))
 
 
+def dtype_name(dtype) -> str:
+    """A Warp dtype's short name for a message (``int32``, ``vec3f``, ``bool``; Warp's own
+    ``type_repr`` gives its module path for ``wp.bool``)."""
+    return "bool" if dtype is wp.bool else wp.types.type_repr(dtype)
+
+
 def check_env_array(name: str, value, num_envs: int, device, dtype=wp.int32) -> wp.array:
     """A ``[num_envs]`` ``wp.array`` of ``dtype`` on ``device`` (an array per env), returned as is.
 
@@ -90,12 +96,12 @@ def check_env_array(name: str, value, num_envs: int, device, dtype=wp.int32) -> 
         ValueError: another shape, dtype or device.
     """
     dev = wp.get_device(device)
-    what = f"a [{num_envs}] {wp.types.type_repr(dtype)} wp.array on {dev}"
+    what = f"a [{num_envs}] {dtype_name(dtype)} wp.array on {dev}"
     if not isinstance(value, wp.array):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
     if value.dtype != dtype or tuple(value.shape) != (num_envs,) or value.device != dev:
         raise ValueError(
-            f"{name} must be {what}, got shape {tuple(value.shape)} dtype {wp.types.type_repr(value.dtype)} "
+            f"{name} must be {what}, got shape {tuple(value.shape)} dtype {dtype_name(value.dtype)} "
             f"on {value.device}"
         )
     return value

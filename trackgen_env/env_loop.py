@@ -16,7 +16,7 @@ env's work is unchanged, so the results are the same bytes for any split
 A kernel written for it takes ``envs_per_thread`` as its first argument and loops::
 
     thread = wp.tid()                # (thread, lane = wp.tid() with lanes per env)
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, num_envs)):
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
         if pending[e] == 0:
             continue                 # where a per-env kernel would return
         ...

@@ -609,14 +609,16 @@ class CourseVectorEnv(VectorEnv):
             return None
         name = type(self).__name__
         if set(options) != {"reset_mask"}:
-            raise ValueError(f"{name}.reset takes no options but reset_mask, got {sorted(options)}")
+            unknown = sorted(map(str, set(options) - {"reset_mask"}))
+            raise ValueError(f"{name}.reset takes no options but reset_mask, got {unknown}" if unknown else
+                             f"{name}.reset takes options={{'reset_mask': mask}}, got {options!r}")
         if self.autoreset_mode is not AutoresetMode.DISABLED:
             raise ValueError(f"reset_mask needs autoreset_mode=DISABLED, this env's is {self.autoreset_mode.value}")
         # a torch mask (``terminated | truncated`` with torch output) costs one host copy; a masked
         # reset syncs anyway (it writes the mask and reads the outputs)
         mask = host_bool_mask(options["reset_mask"])
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-            got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
+            got = f"a NumPy array of dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
             raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {got}")
         if mask.shape != (num_envs,):
             raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {mask.shape}")

@@ -143,6 +143,7 @@ class HostOutputs:
                 info["_final_obs"] = done
                 final_info = {}
                 for name, value in self.final_info.items():
+                    value[~done] = 0  # as SyncVectorEnv: the envs that did not end hold zeros
                     final_info[name] = value
                     final_info["_" + name] = done.copy()
                 info["final_info"] = final_info
@@ -332,6 +333,7 @@ class EnvIO:
             info["_final_obs"] = done
             final_info = {}
             for name, view in t["final_info"].items():
+                view.masked_fill_(~done, 0)  # as SyncVectorEnv: the envs that did not end hold zeros
                 final_info[name] = view
                 final_info["_" + name] = done
             info["final_info"] = final_info
@@ -348,7 +350,7 @@ def host_bool_mask(mask):
     if not _is_torch(mask):
         return mask
     if str(mask.dtype) != "torch.bool":
-        raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {mask.dtype}")
+        raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got a torch tensor of dtype {mask.dtype}")
     return mask.detach().cpu().numpy()
 
 

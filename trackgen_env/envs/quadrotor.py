@@ -29,7 +29,7 @@ import numpy as np
 import warp as wp
 
 from .. import env_loop
-from ..checks import check_float, check_int, check_vec3
+from ..checks import check_float, check_int, check_vec3, dtype_name
 from ..polyline import GRAVITY
 
 wp.set_module_options({"enable_backward": False})
@@ -292,7 +292,7 @@ class Quadrotor:
         if action.dtype != wp.float32 or action.shape != (self.num_envs, 4) or action.device != self.device:
             raise ValueError(
                 f"action must be a [{self.num_envs}, 4] float32 array on {self.device}, got shape "
-                f"{action.shape} dtype {wp.types.type_repr(action.dtype)} on {action.device}"
+                f"{action.shape} dtype {dtype_name(action.dtype)} on {action.device}"
             )
         threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(

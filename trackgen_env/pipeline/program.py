@@ -36,7 +36,7 @@ import warp as wp
 
 from .. import exec as exec_modes, kernel_cache
 from ..capture import NotCapturableError, is_capturing, user_stacklevel
-from ..checks import check_mask
+from ..checks import check_mask, dtype_name
 from ..seeding import SeedState
 from .launches import Launches
 from .params import Params
@@ -161,8 +161,8 @@ class StageContext:
             self.fields[name] = have = _filled(shape, dtype, fill, self.device)
         elif have.shape != shape or not wp.types.types_equal(have.dtype, dtype):
             raise ValueError(
-                f"field {name!r} exists as {have.shape} {wp.types.type_repr(have.dtype)}; a stage asked for "
-                f"{shape} {wp.types.type_repr(dtype)}"
+                f"field {name!r} exists as {have.shape} {dtype_name(have.dtype)}; a stage asked for "
+                f"{shape} {dtype_name(dtype)}"
             )
         return have
 
@@ -520,12 +520,12 @@ def _check_out(out, result_fields: dict, device) -> dict:
         raise ValueError(f"out= names fields {unknown} that the result does not have; its fields are {list(result_fields)}")
     for name, arr in given.items():
         shape, dtype, _ = result_fields[name]
-        want = f"a wp.array of shape {shape}, dtype {wp.types.type_repr(dtype)} on {device}"
+        want = f"a wp.array of shape {shape}, dtype {dtype_name(dtype)} on {device}"
         if not isinstance(arr, wp.array):
             raise TypeError(f"out[{name!r}] must be {want}, got {type(arr).__name__}")
         if arr.shape != tuple(shape) or not wp.types.types_equal(arr.dtype, dtype) or arr.device != device:
             raise ValueError(
-                f"out[{name!r}] must be {want}, got shape {arr.shape}, dtype {wp.types.type_repr(arr.dtype)} on {arr.device}"
+                f"out[{name!r}] must be {want}, got shape {arr.shape}, dtype {dtype_name(arr.dtype)} on {arr.device}"
             )
     spans = sorted((_byte_span(arr), name) for name, arr in given.items())
     for ((lo_a, hi_a), a), ((lo_b, hi_b), b) in zip(spans, spans[1:]):

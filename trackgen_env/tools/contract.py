@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import warp as wp
 
 from ..capture import RebindAfterCaptureWarning
+from ..checks import dtype_name
 
 __all__ = [
     "InputSpec",
@@ -172,8 +173,8 @@ def validate_declarations(inputs: dict, declarers: dict, name: str, specs) -> No
         if first is not None and (first.dtype, first.slots) != (spec.dtype, spec.slots):
             who = declarers.get(spec.name, [name])
             raise ValueError(
-                f"input {spec.name!r} is declared by {who} as ({wp.types.type_repr(first.dtype)}, slots={first.slots}) "
-                f"and by {name!r} as ({wp.types.type_repr(spec.dtype)}, slots={spec.slots}): one name, one (dtype, slots)"
+                f"input {spec.name!r} is declared by {who} as ({dtype_name(first.dtype)}, slots={first.slots}) "
+                f"and by {name!r} as ({dtype_name(spec.dtype)}, slots={spec.slots}): one name, one (dtype, slots)"
             )
         seen[spec.name] = spec
 
@@ -211,13 +212,13 @@ def validate_inputs(component, arrays: Mapping, *, num_envs: int | None = None, 
 
 def _check_input(component_name: str, spec: InputSpec, arr, via: str, num_envs, device) -> None:
     shape = None if num_envs is None else spec.shape(num_envs)
-    want = (f"a wp.array of dtype {wp.types.type_repr(spec.dtype)}" if shape is None else
-            f"a wp.array of shape {shape}, dtype {wp.types.type_repr(spec.dtype)} on {device}")
+    want = (f"a wp.array of dtype {dtype_name(spec.dtype)}" if shape is None else
+            f"a wp.array of shape {shape}, dtype {dtype_name(spec.dtype)} on {device}")
     where = f"input {spec.name!r} of component {component_name!r}" + (f" (routed from {via!r})" if via != spec.name else "")
     if not isinstance(arr, wp.array):
         raise TypeError(f"{where} must be {want}, got {type(arr).__name__} (wrap a tensor with wp.from_torch)")
     if not wp.types.types_equal(arr.dtype, spec.dtype):
-        raise TypeError(f"{where} must be {want}, got dtype {wp.types.type_repr(arr.dtype)}")
+        raise TypeError(f"{where} must be {want}, got dtype {dtype_name(arr.dtype)}")
     if shape is not None and tuple(arr.shape) != shape:
         raise ValueError(f"{where} must be {want}, got shape {tuple(arr.shape)}")
     if device is not None and arr.device != device:
