@@ -99,3 +99,22 @@ def test_car_params_refuse_bad_values():
         car_params("kart")
     with pytest.raises(TypeError):
         car_params(3)
+
+
+def test_a_car_wider_than_every_band_is_refused_at_construction():
+    """The full-size car (2 m) on the default 0.8 m band would be off the band from the start:
+    every env would end at every step. Refused, naming both widths and the fixes; wider tracks,
+    or a randomized width whose widest draw fits, are accepted."""
+    from trackgen_env import TrackGenConfig
+    from trackgen_env.envs.track import TrackVectorEnv
+    from trackgen_env.pipeline import presets
+
+    with pytest.raises(ValueError, match=r"the car is 2 m wide and the widest band these tracks draw is 0.8 m"):
+        TrackVectorEnv(2, "cpu", car="full")
+    with pytest.raises(ValueError, match=r"widest band these tracks draw is 1.5 m"):
+        TrackVectorEnv(2, "cpu", car="full", track=presets.track().with_randomize({"band.width": (0.8, 1.5)}))
+    env = TrackVectorEnv(2, "cpu", car="full", track=TrackGenConfig(width=6.0, size=80.0), seed=0)
+    env.reset(seed=0)
+    _, reward, terminated, *_ = env.step(np.zeros((2, 2), np.float32))
+    assert not terminated.any()
+    env.close()

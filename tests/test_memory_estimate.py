@@ -126,12 +126,12 @@ def test_the_estimate_matches_the_free_memory_a_cuda_construction_takes():
 
 
 def test_a_subclass_with_its_own_constructor_is_estimated_through_its_base():
-    class FullCarEnv(TrackVectorEnv):
+    class F1TenthEnv(TrackVectorEnv):
         def __init__(self, n):
-            super().__init__(n, "cpu", seed=1, car="full", max_episode_steps=50)
+            super().__init__(n, "cpu", seed=1, car="f1tenth", max_episode_steps=50)
 
-    env = FullCarEnv(5)
-    estimate = FullCarEnv.memory_estimate(5, device="cpu", car="full")
+    env = F1TenthEnv(5)
+    estimate = F1TenthEnv.memory_estimate(5, device="cpu", car="f1tenth")
     assert estimate.total == pytest.approx(sum(env.memory_usage().values()), rel=0.05)
 
 

@@ -16,7 +16,7 @@ from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv
-from .car import CarParams, CarState, car_params, check_car_model
+from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
 __all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD"]
@@ -246,13 +246,33 @@ def _refuse_given_centerline(track) -> None:
         )
 
 
+def _source_spec(source) -> PipelineSpec | None:
+    """The spec of ``source`` (a config, a spec or a built generator), None for a given centreline."""
+    spec = source.to_spec() if isinstance(source, TrackGenConfig) else getattr(source, "spec", source)
+    return spec if isinstance(spec, PipelineSpec) else None
+
+
 def _on_hills_or_banked(source) -> bool:
     """Whether the courses of ``source`` (a config, a spec or a built generator) can leave the ground
     plane: a ``layout.elevation`` that can be > 0, or a ``banking`` stage."""
-    spec = source.to_spec() if isinstance(source, TrackGenConfig) else getattr(source, "spec", source)
-    if not isinstance(spec, PipelineSpec):
+    spec = _source_spec(source)
+    if spec is None:
         return False
     return "banking" in spec.stages or (construction_bound(spec, "layout.elevation", "hi") or 0.0) > 0.0
+
+
+def _check_car_fits(source, car: CarParams) -> None:
+    """Refuse a car at least as wide as the widest band ``source`` can draw: its body box is off the
+    band at the start pose, so every env would end at every step (``off_track``)."""
+    spec = _source_spec(source)
+    widest = None if spec is None else construction_bound(spec, "band.width", "hi")
+    if widest is not None and car.width >= widest:
+        raise ValueError(
+            f"the car is {car.width:g} m wide and the widest band these tracks draw is {widest:g} m (band.width): "
+            f"its body would be off the band from the start, and every env would end at every step; pass a "
+            f"narrower car (car='rc10' is {CAR_PRESETS['rc10'].width:g} m wide) or wider tracks "
+            f"(track=TrackGenConfig(width=...), a few car widths)"
+        )
 
 
 class TrackVectorEnv(CourseVectorEnv):
@@ -531,6 +551,7 @@ class TrackVectorEnv(CourseVectorEnv):
                 centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
                 seeds=seed,
             )
+        _check_car_fits(source, self.car)
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
