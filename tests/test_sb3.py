@@ -354,3 +354,15 @@ def test_sb3_example_trains_and_drives_new_tracks():
                          check=True, capture_output=True, text=True, timeout=300)
     assert "laps completed on 16 new tracks" in out.stdout
     assert "torch threads: 1" in out.stdout  # the CPU policy's default (issue 9, item 8)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "MountainCar-v0"])
+def test_make_sb3_vec_env_of_another_env_gives_the_sb3vecenv_recipe(env_id):
+    """CartPole's vector env takes no autoreset_mode, MountainCar has none: one TypeError with
+    the recipe that works (which is then checked)."""
+    with pytest.raises(TypeError, match=r"wrap a SAME_STEP vector env of it yourself: SB3VecEnv\(gymnasium.make_vec"):
+        make_sb3_vec_env(env_id, 2)
+    env = SB3VecEnv(gymnasium.make_vec(env_id, 2, vectorization_mode="sync",
+                                       vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}))
+    assert env.reset().shape[0] == 2
+    env.close()

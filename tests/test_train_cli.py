@@ -321,6 +321,23 @@ def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, c
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["params"].update({"band.width": -1.0}), "parameter 'band.width' must be finite and in (0, inf)"),
+    (lambda d: d["settings"].update({"max_points": 3}), "max_points must be >= 8, got 3"),
+])
+def test_a_spec_refused_by_the_env_leaves_no_out_folder(edit, message, tmp_path, capsys):
+    from trackgen_env.pipeline import presets
+
+    data = presets.track().to_dict()
+    edit(data)
+    (tmp_path / "spec.json").write_text(json.dumps(data))
+    out = tmp_path / "run"
+    assert main(["train", "--steps", "64", "--num-envs", "2", "--device", "cpu", "--spec", str(tmp_path / "spec.json"),
+                 "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_an_out_that_is_a_file_is_refused_naming_the_flag(tmp_path, capsys):
     (tmp_path / "run.json").write_text("{}")
     assert main(["train", "--steps", "10", "--out", str(tmp_path / "run.json")]) == 2

@@ -84,13 +84,25 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 16, **kwargs):
 
     Raises:
         ImportError: stable-baselines3 is not installed.
-        TypeError: ``autoreset_mode`` passed in ``kwargs``.
+        TypeError: ``autoreset_mode`` passed in ``kwargs``; ``env_id`` has no vector entry point
+            taking ``autoreset_mode`` (another env: the message gives the ``SB3VecEnv`` recipe).
     """
     _sb3_vec_env_base()  # fail before building an env when SB3 is missing
     if "autoreset_mode" in kwargs:
         raise TypeError("make_sb3_vec_env sets autoreset_mode=AutoresetMode.SAME_STEP itself; do not pass it")
-    env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
-                             autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    try:
+        env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                                 autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    except (TypeError, gymnasium.error.Error) as exc:
+        # an env without a vector entry point, or one whose vector env takes no autoreset_mode
+        if isinstance(exc, TypeError) and "autoreset_mode" not in str(exc):
+            raise
+        raise TypeError(
+            f"make_sb3_vec_env builds {env_id!r}'s own vector env with autoreset_mode=SAME_STEP (the trackgen "
+            f"envs'), which this env does not offer ({exc}); wrap a SAME_STEP vector env of it yourself: "
+            f"SB3VecEnv(gymnasium.make_vec({env_id!r}, {num_envs}, vectorization_mode='sync', "
+            f"vector_kwargs={{'autoreset_mode': AutoresetMode.SAME_STEP}}))"
+        ) from None
     return _adapter_class()(env)
 
 

@@ -609,7 +609,6 @@ def train(
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     logdir = Path(logdir) if logdir is not None else out / "tb"
     env_kwargs = {**defaults["env"], **(env_kwargs or {})}
     recorded_kwargs = dict(env_kwargs)  # JSON-safe: the spec is recorded as data, the registry as its name
@@ -620,6 +619,7 @@ def train(
 
     with _torch_threads(threads) as used_threads:
         venv = make_sb3_vec_env(env_id, num_envs, device=env_device, seed=seed, **env_kwargs)
+        out.mkdir(parents=True, exist_ok=True)  # once the env is built: a refused spec leaves no folder
         venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
         venv = VecNormalize(venv, norm_obs=VECNORMALIZE["norm_obs"], norm_reward=VECNORMALIZE["norm_reward"],
                             clip_obs=VECNORMALIZE["clip_obs"], gamma=hyper["gamma"])
