@@ -49,17 +49,19 @@ class Timer:
     several steppers can be timed in turns (their ratios then see the same machine load).
 
     ``step(action) -> (obs, reward, terminated, truncated, ...)``, NEXT_STEP semantics: the
-    step after an env ends only resets it, so transitions leave those reset steps out.
+    step after an env ends only resets it, so transitions leave those reset steps out
+    (``same_step=True``: SAME_STEP, where every step is a transition of every env).
     """
 
-    def __init__(self, step, obs, policy, num_envs: int, device: str = "cpu"):
+    def __init__(self, step, obs, policy, num_envs: int, device: str = "cpu", *, same_step: bool = False):
         self.step, self.obs, self.policy, self.num_envs, self.device = step, obs, policy, num_envs, device
+        self.same_step = same_step
         self.last = np.zeros(num_envs, dtype=bool)
         self.n, self.elapsed, self.ended, self.reset_steps = 0, 0.0, 0, 0
 
     def _one(self) -> float:
         action = self.policy(self.obs)
-        self.reset_steps += int(self.last.sum())
+        self.reset_steps += 0 if self.same_step else int(self.last.sum())
         t0 = time.perf_counter()
         out = self.step(action)
         wp.synchronize_device(self.device)
@@ -117,9 +119,10 @@ def _host(x) -> np.ndarray:
     return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
 
 
-def make_env(env_id: str, num_envs: int, device: str, *, capture: bool = True, output: str = "numpy", seed: int = 0):
+def make_env(env_id: str, num_envs: int, device: str, *, capture: bool = True, output: str = "numpy", seed: int = 0,
+             autoreset_mode: str = "NextStep"):
     """The env and its reference policy (``obs -> action``, host NumPy in, the env's output kind out)."""
-    env = ENVS[env_id](num_envs, device, seed=seed, capture=capture, output=output)
+    env = ENVS[env_id](num_envs, device, seed=seed, capture=capture, output=output, autoreset_mode=autoreset_mode)
     controller = PurePursuit(env.car) if env_id == "TrackGen-Track-v0" else CourseLinePilot(env)
     if output == "torch":
         import torch
@@ -130,11 +133,12 @@ def make_env(env_id: str, num_envs: int, device: str, *, capture: bool = True, o
 
 
 def env_timer(env_id: str, num_envs: int, device: str, *, capture: bool = True, output: str = "numpy",
-              seed: int = 0) -> tuple:
+              seed: int = 0, autoreset_mode: str = "NextStep") -> tuple:
     """``(env, Timer)`` of ``env.step`` with the reference controller (pure pursuit / CourseLinePilot)."""
-    env, policy = make_env(env_id, num_envs, device, capture=capture, output=output, seed=seed)
+    env, policy = make_env(env_id, num_envs, device, capture=capture, output=output, seed=seed,
+                           autoreset_mode=autoreset_mode)
     obs, _ = env.reset(seed=seed)
-    return env, Timer(env.step, obs, policy, num_envs, device)
+    return env, Timer(env.step, obs, policy, num_envs, device, same_step=autoreset_mode == "SameStep")
 
 
 def courses_per_second(family: str, num_envs: int, device: str, seconds: float, min_runs: int = 2) -> dict:

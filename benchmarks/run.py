@@ -103,7 +103,8 @@ def run_throughput(cfg) -> dict:
                 out["num_envs_skipped"].setdefault(env_id, []).append(E)
                 continue
             envs, timers = [], {}
-            for key, kw in (("replay_numpy", {}), ("eager_numpy", {"capture": False}), ("replay_torch", {"output": "torch"})):
+            for key, kw in (("replay_numpy", {}), ("eager_numpy", {"capture": False}), ("replay_torch", {"output": "torch"}),
+                            ("same_step", {"autoreset_mode": "SameStep"})):
                 if key == "replay_torch" and torch is None:
                     continue
                 env, timers[key] = measure.env_timer(env_id, E, cfg.device, **kw)
@@ -449,10 +450,12 @@ def markdown(result: dict, command: str) -> str:
             "controller (pure pursuit / CourseLinePilot). Floor: the same step as one plain-Warp kernel on "
             "the same tracks (no regeneration: a car that ends restarts on its track); floor / ours: its "
             "throughput over ours (our step time over its). NumPy step: bicycle model, windowed "
-            "localisation and progress in NumPy over all envs (no lookahead).\n")
-        add("| num_envs | Track replay | Track eager | Track torch | floor | floor / ours | NumPy step "
-            "| Gates replay | Gates eager | Gates torch |")
-        add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            "localisation and progress in NumPy over all envs (no lookahead). SAME_STEP: graph replay, NumPy "
+            "outputs, `autoreset_mode=SAME_STEP` (what the SB3 adapter uses; an env that ends restarts in the "
+            "same step, so every step is a transition).\n")
+        add("| num_envs | Track replay | Track eager | Track torch | Track SAME_STEP | floor | floor / ours | NumPy step "
+            "| Gates replay | Gates eager | Gates torch | Gates SAME_STEP |")
+        add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for E in cfg["num_envs"]:
             t, g = _row(result, "TrackGen-Track-v0", E), _row(result, "TrackGen-Gates-v0", E)
             if t is None and g is None:
@@ -460,8 +463,9 @@ def markdown(result: dict, command: str) -> str:
             v = lambda r, k: r[k]["transitions_per_s"] if r is not None and k in r else None  # noqa: E731
             ratio = v(t, "floor") / v(t, "replay_numpy") if t is not None else None
             add(f"| {E} | {_f(v(t, 'replay_numpy'))} | {_f(v(t, 'eager_numpy'))} | {_f(v(t, 'replay_torch'))} | "
-                f"{_f(v(t, 'floor'))} | {'-' if ratio is None else f'{ratio:.2f}x'} | {_f(v(t, 'numpy_step'))} | {_f(v(g, 'replay_numpy'))} | "
-                f"{_f(v(g, 'eager_numpy'))} | {_f(v(g, 'replay_torch'))} |")
+                f"{_f(v(t, 'same_step'))} | {_f(v(t, 'floor'))} | {'-' if ratio is None else f'{ratio:.2f}x'} | "
+                f"{_f(v(t, 'numpy_step'))} | {_f(v(g, 'replay_numpy'))} | {_f(v(g, 'eager_numpy'))} | "
+                f"{_f(v(g, 'replay_torch'))} | {_f(v(g, 'same_step'))} |")
         for env_id, skipped in tp["num_envs_skipped"].items():
             add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
                 f"({'CPU cap ' + str(CPU_MAX_ENVS) if result['device'] == 'cpu' else 'over 60 % of free memory'}).")

@@ -83,6 +83,8 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
         rows = result["throughput"]["rows"][env_id]
         assert [r["num_envs"] for r in rows] == [1, 64]
         assert all(r["replay_numpy"]["transitions_per_s"] > 0 and r["eager_numpy"]["transitions_per_s"] > 0 for r in rows)
+        # SAME_STEP: no reset steps, so every env-step is a transition
+        assert all(r["same_step"]["reset_steps"] == 0 and r["same_step"]["transitions_per_s"] > 0 for r in rows)
     track = result["throughput"]["rows"]["TrackGen-Track-v0"]
     assert all(r["floor"]["transitions_per_s"] > 0 and r["numpy_step"]["transitions_per_s"] > 0 for r in track)
     assert result["generation"]["track"]["courses_per_s"] > 0
