@@ -3,7 +3,7 @@
 It replaces the track family's ``layout`` stage in the spec of
 :func:`trackgen_env.pipeline.presets.circuit` and writes the same fields (``ctrl``,
 ``ctrl_count``), which the ``spline``, ``resample``, ``checks`` and ``start`` stages turn
-into a centreline as for any procedural track. One thread per env::
+into a centreline as for any procedural track. Per env (one lane each)::
 
     polygon   K vertices (K drawn in [corners_lo, corners_hi]) at jittered angles around the
               centre, radii R (1 - depth u) with R drawn in [radius_lo, radius_hi] widths;

@@ -310,7 +310,7 @@ def _commit(
 
 
 # --- the stages ----------------------------------------------------------------------------
-def _env_gate_shape(ctx):
+def env_gate_shape(ctx):
     """``(dim, envs_per_thread, lanes)`` of a kernel over (env, gate): on the CPU one thread
     looping over envs and gates (``env_loop``), on CUDA a thread per (env, gate)."""
     threads, per = env_loop.shape(ctx.device, ctx.num_envs)
@@ -343,7 +343,7 @@ class Layout(Stage):
 
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
-        dim, per, lanes = _env_gate_shape(ctx)
+        dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _layout, dim,
             inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
@@ -402,7 +402,7 @@ class Checks(Stage):
 
     def enqueue(self, ctx, pending):
         p, f, s = ctx.params, ctx.fields, ctx.settings
-        dim, per, lanes = _env_gate_shape(ctx)
+        dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _checks, dim,
             inputs=[per, lanes, pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
@@ -442,7 +442,7 @@ class _Gates(Family):
 
     def commit(self, ctx, result, mask, use_mask):
         f, r = ctx.fields, result
-        dim, per, lanes = _env_gate_shape(ctx)
+        dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _commit, dim,
             inputs=[per, lanes, mask, use_mask, f["gate_position"], f["gate_orientation"], f["start_position"],

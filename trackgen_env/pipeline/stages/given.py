@@ -12,7 +12,7 @@ from ... import env_loop
 from ...polyline import X_AXIS, next_point, prev_point, yaw_quat
 from ...types import InputInfo
 from ..stage import Stage
-from .gates import horizontal_dir
+from .gates import env_gate_shape, horizontal_dir
 
 __all__ = ["CenterlineInput", "GateLayoutInput"]
 
@@ -152,10 +152,9 @@ class GateLayoutInput(Stage):
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        lanes = 1 if ctx.device.is_cpu else ctx.settings["num_gates"]
+        dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
-            _layout_input, (threads, lanes),
+            _layout_input, dim,
             inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.settings["start_clearance"]],
             outputs=[f["gate_position"], f["gate_orientation"], f["start_position"], f["start_orientation"],
                      f["num_gates"], ctx.ok], device=ctx.device,

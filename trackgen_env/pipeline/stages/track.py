@@ -782,7 +782,7 @@ def _checks_one_pass(
     span: wp.array2d(dtype=wp.vec4),
     ok: wp.array(dtype=wp.int32),
 ):
-    # one thread per env (the CPU): the bound and the blocks' bounds, then the scan, while the
+    # one lane per env (the CPU): the bound and the blocks' bounds, then the scan, while the
     # env's rows are still in the cache (two kernels read them back from memory, env after env)
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
@@ -1064,7 +1064,7 @@ class Spline(Stage):
         factor = s["min_turn_radius_factor"] if proc else 0.0
         E, L = _e(ctx), self.lanes
         if L == 1:
-            # one thread per env (the CPU): the bound, the chords and their sum in one pass
+            # one lane per env (the CPU): the bound, the chords and their sum in one pass
             threads, per = env_loop.shape(ctx.device, E)
             self.launch(
                 _spline_table, threads,
