@@ -101,20 +101,43 @@ def test_car_params_refuse_bad_values():
         car_params(3)
 
 
-def test_a_car_wider_than_every_band_is_refused_at_construction():
+def test_a_car_wider_than_a_band_it_can_draw_is_refused_at_construction():
     """The full-size car (2 m) on the default 0.8 m band would be off the band from the start:
-    every env would end at every step. Refused, naming both widths and the fixes; wider tracks,
-    or a randomized width whose widest draw fits, are accepted."""
+    every env would end at every step. Refused, naming both widths and the fixes, and so is a
+    randomized width whose narrowest draw the car does not fit; wider tracks are accepted."""
     from trackgen_env import TrackGenConfig
     from trackgen_env.envs.track import TrackVectorEnv
     from trackgen_env.pipeline import presets
 
-    with pytest.raises(ValueError, match=r"the car is 2 m wide and the widest band these tracks draw is 0.8 m"):
+    with pytest.raises(ValueError, match=r"the car is 2 m wide and the narrowest band these tracks draw is 0.8 m"):
         TrackVectorEnv(2, "cpu", car="full")
-    with pytest.raises(ValueError, match=r"widest band these tracks draw is 1.5 m"):
-        TrackVectorEnv(2, "cpu", car="full", track=presets.track().with_randomize({"band.width": (0.8, 1.5)}))
+    with pytest.raises(ValueError, match=r"narrowest band these tracks draw is 1.5 m"):
+        TrackVectorEnv(2, "cpu", car="full", track=presets.track().with_randomize({"band.width": (1.5, 4.0)}))
     env = TrackVectorEnv(2, "cpu", car="full", track=TrackGenConfig(width=6.0, size=80.0), seed=0)
     env.reset(seed=0)
     _, reward, terminated, *_ = env.step(np.zeros((2, 2), np.float32))
     assert not terminated.any()
+    env.close()
+
+
+def test_a_live_band_width_the_car_does_not_fit_is_refused_and_changes_nothing():
+    """A curriculum's live set of ``band.width`` (or a live range) meets the construction's rule:
+    refused in any env where the car would not fit, the old value (range) left in place."""
+    from trackgen_env.envs.track import TrackVectorEnv
+    from trackgen_env.pipeline import presets
+
+    env = TrackVectorEnv(3, "cpu", seed=0)  # rc10: 0.2 m wide on 0.8 m bands
+    params = env.course.generator.params
+    width = env.car.width
+    with pytest.raises(ValueError, match=rf"must be wider than the car \({width:g} m\): a {width:g} m band"):
+        params["band.width"] = [0.8, width, 0.8]
+    assert np.allclose(params["band.width"].numpy(), 0.8)
+    params["band.width"] = 0.5
+    env.close()
+    env = TrackVectorEnv(3, "cpu", seed=0, track=presets.track().with_randomize({"band.width": (0.6, 1.0)}))
+    params = env.course.generator.params
+    with pytest.raises(ValueError, match=r"must be wider than the car"):
+        params.set_range("band.width", 0.1, 1.0)
+    assert np.allclose(params.randomize["band.width"][0].numpy(), 0.6)
+    params.set_range("band.width", 0.3, [0.5, 0.6, 0.7])
     env.close()

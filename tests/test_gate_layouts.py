@@ -331,6 +331,20 @@ def test_write_gate_layout_refusals():
         GateGenerator.from_layout(np.zeros((4, 3)))
 
 
+def test_write_gate_layout_refuses_a_randomized_gate_size_and_writes_nothing():
+    """Each generation would draw the gate width over the layout's: refused, nothing written."""
+    from trackgen_env.pipeline import build
+
+    spec = GateGenConfig(num_envs=2, device="cpu", source="layout", num_gates=6, gate_width=0.5).to_spec()
+    gen = build(spec.with_randomize({"gate_frames.gate_width": (0.4, 0.6)}), seeds=0)
+    pose, count = gen.inputs["gates.pose"].numpy().copy(), gen.inputs["gates.count"].numpy().copy()
+    height = gen.params["gate_frames.gate_height"].numpy().copy()
+    with pytest.raises(ValueError, match=r"randomizes \['gate_frames.gate_width'\].*without_randomize"):
+        write_gate_layout(gen, _square_layout())
+    assert np.array_equal(gen.inputs["gates.pose"].numpy(), pose) and np.array_equal(gen.inputs["gates.count"].numpy(), count)
+    assert np.array_equal(gen.params["gate_frames.gate_height"].numpy(), height)
+
+
 # --- the env ---------------------------------------------------------------------------------------------
 def test_env_takes_a_layout_or_a_config_not_both():
     from trackgen_env.envs.gates import GatesVectorEnv

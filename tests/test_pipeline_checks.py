@@ -207,6 +207,62 @@ def test_a_live_set_of_no_number_is_a_type_error_naming_the_parameter(value, mat
     assert program.params["band.width"].numpy()[3] == pytest.approx(0.85)
 
 
+def test_a_set_of_a_randomized_parameter_is_refused_pointing_at_set_range():
+    """Each generation draws a randomized parameter anew, so a set would never reach one: refused."""
+    program = build(presets.track(num_envs=E, device=DEV).with_randomize({"band.width": (0.6, 1.0)}), seeds=0)
+    before = program.params["band.width"].numpy().copy()
+    with pytest.raises(ValueError, match=r"params\['band.width'\] is randomized.*within \[0.6, 1\].*"
+                                         r"params.set_range\('band.width', lo, hi\).*without_randomize"):
+        program.params["band.width"] = 2.0
+    assert np.array_equal(program.params["band.width"].numpy(), before)
+
+
+def test_set_range_moves_the_draws_of_the_later_generations_deterministically():
+    spec = presets.track(num_envs=E, device=DEV).with_randomize({"band.width": (0.6, 1.0)})
+    a, b = build(spec, seeds=3), build(spec, seeds=3)
+    for program in (a, b):
+        program.params.set_range("band.width", [1.2, 1.2, 1.5, 1.5], 1.6)
+        program.enqueue(advance=True)
+    width = a.params["band.width"].numpy()
+    assert np.all(width[:2] >= 1.2) and np.all(width[2:] >= 1.5) and np.all(width < 1.6)
+    assert np.allclose(a.result.half_width.numpy()[:, 0], width / 2)
+    assert np.array_equal(width, b.params["band.width"].numpy())  # a draw of the seed and counter
+    assert np.array_equal(a.params.least("band.width"), np.float32([1.2, 1.2, 1.5, 1.5]))
+    assert np.array_equal(a.params.most("band.width"), np.full(E, np.float32(1.6)))
+
+
+@pytest.mark.parametrize("name, lo, hi, error, match", [
+    ("layout.size", 9.0, 11.0, ValueError, r"params\['layout.size'\] is not randomized \(randomized: \['band.width'\]\)"
+                                           r": set params\['layout.size'\] = value"),
+    ("band.width", 0.9, 0.7, ValueError, r"set_range\('band.width'\) needs lo <= hi, got \(0.9, 0.7\) in env 0"),
+    ("band.width", [0.6, 0.6, 0.9, 0.6], 0.8, ValueError, r"needs lo <= hi, got \(0.9, 0.8\) in env 2"),
+    ("band.width", -1.0, 0.8, ValueError, r"params\['band.width'\] must be finite and in \(0, "),
+    ("band.width", 0.6, np.inf, ValueError, r"set_range\('band.width'\) hi must be finite, got inf"),
+    ("band.width", "a", 0.8, TypeError, r"set_range\('band.width'\) lo takes a number or 4 numbers, got str"),
+    ("band.width", 0.6, [0.8, 0.8], ValueError, r"hi takes a number or 4 numbers, got shape \(2,\)"),
+    ("band.nope", 0.6, 0.8, KeyError, r"unknown parameter 'band.nope'"),
+])
+def test_a_bad_set_range_is_refused_and_leaves_the_range(name, lo, hi, error, match):
+    program = build(presets.track(num_envs=E, device=DEV).with_randomize({"band.width": (0.6, 1.0)}), seeds=0)
+    before = [a.numpy().copy() for a in program.params.randomize["band.width"]]
+    with pytest.raises(error, match=match):
+        program.params.set_range(name, lo, hi)
+    assert all(np.array_equal(a.numpy(), b) for a, b in zip(program.params.randomize["band.width"], before))
+
+
+def test_an_ordered_pair_is_checked_against_the_other_ends_live_range():
+    spec = presets.gates(num_envs=E, device=DEV, gate_width=0.3).with_randomize({"layout.altitude_max": (2.0, 2.5)})
+    program = build(spec, seeds=0)
+    # the least altitude_max a later generation can draw is 2.0, whatever the last draw was
+    with pytest.raises(ValueError, match=r"layout.altitude_min <= layout.altitude_max, got layout.altitude_min=2.2 "
+                                         r"and layout.altitude_max=2"):
+        program.params["layout.altitude_min"] = 2.2
+    program.params["layout.altitude_min"] = 1.5
+    with pytest.raises(ValueError, match=r"layout.altitude_min=1.5 and layout.altitude_max=1.2"):
+        program.params.set_range("layout.altitude_max", 1.2, 3.0)  # its lo below altitude_min
+    program.params.set_range("layout.altitude_max", 1.6, 3.0)
+
+
 class _Static(Stage):
     name, family = "acme.static", "track"
     params = (Param("n", 3.0, 1.0, 8.0, "a count", dynamic=False),)

@@ -345,7 +345,10 @@ def test_a_live_set_out_of_the_declared_bounds_is_refused():
     reg = _registry()
     program = build(_shift_spec(4, reg), registry=reg)
     with pytest.raises(ValueError, match=r"test.shift.dz.*\[-2, 2\]"):
-        program.params["test.shift.dz"] = 3.0
+        program.params.set_range("test.shift.dz", -1.0, 3.0)  # randomized: its range moves, within the bounds
+    fixed = build(_shift_spec(4, reg).without_randomize("test.shift.dz"), registry=reg)
+    with pytest.raises(ValueError, match=r"test.shift.dz.*\[-2, 2\]"):
+        fixed.params["test.shift.dz"] = 3.0
 
 
 # -- build refuses, naming the stage ------------------------------------------------------------------

@@ -262,17 +262,31 @@ def _on_hills_or_banked(source) -> bool:
 
 
 def _check_car_fits(source, car: CarParams) -> None:
-    """Refuse a car at least as wide as the widest band ``source`` can draw: its body box is off the
-    band at the start pose, so every env would end at every step (``off_track``)."""
+    """Refuse a car at least as wide as the narrowest band ``source`` can draw: on such a band its
+    body box is off the band at the start pose, so that env would end at every step (``off_track``)."""
     spec = _source_spec(source)
-    widest = None if spec is None else construction_bound(spec, "band.width", "hi")
-    if widest is not None and car.width >= widest:
+    narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
+    if narrowest is not None and car.width >= narrowest:
         raise ValueError(
-            f"the car is {car.width:g} m wide and the widest band these tracks draw is {widest:g} m (band.width): "
-            f"its body would be off the band from the start, and every env would end at every step; pass a "
+            f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m (band.width): "
+            f"its body would be off such a band from the start, and that env would end at every step; pass a "
             f"narrower car (car='rc10' is {CAR_PRESETS['rc10'].width:g} m wide) or wider tracks "
             f"(track=TrackGenConfig(width=...), a few car widths)"
         )
+
+
+def _car_fits_live(car: CarParams):
+    """A ``Params`` validator of ``"band.width"``: refuse a live width (or either end of a live
+    range) at most the car's width, in any env (:func:`_check_car_fits` for that env)."""
+
+    def check(name: str, values: np.ndarray) -> None:
+        narrow = np.asarray(values) <= car.width
+        if np.any(narrow):
+            got = float(np.asarray(values)[narrow].ravel()[0])
+            raise ValueError(f"params[{name!r}] must be wider than the car ({car.width:g} m): a {got:g} m band puts its "
+                             f"body off the band from the start, and that env would end at every step")
+
+    return check
 
 
 class TrackVectorEnv(CourseVectorEnv):
@@ -563,6 +577,9 @@ class TrackVectorEnv(CourseVectorEnv):
         )
         if centerline is not None:
             self.track_config = source.config
+        params = self.course.generator.params
+        if "band.width" in params:  # a live set (or range) of the width meets the same rule
+            params.add_validator("band.width", _car_fits_live(self.car))
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)

@@ -593,12 +593,18 @@ def write_gate_layout(generator, layout: RaceLayout, mask: np.ndarray | None = N
     Raises:
         KeyError: the generator has no ``"gates.pose"`` input.
         TypeError: ``layout`` is not a RaceLayout.
-        ValueError: more gates than the input capacity ``num_gates``, or a bad mask shape.
+        ValueError: more gates than the input capacity ``num_gates``, a bad mask shape, or a
+            randomized gate width or height (each generation would draw over the layout's).
+        Nothing is written when it raises.
     """
     if "gates.pose" not in generator.inputs:
         raise KeyError('this generator has no "gates.pose" input: build it with GateGenConfig(source="layout")')
     if not isinstance(layout, RaceLayout):
         raise TypeError(f"layout must be a RaceLayout, got {type(layout).__name__}")
+    drawn = [n for n in ("gate_frames.gate_width", "gate_frames.gate_height") if n in generator.params.randomize]
+    if drawn:
+        raise ValueError(f"{layout.name}: the generator randomizes {drawn}, so each generation would draw over the "
+                         f"layout's gate size; build its spec with without_randomize(*{drawn!r})")
     pose, count = generator.inputs["gates.pose"], generator.inputs["gates.count"]
     num_envs, capacity = pose.shape
     if layout.num_gates > capacity:

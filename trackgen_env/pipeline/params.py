@@ -54,13 +54,17 @@ class Params(Mapping):
     """``name -> [E] float32 wp.array`` of a generator's dynamic fields.
 
     ``params[name] = v`` writes in place: ``v`` a number (every env) or ``E`` numbers.
-    ``randomize[name]`` holds the live ``(lo, hi)`` arrays of a randomized parameter.
+    A randomized parameter is drawn from its live ``(lo, hi)`` range at each generation of
+    an env, so it is not set but moved: ``set_range(name, lo, hi)``. ``randomize[name]``
+    holds those ``(lo, hi)`` ``[E] float32`` arrays.
 
     Raises:
         KeyError: an unknown name (the message lists the parameters), or a static one (the
             message says so: it is fixed at build, rebuild with ``spec.with_params``).
         TypeError: a value that is not a number or numbers (a str, a bool).
-        ValueError: a value of the wrong length, not finite, or out of the declared bounds.
+        ValueError: a value of the wrong length, not finite, or out of the declared bounds;
+            a set of a randomized parameter (its next draw would overwrite it before any
+            generation read it).
     """
 
     def __init__(self, num_envs: int, device, declared: Mapping, values: Mapping, randomize: Mapping):
@@ -103,7 +107,60 @@ class Params(Mapping):
 
     def __setitem__(self, name: str, value) -> None:
         arr = self[name]
-        want = f"params[{name!r}] takes a number or {self.num_envs} numbers"
+        if name in self.randomize:
+            lo, hi = float(self.randomize[name][0].numpy().min()), float(self.randomize[name][1].numpy().max())
+            raise ValueError(
+                f"params[{name!r}] is randomized: each generation of an env draws it from its range "
+                f"(now within [{lo:g}, {hi:g}]), which would overwrite a set before any generation read it; "
+                f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
+                f"without_randomize({name!r}) to set it directly")
+        values = self._values(f"params[{name!r}]", value)
+        for check in self._validators.get(name, ()):
+            check(name, values)
+        arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+
+    def set_range(self, name: str, lo, hi) -> None:
+        """Move the range a randomized parameter is drawn from, for the later generations.
+
+        Each of ``lo``, ``hi`` is a number (every env) or ``E`` numbers. Every value the range
+        can draw must pass the checks a set of ``params[name]`` would (declared bounds, an
+        ordered pair against the other end's range or value, a course's own limits): both
+        ends are checked. A refused range leaves the old one in place.
+
+        Raises:
+            KeyError: an unknown or static name. ValueError: ``name`` is not randomized (set
+            ``params[name]`` instead), ``lo > hi`` in some env, or an end that a set would refuse.
+            TypeError: an end that is not a number or numbers.
+        """
+        self[name]  # KeyError for an unknown or static name
+        if name not in self.randomize:
+            raise ValueError(f"params[{name!r}] is not randomized (randomized: {sorted(self.randomize)}): set "
+                             f"params[{name!r}] = value, or build the spec with with_randomize to draw it")
+        low = self._values(f"set_range({name!r}) lo", lo)
+        high = self._values(f"set_range({name!r}) hi", hi)
+        if np.any(low > high):
+            bad = int(np.argmax(np.broadcast_to(low > high, (self.num_envs,))))
+            raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({np.broadcast_to(low, (self.num_envs,))[bad]:g}, "
+                             f"{np.broadcast_to(high, (self.num_envs,))[bad]:g}) in env {bad}")
+        for check in self._validators.get(name, ()):
+            check(name, low)
+            check(name, high)
+        for arr, values in zip(self.randomize[name], (low, high)):
+            arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+
+    def least(self, name: str) -> np.ndarray:
+        """``[E]`` float64: the least value of ``name`` a later generation can use (its range's
+        lo when randomized, else its present value)."""
+        return (self.randomize[name][0] if name in self.randomize else self[name]).numpy().astype(np.float64)
+
+    def most(self, name: str) -> np.ndarray:
+        """``[E]`` float64: the largest value of ``name`` a later generation can use (its range's
+        hi when randomized, else its present value)."""
+        return (self.randomize[name][1] if name in self.randomize else self[name]).numpy().astype(np.float64)
+
+    def _values(self, what: str, value) -> np.ndarray:
+        """``value`` as float64 numbers, a scalar or ``[E]``; TypeError / ValueError naming ``what``."""
+        want = f"{what} takes a number or {self.num_envs} numbers"
         raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
         # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
         if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
@@ -113,10 +170,8 @@ class Params(Mapping):
             raise ValueError(f"{want}, got shape {values.shape}")
         if not np.all(np.isfinite(values)):
             bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
-            raise ValueError(f"params[{name!r}] must be finite, got {float(bad):g}")
-        for check in self._validators.get(name, ()):
-            check(name, values)
-        arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+            raise ValueError(f"{what} must be finite, got {float(bad):g}")
+        return values
 
     def add_validator(self, name: str, check) -> None:
         """Run ``check(name, values)`` (raising ValueError to refuse) on every later set of ``name``.

@@ -472,11 +472,12 @@ def _add_order_validators(params: Params, found) -> None:
             if lo_full not in params or hi_full not in params:
                 continue  # a static one is fixed at build, where it was checked
 
+            # against what the other one can take in a later generation (its range when randomized)
             def lo_check(name, values, hi_full=hi_full):
-                check_ordered(f"params[{name!r}]", name, hi_full, values, params[hi_full].numpy())
+                check_ordered(f"params[{name!r}]", name, hi_full, values, params.least(hi_full))
 
             def hi_check(name, values, lo_full=lo_full):
-                check_ordered(f"params[{name!r}]", lo_full, name, params[lo_full].numpy(), values)
+                check_ordered(f"params[{name!r}]", lo_full, name, params.most(lo_full), values)
 
             params.add_validator(lo_full, lo_check)
             params.add_validator(hi_full, hi_check)
