@@ -4,6 +4,7 @@ and what was received, before anything is allocated or written (issue 10's follo
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -234,7 +235,11 @@ def test_set_range_moves_the_draws_of_the_later_generations_deterministically():
 @pytest.mark.parametrize("name, lo, hi, error, match", [
     ("layout.size", 9.0, 11.0, ValueError, r"params\['layout.size'\] is not randomized \(randomized: \['band.width'\]\)"
                                            r": set params\['layout.size'\] = value"),
-    ("band.width", 0.9, 0.7, ValueError, r"set_range\('band.width'\) needs lo <= hi, got \(0.9, 0.7\) in env 0"),
+    ("band.width", 0.9, 0.7, ValueError, r"set_range\('band.width'\) needs lo <= hi, got \(0.9, 0.7\)$"),
+    ("band.width", 1e-50, 0.8, ValueError, r"params\['band.width'\] must be finite and in \(0, inf\), got 0"),  # float32 0
+    ("band.width", 0.6, 1e300, ValueError, r"set_range\('band.width'\) hi must fit a float32 \(\|v\| < 3.4e38\), got 1e\+300"),
+    ("band.width", 0.6, 10**400, ValueError, r"hi must be finite, got an int beyond the float range \(401 digits\)"),
+    ("band.width", [0.7, [0.7], 0.7, 0.7], 0.9, TypeError, r"lo takes a number or 4 numbers, got list"),
     ("band.width", [0.6, 0.6, 0.9, 0.6], 0.8, ValueError, r"needs lo <= hi, got \(0.9, 0.8\) in env 2"),
     ("band.width", -1.0, 0.8, ValueError, r"params\['band.width'\] must be finite and in \(0, "),
     ("band.width", 0.6, np.inf, ValueError, r"set_range\('band.width'\) hi must be finite, got inf"),
@@ -250,6 +255,57 @@ def test_a_bad_set_range_is_refused_and_leaves_the_range(name, lo, hi, error, ma
     assert all(np.array_equal(a.numpy(), b) for a, b in zip(program.params.randomize["band.width"], before))
 
 
+def test_a_live_set_is_checked_as_the_float32_it_would_store():
+    program = build(presets.track(num_envs=E, device=DEV), seeds=0)
+    with pytest.raises(ValueError, match=r"params\['band.width'\] must be finite and in \(0, inf\), got 0"):
+        program.params["band.width"] = 1e-50  # stored as 0.0
+    with pytest.raises(ValueError, match=r"params\['layout.size'\] must fit a float32 \(\|v\| < 3.4e38\), got 1e\+39"):
+        program.params["layout.size"] = [10.0, 10.0, 1e39, 10.0]
+    assert np.allclose(program.params["band.width"].numpy(), 0.8) and np.allclose(program.params["layout.size"].numpy(), 10)
+    from fractions import Fraction
+    program.params["band.width"] = Fraction(7, 10)  # a number, as a float
+    assert np.allclose(program.params["band.width"].numpy(), 0.7)
+
+
+def test_the_live_ranges_are_read_only_and_move_through_set_range():
+    program = build(presets.track(num_envs=E, device=DEV).with_randomize({"band.width": (0.6, 1.0)}), seeds=0)
+    with pytest.raises(TypeError):
+        program.params.randomize["layout.size"] = program.params.randomize["band.width"]
+    assert list(program.params.randomize) == ["band.width"]
+
+
+def test_a_live_size_whose_flat_loops_exceed_the_capacity_warns_and_its_courses_are_invalid():
+    """Every draw over max_points is rejected: an env ends with no course, which no step reports."""
+    program = build(presets.track(num_envs=E, device=DEV), seeds=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program.params["layout.size"] = 12.0  # the documented range (8, 12) m keeps every course
+        program.params["band.width"] = 0.5
+    program.enqueue(advance=True)
+    assert program.result.valid.numpy().all()
+    with pytest.warns(UserWarning, match=r"params\['layout.size'\]: with these values the longest flat loop is over "
+                                         r"1.25x this generator's capacity of 25.15 m \(max_points=251 at point_spacing=0.1 m"):
+        program.params["layout.size"] = 15.0
+    program.enqueue(advance=True)
+    assert not program.result.valid.numpy().any()
+    program.params["layout.size"] = 11.0
+    with pytest.warns(UserWarning, match=r"params\['layout.radius_jitter'\]: with these values the longest flat loop"):
+        program.params["layout.radius_jitter"] = 0.0  # rounder loops are longer
+    hilly = build(presets.track(num_envs=E, device=DEV, elevation=0.5), seeds=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # hills: the capacity is the loop-length bound, not the flat bound
+        hilly.params["layout.size"] = 12.0
+
+
+def test_a_non_finite_layout_gives_an_invalid_course_not_nan_rows():
+    program = build(presets.track(num_envs=2, device=DEV).with_randomize({"layout.size": (8.0, 10.0)}), seeds=1)
+    with pytest.warns(UserWarning):
+        program.params.set_range("layout.size", 3e38, 3.4e38)  # finite in float32; the loop's length is not
+    program.enqueue(advance=True)
+    assert program.result.valid.numpy().tolist() == [0, 0]
+    assert np.all(program.result.num_points.numpy() <= program.spec.settings["max_points"])
+
+
 def test_an_ordered_pair_is_checked_against_the_other_ends_live_range():
     spec = presets.gates(num_envs=E, device=DEV, gate_width=0.3).with_randomize({"layout.altitude_max": (2.0, 2.5)})
     program = build(spec, seeds=0)
@@ -261,6 +317,11 @@ def test_an_ordered_pair_is_checked_against_the_other_ends_live_range():
     with pytest.raises(ValueError, match=r"layout.altitude_min=1.5 and layout.altitude_max=1.2"):
         program.params.set_range("layout.altitude_max", 1.2, 3.0)  # its lo below altitude_min
     program.params.set_range("layout.altitude_max", 1.6, 3.0)
+    both = build(spec.with_randomize({"layout.altitude_min": (0.5, 1.0)}), seeds=0)
+    with pytest.raises(ValueError, match=r"params\['layout.altitude_max'\] \(against the largest layout.altitude_min its "
+                                         r"live range draws; .*move that one first\) needs layout.altitude_min <= "
+                                         r"layout.altitude_max, got layout.altitude_min=1 and layout.altitude_max=0.9"):
+        both.params.set_range("layout.altitude_max", 0.9, 2.5)
 
 
 class _Static(Stage):

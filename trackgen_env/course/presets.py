@@ -272,5 +272,7 @@ def check_gate_width(source, *, fix: str = f"pass gate_width= (presets.gates def
 
 
 def _refuse_nonpositive_width(name: str, values) -> None:
-    if np.any(np.asarray(values) <= 0):
-        raise ValueError(f"params[{name!r}] must be > 0 on a gate course (a width-0 gate can never be passed), got {values!r}")
+    v = np.asarray(values)
+    if np.any(v <= 0):
+        got = f"{float(v):g}" if v.ndim == 0 else f"{float(v[v <= 0][0]):g} (env {int(np.flatnonzero(v <= 0)[0])})"
+        raise ValueError(f"params[{name!r}] must be > 0 on a gate course (a width-0 gate can never be passed), got {got}")

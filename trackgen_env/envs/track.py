@@ -279,12 +279,15 @@ def _car_fits_live(car: CarParams):
     """A ``Params`` validator of ``"band.width"``: refuse a live width (or either end of a live
     range) at most the car's width, in any env (:func:`_check_car_fits` for that env)."""
 
+    width = float(np.float32(car.width))  # the values are the float32 the array would store
+
     def check(name: str, values: np.ndarray) -> None:
-        narrow = np.asarray(values) <= car.width
+        narrow = np.asarray(values) <= width
         if np.any(narrow):
             got = float(np.asarray(values)[narrow].ravel()[0])
             raise ValueError(f"params[{name!r}] must be wider than the car ({car.width:g} m): a {got:g} m band puts its "
-                             f"body off the band from the start, and that env would end at every step")
+                             f"body off the band from the start, and that env would end at every step (a band only a "
+                             f"little wider still ends most episodes early: a few car widths leave room to drive)")
 
     return check
 

@@ -604,7 +604,8 @@ def write_gate_layout(generator, layout: RaceLayout, mask: np.ndarray | None = N
     drawn = [n for n in ("gate_frames.gate_width", "gate_frames.gate_height") if n in generator.params.randomize]
     if drawn:
         raise ValueError(f"{layout.name}: the generator randomizes {drawn}, so each generation would draw over the "
-                         f"layout's gate size; build its spec with without_randomize(*{drawn!r})")
+                         f"layout's gate size; build its spec with "
+                         f"without_randomize({', '.join(repr(n) for n in drawn)})")
     pose, count = generator.inputs["gates.pose"], generator.inputs["gates.count"]
     num_envs, capacity = pose.shape
     if layout.num_gates > capacity:

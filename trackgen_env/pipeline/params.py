@@ -7,8 +7,11 @@ draws from for the regenerated envs (``draw``), before its stages run.
 
 from __future__ import annotations
 
+import numbers
+import warnings
 import zlib
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import warp as wp
@@ -56,7 +59,8 @@ class Params(Mapping):
     ``params[name] = v`` writes in place: ``v`` a number (every env) or ``E`` numbers.
     A randomized parameter is drawn from its live ``(lo, hi)`` range at each generation of
     an env, so it is not set but moved: ``set_range(name, lo, hi)``. ``randomize[name]``
-    holds those ``(lo, hi)`` ``[E] float32`` arrays.
+    holds those ``(lo, hi)`` ``[E] float32`` arrays (a read-only mapping: read them, move them
+    with ``set_range``). Every check runs on the float32 values that would be stored.
 
     Raises:
         KeyError: an unknown name (the message lists the parameters), or a static one (the
@@ -78,13 +82,14 @@ class Params(Mapping):
         self._arrays = {
             name: wp.full(num_envs, float(values[name]), dtype=wp.float32, device=self.device) for name in dynamic
         }
-        self.randomize = {
+        # read-only: a range moves through set_range, which checks it
+        self.randomize = MappingProxyType({
             name: (
                 wp.full(num_envs, lo, dtype=wp.float32, device=self.device),
                 wp.full(num_envs, hi, dtype=wp.float32, device=self.device),
             )
             for name, (lo, hi) in randomize.items()
-        }
+        })
         self._streams = {name: stream_id(name, p) for name, p in dynamic.items()}
         clash = sorted(n for n in self._streams if list(self._streams.values()).count(self._streams[n]) > 1)
         if clash:
@@ -115,17 +120,19 @@ class Params(Mapping):
                 f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
                 f"without_randomize({name!r}) to set it directly")
         values = self._values(f"params[{name!r}]", value)
-        for check in self._validators.get(name, ()):
-            check(name, values)
+        self._check(name, values)
         arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
 
     def set_range(self, name: str, lo, hi) -> None:
         """Move the range a randomized parameter is drawn from, for the later generations.
 
-        Each of ``lo``, ``hi`` is a number (every env) or ``E`` numbers. Every value the range
-        can draw must pass the checks a set of ``params[name]`` would (declared bounds, an
-        ordered pair against the other end's range or value, a course's own limits): both
-        ends are checked. A refused range leaves the old one in place.
+        Each of ``lo``, ``hi`` is a number (every env) or ``E`` numbers. Both ends meet the
+        checks a set of ``params[name]`` would: the declared bounds, an ordered pair against
+        the other parameter's live range or value, and the checks a stage or env adds (a
+        capacity such as ``layout.num_turns``'s, a track env's car width; a flat track's loop
+        length against ``max_points`` warns). A refused range leaves the old one in place.
+        What a course sized at construction (a height field's square, an SDF grid) is not
+        checked again: build it for the final range (``size_hi=``).
 
         Raises:
             KeyError: an unknown or static name. ValueError: ``name`` is not randomized (set
@@ -140,13 +147,26 @@ class Params(Mapping):
         high = self._values(f"set_range({name!r}) hi", hi)
         if np.any(low > high):
             bad = int(np.argmax(np.broadcast_to(low > high, (self.num_envs,))))
+            where = "" if low.ndim == 0 and high.ndim == 0 else f" in env {bad}"
             raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({np.broadcast_to(low, (self.num_envs,))[bad]:g}, "
-                             f"{np.broadcast_to(high, (self.num_envs,))[bad]:g}) in env {bad}")
-        for check in self._validators.get(name, ()):
-            check(name, low)
-            check(name, high)
+                             f"{np.broadcast_to(high, (self.num_envs,))[bad]:g}){where}")
+        self._check(name, low, high)
         for arr, values in zip(self.randomize[name], (low, high)):
             arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+
+    def _check(self, name: str, *ends: np.ndarray) -> None:
+        """Run every validator of ``name`` on each of ``ends``. A validator may warn: its warnings
+        are shown once each, and only when no validator refused (a refused set warns nothing)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for values in ends:
+                for check in self._validators.get(name, ()):
+                    check(name, values)
+        shown = set()
+        for w in caught:
+            if str(w.message) not in shown:
+                shown.add(str(w.message))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     def least(self, name: str) -> np.ndarray:
         """``[E]`` float64: the least value of ``name`` a later generation can use (its range's
@@ -161,17 +181,31 @@ class Params(Mapping):
     def _values(self, what: str, value) -> np.ndarray:
         """``value`` as float64 numbers, a scalar or ``[E]``; TypeError / ValueError naming ``what``."""
         want = f"{what} takes a number or {self.num_envs} numbers"
-        raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+            try:  # a Python int beyond float64, a Fraction, a Decimal: numbers, as a float
+                value = float(value)
+            except OverflowError:
+                raise ValueError(f"{what} must be finite, got an int beyond the float range ({len(str(value))} digits)") from None
+        try:
+            raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
+        except ValueError:  # a ragged list
+            raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
         # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
         if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
             raise TypeError(f"{want}, got {type(value).__name__} {value!r}")
+        if raw.shape not in ((), (self.num_envs,)):
+            raise ValueError(f"{want}, got shape {raw.shape}")
         values = raw.astype(np.float64)
-        if values.shape not in ((), (self.num_envs,)):
-            raise ValueError(f"{want}, got shape {values.shape}")
         if not np.all(np.isfinite(values)):
             bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
             raise ValueError(f"{what} must be finite, got {float(bad):g}")
-        return values
+        # the checks see what the [E] float32 array will hold: 1e39 would be stored as inf, 1e-50 as 0
+        with np.errstate(over="ignore", under="ignore"):
+            stored = values.astype(np.float32)
+        if not np.all(np.isfinite(stored)):
+            bad = values if values.ndim == 0 else values[~np.isfinite(stored)][0]
+            raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {float(bad):g}")
+        return stored.astype(np.float64)
 
     def add_validator(self, name: str, check) -> None:
         """Run ``check(name, values)`` (raising ValueError to refuse) on every later set of ``name``.

@@ -474,13 +474,21 @@ def _add_order_validators(params: Params, found) -> None:
 
             # against what the other one can take in a later generation (its range when randomized)
             def lo_check(name, values, hi_full=hi_full):
-                check_ordered(f"params[{name!r}]", name, hi_full, values, params.least(hi_full))
+                check_ordered(_against(params, name, hi_full, "least"), name, hi_full, values, params.least(hi_full))
 
             def hi_check(name, values, lo_full=lo_full):
-                check_ordered(f"params[{name!r}]", lo_full, name, params.most(lo_full), values)
+                check_ordered(_against(params, name, lo_full, "largest"), lo_full, name, params.most(lo_full), values)
 
             params.add_validator(lo_full, lo_check)
             params.add_validator(hi_full, hi_check)
+
+
+def _against(params: Params, name: str, other: str, end: str) -> str:
+    """What an ordered pair's live check names: the parameter set, and where the other's value comes from."""
+    if other in params.randomize:
+        return (f"params[{name!r}] (against the {end} {other} its live range draws; to move both ranges past each "
+                f"other, move that one first)")
+    return f"params[{name!r}]"
 
 
 def _check_reads(spec: PipelineSpec, family, found) -> None:

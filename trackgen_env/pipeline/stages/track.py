@@ -34,11 +34,13 @@ documents; ``track_spec`` compiles them to a :class:`~trackgen_env.pipeline.spec
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import warp as wp
 
 from ... import env_loop
+from ...capture import user_stacklevel
 from ...checks import check_float, check_int, resolve_device
 from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
@@ -283,9 +285,13 @@ def _count_points(
     ok: wp.array(dtype=wp.int32),
 ):
     """Env ``e``'s centreline point count for a loop ``total`` [m] long: a loop over the capacity or
-    the length bound is rejected (its count clipped to the capacity)."""
-    count = wp.max(8, int(wp.round(total / point_spacing)))
-    if count > max_points or total > max_loop_length:
+    the length bound is rejected (its count clipped to the capacity), and so is a loop whose
+    length is not finite (a layout of non-finite points: no int conversion of it)."""
+    count = max_points
+    u = total / point_spacing
+    if u < 1.0e9:  # False for a NaN and for inf: no undefined int conversion
+        count = wp.max(8, int(wp.round(u)))
+    if count > max_points or not (total <= max_loop_length):
         ok[e] = 0
         count = wp.min(count, max_points)
     num_points[e] = count
@@ -995,6 +1001,10 @@ class Layout(Stage):
     def allocate(self, ctx):
         c = ctx.settings["num_control_points"]
         ctx.params.add_validator("layout.num_turns", _turns_within(c))
+        warn = _warn_over_capacity(ctx.params, ctx.settings)
+        for name in _LOOP_LENGTH_PARAMS:
+            if name in ctx.params:
+                ctx.params.add_validator(name, warn)
         ctx.field("ctrl", (_e(ctx), c), wp.vec3)
         ctx.field("ctrl_count", _e(ctx), wp.int32)
 
@@ -1014,11 +1024,63 @@ def _turns_within(capacity: int):
     """A live-set check of ``"layout.num_turns"``: at most the ``capacity`` control points."""
 
     def check(name, values):
-        if np.any(np.asarray(values) >= capacity + 1):
+        over = np.asarray(values) >= capacity + 1
+        if np.any(over):
             raise ValueError(f"params[{name!r}] must be < num_control_points + 1 = {capacity + 1} (the capacity of "
-                             f"control points, floored), got {values!r}")
+                             f"control points, floored), got {_first(values, over)}")
 
     return check
+
+
+#: The live parameters whose values set how long a flat loop can be (:func:`flat_loop_bound`).
+_LOOP_LENGTH_PARAMS = ("layout.size", "band.width", "layout.radius_jitter")
+#: Warn when the flat bound exceeds the capacity by this factor. Measured at the defaults
+#: (1024 envs): the drawn loops are 0.71-0.76 of the bound (0.86-0.88 with radius_jitter 0.3),
+#: so up to ~1.3x retries keep every env valid (size 12 m: 1.20x, 13 m: 1.31x, all valid;
+#: 14 m: 1.42x, 0.1 % valid; 15 m: none).
+_OVER_CAPACITY = 1.25
+
+
+def _warn_over_capacity(params, settings):
+    """A live-set check of :data:`_LOOP_LENGTH_PARAMS`: warn when the new values let a flat env
+    draw loops (:func:`flat_loop_bound`) more than :data:`_OVER_CAPACITY` times the generator's
+    capacity (its ``max_points`` at ``point_spacing``, and ``max_loop_length``), fixed at
+    construction. The draws over it are rejected and drawn again, and an env whose every draw
+    is rejected holds no course, which no step reports."""
+    capacity = min(settings["max_loop_length"], (settings["max_points"] + 0.5) * settings["point_spacing"])
+
+    def check(name, values):
+        # the longest loop: the largest size, the narrowest band, the roundest profile an env can draw
+        worst = {"layout.size": params.most("layout.size"), "band.width": params.least("band.width"),
+                 "layout.radius_jitter": params.least("layout.radius_jitter")}
+        worst[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
+        flat = params.most("layout.elevation") == 0.0  # hills lengthen a loop beyond the flat bound
+        longest = np.array([
+            flat_loop_bound(float(size), float(width), float(jitter), settings["min_turn_radius_factor"],
+                            settings["num_control_points"])
+            if f and size > width else 0.0
+            for size, width, jitter, f in zip(worst["layout.size"], worst["band.width"], worst["layout.radius_jitter"], flat)
+        ])
+        if np.any(longest > _OVER_CAPACITY * capacity):
+            warnings.warn(
+                f"params[{name!r}]: with these values the longest flat loop is over {_OVER_CAPACITY:g}x this generator's "
+                f"capacity of {capacity:.4g} m (max_points={settings['max_points']} at point_spacing="
+                f"{settings['point_spacing']:g} m, max_loop_length={settings['max_loop_length']:g} m, sized at "
+                f"construction): the longer draws are rejected and drawn again (slower regenerations), and from about "
+                f"1.4x every draw is: an env then holds no course (valid 0, every step ends); build with the final "
+                f"values (layout.size, band.width, layout.radius_jitter), or pass max_points",
+                UserWarning, stacklevel=user_stacklevel())
+
+    return check
+
+
+def _first(values, bad) -> str:
+    """The first refused value of a live set, with its env when the set was per env."""
+    v = np.asarray(values)
+    if v.ndim == 0:
+        return f"{float(v):g}"
+    e = int(np.flatnonzero(bad)[0])
+    return f"{float(v[e]):g} (env {e})"
 
 
 def check_num_turns(spec) -> None:
