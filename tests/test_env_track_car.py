@@ -111,6 +111,8 @@ def test_a_car_wider_than_a_band_it_can_draw_is_refused_at_construction():
 
     with pytest.raises(ValueError, match=r"the car is 2 m wide and the narrowest band these tracks draw is 0.8 m"):
         TrackVectorEnv(2, "cpu", car="full")
+    with pytest.raises(ValueError, match=r"the car is 0.2 m wide and the narrowest band these tracks draw is 0.2 m"):
+        TrackVectorEnv(2, "cpu", track=presets.track().with_params({"band.width": 0.20000001}))  # float32 0.2
     with pytest.raises(ValueError, match=r"narrowest band these tracks draw is 1.5 m"):
         TrackVectorEnv(2, "cpu", car="full", track=presets.track().with_randomize({"band.width": (1.5, 4.0)}))
     env = TrackVectorEnv(2, "cpu", car="full", track=TrackGenConfig(width=6.0, size=80.0), seed=0)
@@ -129,8 +131,10 @@ def test_a_live_band_width_the_car_does_not_fit_is_refused_and_changes_nothing()
     env = TrackVectorEnv(3, "cpu", seed=0)  # rc10: 0.2 m wide on 0.8 m bands
     params = env.course.generator.params
     width = env.car.width
-    with pytest.raises(ValueError, match=rf"must be wider than the car \({width:g} m\): a {width:g} m band"):
+    with pytest.raises(ValueError, match=rf"must be wider than the car \({width:g} m\): a {width:g} m \(env 1\) band"):
         params["band.width"] = [0.8, width, 0.8]
+    with pytest.raises(ValueError, match=r"a 0.15 m \(env 1\) band"):
+        params["band.width"] = [0.8, 0.15, 0.8]
     assert np.allclose(params["band.width"].numpy(), 0.8)
     params["band.width"] = 0.5
     env.close()

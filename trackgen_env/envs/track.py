@@ -266,7 +266,8 @@ def _check_car_fits(source, car: CarParams) -> None:
     body box is off the band at the start pose, so that env would end at every step (``off_track``)."""
     spec = _source_spec(source)
     narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
-    if narrowest is not None and car.width >= narrowest:
+    # as the float32 values the band is drawn and the body stored in (0.20000001 is 0.2)
+    if narrowest is not None and np.float32(car.width) >= np.float32(narrowest):
         raise ValueError(
             f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m (band.width): "
             f"its body would be off such a band from the start, and that env would end at every step; pass a "
@@ -282,10 +283,11 @@ def _car_fits_live(car: CarParams):
     width = float(np.float32(car.width))  # the values are the float32 the array would store
 
     def check(name: str, values: np.ndarray) -> None:
-        narrow = np.asarray(values) <= width
+        v = np.asarray(values)
+        narrow = v <= width
         if np.any(narrow):
-            got = float(np.asarray(values)[narrow].ravel()[0])
-            raise ValueError(f"params[{name!r}] must be wider than the car ({car.width:g} m): a {got:g} m band puts its "
+            got = f"{float(v):g} m" if v.ndim == 0 else f"{float(v[narrow][0]):g} m (env {int(np.flatnonzero(narrow)[0])})"
+            raise ValueError(f"params[{name!r}] must be wider than the car ({car.width:g} m): a {got} band puts its "
                              f"body off the band from the start, and that env would end at every step (a band only a "
                              f"little wider still ends most episodes early: a few car widths leave room to drive)")
 

@@ -7,6 +7,7 @@ draws from for the regenerated envs (``draw``), before its stages run.
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import warnings
 import zlib
@@ -16,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
+from ..capture import user_stacklevel
 from ..seeding import Stream, random_key, uniform_range
 
 __all__ = ["Params", "stream_id"]
@@ -26,6 +28,11 @@ wp.set_module_options({"enable_backward": False})
 # built-ins' explicit offsets, so that adding a parameter changes no other one's draws.
 _HASHED_BASE = 256
 _HASHED_SPAN = 1 << 19
+
+
+def _is_number(x) -> bool:
+    """A real number that is not a bool: an int, a float, a Fraction, a Decimal, a NumPy scalar."""
+    return isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, (bool, np.bool_))
 
 
 def stream_id(name: str, param) -> int:
@@ -83,7 +90,7 @@ class Params(Mapping):
             name: wp.full(num_envs, float(values[name]), dtype=wp.float32, device=self.device) for name in dynamic
         }
         # read-only: a range moves through set_range, which checks it
-        self.randomize = MappingProxyType({
+        self._randomize = MappingProxyType({
             name: (
                 wp.full(num_envs, lo, dtype=wp.float32, device=self.device),
                 wp.full(num_envs, hi, dtype=wp.float32, device=self.device),
@@ -94,6 +101,12 @@ class Params(Mapping):
         clash = sorted(n for n in self._streams if list(self._streams.values()).count(self._streams[n]) > 1)
         if clash:
             raise ValueError(f"parameters {clash} share a random stream: rename one of them")
+
+    @property
+    def randomize(self) -> Mapping:
+        """``name -> (lo, hi)``: the live ``[E] float32`` range arrays of each randomized
+        parameter (read-only: moved by :meth:`set_range`)."""
+        return self._randomize
 
     def __getitem__(self, name: str) -> wp.array:
         if name not in self._arrays:
@@ -155,18 +168,16 @@ class Params(Mapping):
             arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
 
     def _check(self, name: str, *ends: np.ndarray) -> None:
-        """Run every validator of ``name`` on each of ``ends``. A validator may warn: its warnings
-        are shown once each, and only when no validator refused (a refused set warns nothing)."""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            for values in ends:
-                for check in self._validators.get(name, ()):
-                    check(name, values)
-        shown = set()
-        for w in caught:
-            if str(w.message) not in shown:
-                shown.add(str(w.message))
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        """Run every validator of ``name`` on each of ``ends``; warn the notices they return, once
+        each, when none refused (a refused set warns nothing)."""
+        notices: list[str] = []
+        for values in ends:
+            for check in self._validators.get(name, ()):
+                notice = check(name, values)
+                if notice and notice not in notices:  # the same notice of both ends: once
+                    notices.append(notice)
+        for notice in notices:  # at the user's line: once per line under the default filter
+            warnings.warn(notice, UserWarning, stacklevel=user_stacklevel())
 
     def least(self, name: str) -> np.ndarray:
         """``[E]`` float64: the least value of ``name`` a later generation can use (its range's
@@ -181,15 +192,15 @@ class Params(Mapping):
     def _values(self, what: str, value) -> np.ndarray:
         """``value`` as float64 numbers, a scalar or ``[E]``; TypeError / ValueError naming ``what``."""
         want = f"{what} takes a number or {self.num_envs} numbers"
-        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-            try:  # a Python int beyond float64, a Fraction, a Decimal: numbers, as a float
-                value = float(value)
-            except OverflowError:
-                raise ValueError(f"{what} must be finite, got an int beyond the float range ({len(str(value))} digits)") from None
         try:
             raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
         except ValueError:  # a ragged list
             raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
+        if raw.dtype == object and all(_is_number(x) for x in raw.ravel()):
+            try:  # Python ints beyond float64, Fractions, Decimals: numbers, as floats
+                raw = np.asarray([float(x) for x in raw.ravel()], dtype=np.float64).reshape(raw.shape)
+            except OverflowError:
+                raise ValueError(f"{what} must be finite, got an int beyond the float range") from None
         # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
         if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
             raise TypeError(f"{want}, got {type(value).__name__} {value!r}")
@@ -208,8 +219,11 @@ class Params(Mapping):
         return stored.astype(np.float64)
 
     def add_validator(self, name: str, check) -> None:
-        """Run ``check(name, values)`` (raising ValueError to refuse) on every later set of ``name``.
+        """Run ``check(name, values)`` on every later set of ``name`` and on both ends of every
+        later :meth:`set_range` (``values``: float64, a scalar or ``[E]``, as float32 will store them).
 
+        ``check`` raises ValueError to refuse (nothing is written), or returns a str to warn
+        (a UserWarning at the caller's line, once per set, only when no check refused), or None.
         Adding the same ``check`` twice keeps one.
         """
         self[name]  # KeyError for an unknown name

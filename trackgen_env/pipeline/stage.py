@@ -103,18 +103,24 @@ class Param:
         right = ")" if math.isinf(self.hi) else "]"
         return f"{left}{_num(self.lo)}, {_num(self.hi)}{right}"
 
-    def check(self, what: str, values) -> None:
-        """Raise ValueError naming ``what`` unless every value lies within the bounds."""
+    def check(self, what: str, values, *, per_env: bool = False) -> None:
+        """Raise ValueError naming ``what`` unless every value lies within the bounds
+        (``per_env``: ``values`` are one per env, and the message names the first bad env)."""
         v = np.asarray(values, dtype=np.float64)
         below = v <= self.lo if self.lo_open else v < self.lo
         bad = below | (v > self.hi) | ~np.isfinite(v)
         if np.any(bad):
-            got = _num(float(v)) if v.ndim == 0 else f"{_num(float(v[bad].ravel()[0]))} (among {v.size} values)"
+            if v.ndim == 0:
+                got = _num(float(v))
+            elif per_env:
+                got = f"{_num(float(v[bad].ravel()[0]))} (env {int(np.flatnonzero(bad)[0])})"
+            else:
+                got = f"{_num(float(v[bad].ravel()[0]))} (among {v.size} values)"
             raise ValueError(f"{what} must be finite and in {self.bounds()}, got {got}")
 
     def check_set(self, name: str, values) -> None:
         """A ``Params`` validator: refuse a live set outside the bounds."""
-        self.check(f"params[{name!r}]", values)
+        self.check(f"params[{name!r}]", values, per_env=True)
 
 
 def _num(x: float) -> str:

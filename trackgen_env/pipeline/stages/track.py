@@ -34,13 +34,11 @@ documents; ``track_spec`` compiles them to a :class:`~trackgen_env.pipeline.spec
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import warp as wp
 
 from ... import env_loop
-from ...capture import user_stacklevel
 from ...checks import check_float, check_int, resolve_device
 from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
@@ -1042,8 +1040,8 @@ _OVER_CAPACITY = 1.25
 
 
 def _warn_over_capacity(params, settings):
-    """A live-set check of :data:`_LOOP_LENGTH_PARAMS`: warn when the new values let a flat env
-    draw loops (:func:`flat_loop_bound`) more than :data:`_OVER_CAPACITY` times the generator's
+    """A live-set check of :data:`_LOOP_LENGTH_PARAMS` (its notice warns): warn when the new values let an env draw
+    flat loops (:func:`flat_loop_bound`; hills only lengthen them) more than :data:`_OVER_CAPACITY` times the generator's
     capacity (its ``max_points`` at ``point_spacing``, and ``max_loop_length``), fixed at
     construction. The draws over it are rejected and drawn again, and an env whose every draw
     is rejected holds no course, which no step reports."""
@@ -1054,22 +1052,22 @@ def _warn_over_capacity(params, settings):
         worst = {"layout.size": params.most("layout.size"), "band.width": params.least("band.width"),
                  "layout.radius_jitter": params.least("layout.radius_jitter")}
         worst[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
-        flat = params.most("layout.elevation") == 0.0  # hills lengthen a loop beyond the flat bound
+        # hills lengthen a loop beyond the flat bound: for them the warning comes late, never wrongly
         longest = np.array([
             flat_loop_bound(float(size), float(width), float(jitter), settings["min_turn_radius_factor"],
                             settings["num_control_points"])
-            if f and size > width else 0.0
-            for size, width, jitter, f in zip(worst["layout.size"], worst["band.width"], worst["layout.radius_jitter"], flat)
+            if size > width else 0.0
+            for size, width, jitter in zip(worst["layout.size"], worst["band.width"], worst["layout.radius_jitter"])
         ])
         if np.any(longest > _OVER_CAPACITY * capacity):
-            warnings.warn(
+            return (
                 f"params[{name!r}]: with these values the longest flat loop is over {_OVER_CAPACITY:g}x this generator's "
                 f"capacity of {capacity:.4g} m (max_points={settings['max_points']} at point_spacing="
                 f"{settings['point_spacing']:g} m, max_loop_length={settings['max_loop_length']:g} m, sized at "
                 f"construction): the longer draws are rejected and drawn again (slower regenerations), and from about "
                 f"1.4x every draw is: an env then holds no course (valid 0, every step ends); build with the final "
-                f"values (layout.size, band.width, layout.radius_jitter), or pass max_points",
-                UserWarning, stacklevel=user_stacklevel())
+                f"values (layout.size, band.width, layout.radius_jitter), or pass max_points")
+        return None
 
     return check
 
