@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "resolve_device",
+__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -130,6 +130,16 @@ def values_in_range(lo: float | None = None, hi: float | None = None, lo_open: b
             raise ValueError(f"params[{name!r}] must be {rng}, got {np.asarray(values)[bad].ravel()[0]}")
 
     return check
+
+
+def first_bad(values, bad, unit: str = "") -> str:
+    """The first refused value of a live set, for a message: ``"0.15 m"`` for a scalar set,
+    ``"0.15 m (env 1)"`` for a per-env one (``bad``: the refused entries, True where refused)."""
+    v, bad = np.asarray(values), np.asarray(bad)
+    if v.ndim == 0:
+        return f"{float(v):g}{unit}"
+    e = int(np.flatnonzero(bad)[0])
+    return f"{float(v.ravel()[e]):g}{unit} (env {e})"
 
 
 def resolve_device(device=None) -> str:

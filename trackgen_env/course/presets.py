@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import tools
-from ..checks import check_float, check_int
+from ..checks import check_float, check_int, first_bad
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import Params, PipelineSpec, build
 from ..tools.course_size import construction_bound
@@ -272,7 +272,7 @@ def check_gate_width(source, *, fix: str = f"pass gate_width= (presets.gates def
 
 
 def _refuse_nonpositive_width(name: str, values) -> None:
-    v = np.asarray(values)
-    if np.any(v <= 0):
-        got = f"{float(v):g}" if v.ndim == 0 else f"{float(v[v <= 0][0]):g} (env {int(np.flatnonzero(v <= 0)[0])})"
-        raise ValueError(f"params[{name!r}] must be > 0 on a gate course (a width-0 gate can never be passed), got {got}")
+    bad = np.asarray(values) <= 0
+    if np.any(bad):
+        raise ValueError(f"params[{name!r}] must be > 0 on a gate course (a width-0 gate can never be passed), "
+                         f"got {first_bad(values, bad)}")

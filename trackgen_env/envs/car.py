@@ -378,6 +378,26 @@ def _restart(
     elapsed[e] = 0
 
 
+@wp.func
+def _command(model: CarModel, u: wp.vec2, steer_scale: float, accel_scale: float):
+    """An action (both car models): the steering angle [rad] and throttle in [-1, 1] it asks for, and
+    the env's acceleration and braking limits [m/s^2] (its drawn scales applied)."""
+    delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale
+    throttle = wp.clamp(u[1], -1.0, 1.0)
+    return delta, throttle, model.max_accel * accel_scale, model.max_brake * accel_scale
+
+
+@wp.func
+def _longitudinal(model: CarModel, throttle: float, max_accel: float, max_brake: float, v: float, h: float):
+    """One substep ``h`` [s] along the heading (both car models): the acceleration [m/s^2] (drive
+    fading to 0 at top speed, or braking), the speed after it (never below 0) and the mean speed."""
+    a = throttle * max_brake
+    if throttle >= 0.0:
+        a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
+    v1 = wp.max(0.0, v + a * h)
+    return a, v1, 0.5 * (v + v1)
+
+
 @wp.kernel
 def _car_step(
     envs_per_thread: int,
@@ -410,24 +430,14 @@ def _car_step(
         if reset_only != 0:
             continue
 
-        u = action[e]
-        delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
-        throttle = wp.clamp(u[1], -1.0, 1.0)
-        k = accel_scale[e]
-        max_accel = model.max_accel * k
-        max_brake = model.max_brake * k
+        delta, throttle, max_accel, max_brake = _command(model, action[e], steer_scale[e], accel_scale[e])
         p = position[e]
         psi = yaw[e]
         v = speed[e]
         h = model.dt / float(model.substeps)
         omega = float(0.0)
         for _ in range(model.substeps):
-            if throttle >= 0.0:
-                a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
-            else:
-                a = throttle * max_brake
-            v1 = wp.max(0.0, v + a * h)
-            vm = 0.5 * (v + v1)
+            a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
             beta = slip_angle(model, delta, vm, grip[e])
             omega = vm / model.l_r * wp.sin(beta)
             heading = psi + beta + 0.5 * omega * h
@@ -497,12 +507,8 @@ def _dynamic_car_step(
         if reset_only != 0:
             continue
 
-        u = action[e]
-        delta = wp.clamp(u[0], -1.0, 1.0) * model.max_steer * steer_scale[e]
-        throttle = wp.clamp(u[1], -1.0, 1.0)
-        k = accel_scale[e]
-        max_accel = model.max_accel * k
-        max_brake = model.max_brake * k
+        delta, throttle, max_accel, max_brake = _command(model, action[e], steer_scale[e], accel_scale[e])
+        k = accel_scale[e]  # the friction-circle bound below scales with it
         p = position[e]
         psi = yaw[e]
         v = speed[e]
@@ -517,12 +523,7 @@ def _dynamic_car_step(
         stiffness_r = g * tyres.stiffness_rear
         friction = g * tyres.friction
         for _ in range(model.substeps):
-            if throttle >= 0.0:
-                a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
-            else:
-                a = throttle * max_brake
-            v1 = wp.max(0.0, v + a * h)
-            vm = 0.5 * (v + v1)
+            a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
             # the kinematic model's state at this speed (what it is below kinematic_speed)
             beta_k = slip_angle(model, delta, vm, g)
             omega_k = vm / l_r * wp.sin(beta_k)

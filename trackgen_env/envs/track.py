@@ -9,7 +9,7 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float, check_int
+from ..checks import check_float, check_int, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
@@ -286,7 +286,7 @@ def _car_fits_live(car: CarParams):
         v = np.asarray(values)
         narrow = v <= width
         if np.any(narrow):
-            got = f"{float(v):g} m" if v.ndim == 0 else f"{float(v[narrow][0]):g} m (env {int(np.flatnonzero(narrow)[0])})"
+            got = first_bad(v, narrow, " m")
             raise ValueError(f"params[{name!r}] must be wider than the car ({car.width:g} m): a {got} band puts its "
                              f"body off the band from the start, and that env would end at every step (a band only a "
                              f"little wider still ends most episodes early: a few car widths leave room to drive)")

@@ -31,6 +31,7 @@ from numbers import Real
 
 import numpy as np
 
+from ..checks import first_bad
 from .launches import Launches
 
 # a parameter's name within its stage (matched whole: fullmatch)
@@ -113,7 +114,7 @@ class Param:
             if v.ndim == 0:
                 got = _num(float(v))
             elif per_env:
-                got = f"{_num(float(v[bad].ravel()[0]))} (env {int(np.flatnonzero(bad)[0])})"
+                got = first_bad(v, bad)
             else:
                 got = f"{_num(float(v[bad].ravel()[0]))} (among {v.size} values)"
             raise ValueError(f"{what} must be finite and in {self.bounds()}, got {got}")

@@ -39,7 +39,7 @@ import numpy as np
 import warp as wp
 
 from ... import env_loop
-from ...checks import check_float, check_int, resolve_device
+from ...checks import check_float, check_int, first_bad, resolve_device
 from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import TrackLayout, TrackResult
@@ -1025,7 +1025,7 @@ def _turns_within(capacity: int):
         over = np.asarray(values) >= capacity + 1
         if np.any(over):
             raise ValueError(f"params[{name!r}] must be < num_control_points + 1 = {capacity + 1} (the capacity of "
-                             f"control points, floored), got {_first(values, over)}")
+                             f"control points, floored), got {first_bad(values, over)}")
 
     return check
 
@@ -1070,15 +1070,6 @@ def _warn_over_capacity(params, settings):
         return None
 
     return check
-
-
-def _first(values, bad) -> str:
-    """The first refused value of a live set, with its env when the set was per env."""
-    v = np.asarray(values)
-    if v.ndim == 0:
-        return f"{float(v):g}"
-    e = int(np.flatnonzero(bad)[0])
-    return f"{float(v[e]):g} (env {e})"
 
 
 def check_num_turns(spec) -> None:
