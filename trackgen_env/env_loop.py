@@ -23,13 +23,43 @@ A kernel written for it takes ``envs_per_thread`` as its first argument and loop
 
 and is launched with ``threads, per = env_loop.shape(device, num_envs)``: ``dim=threads`` (or
 ``(threads, lanes)``) and ``per`` as that argument.
+
+The per-step kernels of a course read each env's track rows at scattered places (the
+segments around the car, the lookahead points, the next checkpoint), and at thousands of envs
+those rows have left the caches since the last step: the loop then waits on one cache miss
+after another. So in the CPU loop, a kernel first asks for the rows that env ``e + AHEAD`` will
+read (:func:`prefetch`: a hint, ``__builtin_prefetch``, that
+changes no result) and then works on env ``e``, whose rows were asked for ``AHEAD`` envs
+earlier. On CUDA (a thread per env) the hints compile to nothing and the kernels skip them.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import warp as wp
 
-__all__ = ["shape"]
+__all__ = ["shape", "AHEAD", "prefetch"]
+
+AHEAD = wp.constant(2)  # the env whose rows a CPU env loop asks for: e + AHEAD
+
+# x86 and ARM prefetch instructions never fault; the wrapper still keeps the address in the array
+_PREFETCH = """
+#if !defined(__CUDA_ARCH__)
+    __builtin_prefetch((const char*)rows.data + (size_t)e * rows.strides[0] + (size_t)j * rows.strides[1]);
+#endif
+"""
+
+
+@wp.func_native(_PREFETCH)
+def _prefetch(rows: wp.array2d(dtype=Any), e: int, j: int): ...
+
+
+@wp.func
+def prefetch(rows: wp.array2d(dtype=Any), e: int, j: int):
+    """Ask the CPU's caches for ``rows[e, j]`` of a per-env ``[E, capacity]`` array (``j``
+    clamped into the row; ``e`` must be in range); nothing on CUDA."""
+    _prefetch(rows, e, wp.clamp(j, 0, rows.shape[1] - 1))
 
 
 def shape(device, num_envs: int) -> tuple[int, int]:

@@ -42,6 +42,23 @@ _LOOKAHEAD = wp.constant(OBS_LOOKAHEAD)
 _ELAPSED_MAX = wp.constant(INT32_MAX)
 
 
+@wp.func
+def _lookahead_point(s_car: float, ahead: float, length: float, inv_spacing: float, n: int):
+    """The point ``ahead`` metres along the line past arc length ``s_car`` (wrapped over the
+    loop ``length``): its segment ``j``, the segment's end ``j1`` and the parameter ``t``."""
+    sk = s_car + ahead
+    if sk >= length:
+        sk = sk - length * wp.floor(sk / length)
+    # the generators resample the centreline uniformly in arc length
+    # (arc_length[e, j] = j * loop_length / num_points): index it directly, without
+    # reading arc_length (the observation's cost is its memory reads)
+    u = sk * inv_spacing
+    j = wp.clamp(int(u), 0, n - 1)
+    j1 = wp.where(j < n - 1, j + 1, 0)  # the last segment closes the loop
+    t = wp.clamp(u - float(j), 0.0, 1.0)
+    return j, j1, t
+
+
 @wp.kernel
 def _observe(
     envs_per_thread: int,
@@ -92,7 +109,21 @@ def _observe(
     off_track: wp.array(dtype=wp.bool),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+    end = wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])
+    for e in range(thread * envs_per_thread, end):
+        f = e + env_loop.AHEAD
+        if envs_per_thread > 1 and f < end and (restart == 0 or reset_mask[f] != 0):
+            # ask for the rows env f will read (env_loop): its lookahead points and half width
+            n_f = num_points[f]
+            length_f = loop_length[f]
+            if valid[f] != 0 and n_f >= 3 and length_f > 0.0:
+                inv_f = float(n_f) / wp.max(length_f, 1.0e-6)
+                for k in range(num_lookahead):
+                    jf, jf1, tf = _lookahead_point(s[f], lookahead[k], length_f, inv_f, n_f)
+                    env_loop.prefetch(centerline, f, jf)
+                    env_loop.prefetch(centerline, f, jf1)
+                    env_loop.prefetch(track_curvature, f, jf)
+                env_loop.prefetch(half_width, f, segment[f])
         was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
         if restart != 0 and not was_reset:
             continue
@@ -116,16 +147,7 @@ def _observe(
             obs[e, _LAP_FRACTION] = lap_fraction[e]
             s_car = s[e]
             for k in range(num_lookahead):
-                sk = s_car + lookahead[k]
-                if sk >= length:
-                    sk = sk - length * wp.floor(sk / length)
-                # the generators resample the centreline uniformly in arc length
-                # (arc_length[e, j] = j * loop_length / num_points): index it directly, without
-                # reading arc_length (the observation's cost is its memory reads)
-                u = sk * inv_spacing
-                j = wp.clamp(int(u), 0, n - 1)
-                j1 = wp.where(j < n - 1, j + 1, 0)  # the last segment closes the loop
-                t = wp.clamp(u - float(j), 0.0, 1.0)
+                j, j1, t = _lookahead_point(s_car, lookahead[k], length, inv_spacing, n)
                 q = wp.lerp(centerline[e, j], centerline[e, j1], t)
                 dx = q[0] - p[0]
                 dy = q[1] - p[1]

@@ -35,6 +35,18 @@ def _is_number(x) -> bool:
     return isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, (bool, np.bool_))
 
 
+def _as_stored(stored: np.ndarray, given: np.ndarray) -> str:
+    """For a refusal's message: ``" (1e-50 is stored as the float32 0)"`` (``" (1e-50 in env 3 is
+    ..."`` for ``[E]`` values) for the first value that float32 changed by more than its rounding
+    (an underflow), else ``""``."""
+    changed = np.flatnonzero(~np.isclose(np.atleast_1d(stored), np.atleast_1d(given), rtol=1e-6, atol=0.0))
+    if changed.size == 0:
+        return ""
+    i = int(changed[0])
+    where = "" if np.ndim(given) == 0 else f" in env {i}"
+    return f" ({float(np.atleast_1d(given)[i]):g}{where} is stored as the float32 {float(np.atleast_1d(stored)[i]):g})"
+
+
 def stream_id(name: str, param) -> int:
     """The random stream of a randomized parameter: ``Stream.RANDOMIZE`` + its declared
     offset, or + a CRC-32 of its full name (stable across runs and specs)."""
@@ -132,8 +144,8 @@ class Params(Mapping):
                 f"(now within [{lo:g}, {hi:g}]), which would overwrite a set before any generation read it; "
                 f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
                 f"without_randomize({name!r}) to set it directly")
-        values = self._values(f"params[{name!r}]", value)
-        self._check(name, values)
+        values, given = self._values(f"params[{name!r}]", value)
+        self._check(name, (values, given))
         arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
 
     def set_range(self, name: str, lo, hi) -> None:
@@ -156,24 +168,28 @@ class Params(Mapping):
         if name not in self.randomize:
             raise ValueError(f"params[{name!r}] is not randomized (randomized: {sorted(self.randomize)}): set "
                              f"params[{name!r}] = value, or build the spec with with_randomize to draw it")
-        low = self._values(f"set_range({name!r}) lo", lo)
-        high = self._values(f"set_range({name!r}) hi", hi)
+        low, low_given = self._values(f"set_range({name!r}) lo", lo)
+        high, high_given = self._values(f"set_range({name!r}) hi", hi)
         if np.any(low > high):
             bad = int(np.argmax(np.broadcast_to(low > high, (self.num_envs,))))
             where = "" if low.ndim == 0 and high.ndim == 0 else f" in env {bad}"
             raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({np.broadcast_to(low, (self.num_envs,))[bad]:g}, "
                              f"{np.broadcast_to(high, (self.num_envs,))[bad]:g}){where}")
-        self._check(name, low, high)
+        self._check(name, (low, low_given), (high, high_given))
         for arr, values in zip(self.randomize[name], (low, high)):
             arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
 
-    def _check(self, name: str, *ends: np.ndarray) -> None:
-        """Run every validator of ``name`` on each of ``ends``; warn the notices they return, once
-        each, when none refused (a refused set warns nothing)."""
+    def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> None:
+        """Run every validator of ``name`` on each of ``ends`` (``(stored, given)`` pairs from
+        ``_values``); warn the notices they return, once each, when none refused (a refused set
+        warns nothing). A refusal of a value that float32 changes says what was given."""
         notices: list[str] = []
-        for values in ends:
+        for values, given in ends:
             for check in self._validators.get(name, ()):
-                notice = check(name, values)
+                try:
+                    notice = check(name, values)
+                except ValueError as exc:
+                    raise ValueError(f"{exc}{_as_stored(values, given)}") from None
                 if notice and notice not in notices:  # the same notice of both ends: once
                     notices.append(notice)
         for notice in notices:  # at the user's line: once per line under the default filter
@@ -189,8 +205,9 @@ class Params(Mapping):
         hi when randomized, else its present value)."""
         return (self.randomize[name][1] if name in self.randomize else self[name]).numpy().astype(np.float64)
 
-    def _values(self, what: str, value) -> np.ndarray:
-        """``value`` as float64 numbers, a scalar or ``[E]``; TypeError / ValueError naming ``what``."""
+    def _values(self, what: str, value) -> tuple[np.ndarray, np.ndarray]:
+        """``value`` as float64 numbers, a scalar or ``[E]``: ``(stored, given)``, the float32 values
+        the array will hold and the numbers given; TypeError / ValueError naming ``what``."""
         want = f"{what} takes a number or {self.num_envs} numbers"
         try:
             raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
@@ -216,7 +233,7 @@ class Params(Mapping):
         if not np.all(np.isfinite(stored)):
             bad = values if values.ndim == 0 else values[~np.isfinite(stored)][0]
             raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {float(bad):g}")
-        return stored.astype(np.float64)
+        return stored.astype(np.float64), values
 
     def add_validator(self, name: str, check) -> None:
         """Run ``check(name, values)`` on every later set of ``name`` and on both ends of every

@@ -5,12 +5,13 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_int
+from ..env_loop import AHEAD
 from ..polyline import BIG, line_count, locate, next_point
 from ..types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
-from .localizer import Localizer, no_frame, write_frame
+from .localizer import Localizer, no_frame, prefetch_segment_rows, write_frame
 from .warm_start import unset_warm
 
 __all__ = ["BandCollision"]
@@ -104,7 +105,11 @@ def _band_collision(
     distance: wp.array(dtype=float),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+    end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
+    for e in range(thread * envs_per_thread, end):
+        f = e + AHEAD
+        if envs_per_thread > 1 and f < end and step_mask[f] != 0 and warm[f] >= 0:
+            prefetch_segment_rows(line, normal, half_width, with_frame, tangent, arc_length, curvature, f, warm[f])
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_points, valid, line.shape[1], e)

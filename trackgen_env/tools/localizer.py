@@ -5,6 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_int
+from ..env_loop import AHEAD, prefetch
 from ..polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
 from ..types import TrackFrame
 from .component import Component, ComponentContext
@@ -77,6 +78,37 @@ def write_frame(
     heading_error[e] = err
 
 
+@wp.func
+def prefetch_segment_rows(
+    line: wp.array2d(dtype=wp.vec3),
+    normal: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    with_frame: int,
+    tangent: wp.array2d(dtype=wp.vec3),
+    arc_length: wp.array2d(dtype=float),
+    curvature: wp.array2d(dtype=float),
+    e: int,
+    j: int,
+):
+    """Ask for the rows that env ``e``'s step reads around its warm segment ``j`` (``env_loop``):
+    the descents of the position (and of a box's corners) stay within about 2 segments of it,
+    points ``j - 2 .. j + 3``; with ``with_frame``, the frame's rows at ``j``."""
+    # j - 2, j, j + 3: every 64-byte line that the six 12-byte points can touch
+    prefetch(line, e, j - 2)
+    prefetch(line, e, j)
+    prefetch(line, e, j + 3)
+    prefetch(normal, e, j - 2)
+    prefetch(normal, e, j)
+    prefetch(normal, e, j + 3)
+    prefetch(half_width, e, j - 2)
+    prefetch(half_width, e, j + 3)
+    if with_frame != 0:
+        prefetch(tangent, e, j)
+        prefetch(tangent, e, j + 1)
+        prefetch(arc_length, e, j)
+        prefetch(curvature, e, j)
+
+
 @wp.kernel
 def _localize(
     envs_per_thread: int,
@@ -104,7 +136,11 @@ def _localize(
     segment: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+    end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
+    for e in range(thread * envs_per_thread, end):
+        f = e + AHEAD
+        if envs_per_thread > 1 and f < end and step_mask[f] != 0 and warm[f] >= 0:
+            prefetch_segment_rows(line, normal, half_width, 1, tangent, arc_length, curvature, f, warm[f])
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))
         n = line_count(num_points, valid, line.shape[1], e)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_env_array
+from ..env_loop import AHEAD, prefetch
 from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
 from ..types import ProgressEvents
 from .component import Component, ComponentContext
@@ -122,7 +123,19 @@ def _progress_step(
     lap_fraction: wp.array(dtype=float),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, position.shape[0])):
+    end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
+    for e in range(thread * envs_per_thread, end):
+        f = e + AHEAD
+        if envs_per_thread > 1 and f < end and step_mask[f] != 0:
+            # ask for the openings env f will test first (env_loop): its next and previous ones
+            n_f = wp.min(num_checkpoints[f], cp_position.shape[1])
+            if n_f >= 1:
+                k_f = wrap_index(start_checkpoint[f] + net[f] + 1, n_f)
+                for k in range(2):
+                    prefetch(cp_position, f, k_f - k)
+                    prefetch(cp_direction, f, k_f - k)
+                    prefetch(cp_half_width, f, k_f - k)
+                    prefetch(cp_half_height, f, k_f - k)
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))
         p = position[e]
