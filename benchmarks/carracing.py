@@ -75,7 +75,9 @@ def measure(seconds: float = 2.0, num_vector_envs: int = 8, tracks: int = 10, mi
     """
     import gymnasium
 
-    physics_env = gymnasium.make(ENV_ID)
+    # without Gymnasium's passive checker: the stub returns one constant frame, which it flags (an
+    # observation shared between steps); the checker only looks at the first reset and step
+    physics_env = gymnasium.make(ENV_ID, disable_env_checker=True)
     _stub_pixels(physics_env)
     runners = {"pixels": _Runner(gymnasium.make(ENV_ID), seed=seed), "physics": _Runner(physics_env, seed=seed),
                "sync_vector": _Runner(gymnasium.make_vec(ENV_ID, num_envs=num_vector_envs, vectorization_mode="sync"),

@@ -437,6 +437,10 @@ def markdown(result: dict, command: str) -> str:
         "Rerun one table with `--only SECTION`.\n")
     if "ratios" in result:
         add("## Ratios (measured side by side)\n")
+        if cfg["quick"]:
+            add(f"`--quick`: at most {max(cfg['num_envs'])} envs, {cfg['seconds']:g} s per figure, to check that the "
+                "command runs. These are not the targets' measurements, which a full run makes (4096 envs, 1 s per "
+                "figure).\n")
         add("| ratio | value | target |")
         add("|---|---:|---:|")
         for name, value in result["ratios"].items():

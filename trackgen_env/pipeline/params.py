@@ -36,15 +36,24 @@ def _is_number(x) -> bool:
 
 
 def _as_stored(stored: np.ndarray, given: np.ndarray) -> str:
-    """For a refusal's message: ``" (1e-50 is stored as the float32 0)"`` (``" (1e-50 in env 3 is
-    ..."`` for ``[E]`` values) for the first value that float32 changed by more than its rounding
-    (an underflow), else ``""``."""
+    """For a refusal that float32 caused (the given numbers pass): ``" (given 1e-50, which float32
+    stores as 0)"``, or ``" (env 3 was given 1e-50, ...)"`` for ``[E]`` values, on the first value
+    that float32 changed by more than its rounding (an underflow)."""
     changed = np.flatnonzero(~np.isclose(np.atleast_1d(stored), np.atleast_1d(given), rtol=1e-6, atol=0.0))
     if changed.size == 0:
         return ""
     i = int(changed[0])
-    where = "" if np.ndim(given) == 0 else f" in env {i}"
-    return f" ({float(np.atleast_1d(given)[i]):g}{where} is stored as the float32 {float(np.atleast_1d(stored)[i]):g})"
+    who = "given" if np.ndim(given) == 0 else f"env {i} was given"
+    return f" ({who} {float(np.atleast_1d(given)[i]):g}, which float32 stores as {float(np.atleast_1d(stored)[i]):g})"
+
+
+def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> str:
+    """``_as_stored``'s note when ``check`` refused the stored values but passes the given ones, else ``""``."""
+    try:
+        check(name, given)
+    except ValueError:
+        return ""  # refused as given too: the message is about the given numbers
+    return _as_stored(stored, given)
 
 
 def stream_id(name: str, param) -> int:
@@ -182,14 +191,14 @@ class Params(Mapping):
     def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> None:
         """Run every validator of ``name`` on each of ``ends`` (``(stored, given)`` pairs from
         ``_values``); warn the notices they return, once each, when none refused (a refused set
-        warns nothing). A refusal of a value that float32 changes says what was given."""
+        warns nothing). A refusal that float32 caused (1e-50 stored as 0) says what was given."""
         notices: list[str] = []
         for values, given in ends:
             for check in self._validators.get(name, ()):
                 try:
                     notice = check(name, values)
                 except ValueError as exc:
-                    raise ValueError(f"{exc}{_as_stored(values, given)}") from None
+                    raise ValueError(f"{exc}{_float32_caused(check, name, values, given)}") from None
                 if notice and notice not in notices:  # the same notice of both ends: once
                     notices.append(notice)
         for notice in notices:  # at the user's line: once per line under the default filter
