@@ -337,14 +337,22 @@ def yaw_of(q: wp.quat) -> float:
 
 
 @wp.func
-def slip_angle(m: CarModel, steer: float, v: float, grip: float) -> float:
-    """Slip angle beta [rad] at the CoG for wheel angle ``steer`` at speed ``v``, friction-limited
+def geometric_slip(m: CarModel, steer: float) -> float:
+    """Slip angle beta [rad] at the CoG of the kinematic bicycle for wheel angle ``steer``
+    (Rajamani, *Vehicle Dynamics and Control*, 2012, section 2.2); constant over a step's
+    substeps, so computed once per step."""
+    return wp.atan(m.l_r / m.wheelbase * wp.tan(steer))
+
+
+@wp.func
+def slip_angle(m: CarModel, beta: float, v: float, grip: float) -> float:
+    """The geometric slip angle ``beta`` (:func:`geometric_slip`) friction-limited at speed ``v``
     (the friction scaled by ``grip``)."""
-    beta = wp.atan(m.l_r / m.wheelbase * wp.tan(steer))
     # lateral acceleration v^2 sin(beta) / l_r <= grip mu g
     v2 = wp.max(v * v, 1.0e-6)
     sin_max = wp.min(1.0, grip * m.max_lateral_accel * m.l_r / v2)
-    return wp.clamp(beta, -wp.asin(sin_max), wp.asin(sin_max))
+    limit = wp.asin(sin_max)
+    return wp.clamp(beta, -limit, limit)
 
 
 _ELAPSED_MAX = wp.constant(INT32_MAX)
@@ -436,9 +444,10 @@ def _car_step(
         v = speed[e]
         h = model.dt / float(model.substeps)
         omega = float(0.0)
+        beta_0 = geometric_slip(model, delta)
         for _ in range(model.substeps):
             a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
-            beta = slip_angle(model, delta, vm, grip[e])
+            beta = slip_angle(model, beta_0, vm, grip[e])
             omega = vm / model.l_r * wp.sin(beta)
             heading = psi + beta + 0.5 * omega * h
             p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
@@ -522,10 +531,11 @@ def _dynamic_car_step(
         stiffness_f = g * tyres.stiffness_front
         stiffness_r = g * tyres.stiffness_rear
         friction = g * tyres.friction
+        beta_0 = geometric_slip(model, delta)
         for _ in range(model.substeps):
             a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
             # the kinematic model's state at this speed (what it is below kinematic_speed)
-            beta_k = slip_angle(model, delta, vm, g)
+            beta_k = slip_angle(model, beta_0, vm, g)
             omega_k = vm / l_r * wp.sin(beta_k)
             lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
             b = beta_k
