@@ -303,6 +303,64 @@ def test_box_body_against_the_frame(device):
     assert dist[2] == pytest.approx(0.5 - 0.02 - 0.01, abs=1e-5)
 
 
+def test_the_distance_does_not_depend_on_the_order_of_the_gates():
+    """The frame test starts at the nearest gate and skips what cannot beat the best so far: the
+    distance, of a point and of a box, is the same bytes with every env's gates in another order."""
+    E = 16
+    frame = tools.FrameCollision(0.02)
+    gen, ctx = make(E, "cpu", frame, seeds=4)
+    r = gen.result
+    n = r.num_gates.numpy()
+    p = r.gate_position.numpy()
+    rng = np.random.default_rng(0)
+    near = p[np.arange(E), rng.integers(0, n)]  # beside a random gate of each env, and farther out
+    points = np.concatenate([near + rng.normal(0.0, 0.05, (E, 3)), near + rng.normal(0.0, 1.0, (E, 3))])
+    quats = rng.normal(size=(2 * E, 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    half = np.full((2 * E, 3), [0.03, 0.03, 0.01])
+
+    def distances():
+        out = []
+        for k in range(2):
+            rows = slice(k * E, (k + 1) * E)
+            # copies: on the CPU a result's numpy() is a view that the next step overwrites
+            out.append(_step(frame, ctx, position=vec3s(points[rows]))[1].copy())
+            out.append(_step(frame, ctx, position=vec3s(points[rows]),
+                             orientation=wp.array(quats[rows].astype(np.float32), dtype=wp.quat),
+                             half_extents=vec3s(half[rows]))[1].copy())
+        return np.concatenate(out)
+
+    before = distances()
+    # a point's distance is the least over every gate's four bars (the kernel's _bar), in NumPy
+    w, h, t = r.gate_width.numpy(), r.gate_height.numpy(), 0.02
+    quat = r.gate_orientation.numpy().astype(np.float64)
+    for k in range(2):
+        for e in range(E):
+            best = np.inf
+            for g in range(n[e]):
+                x, y, z, s_ = quat[e, g]
+                rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - s_ * z), 2 * (x * z + s_ * y)],
+                                [2 * (x * y + s_ * z), 1 - 2 * (x * x + z * z), 2 * (y * z - s_ * x)],
+                                [2 * (x * z - s_ * y), 2 * (y * z + s_ * x), 1 - 2 * (x * x + y * y)]])
+                local = rot.T @ (points[k * E + e] - p[e, g])
+                W_, H_ = w[e], h[e]
+                for centre, half_ in (([0, 0, (H_ + t) / 2], [t / 2, W_ / 2 + t, t / 2]),
+                                      ([0, 0, -(H_ + t) / 2], [t / 2, W_ / 2 + t, t / 2]),
+                                      ([0, (W_ + t) / 2, 0], [t / 2, t / 2, H_ / 2]),
+                                      ([0, -(W_ + t) / 2, 0], [t / 2, t / 2, H_ / 2])):
+                    d = np.abs(local - centre) - half_
+                    best = min(best, np.linalg.norm(np.maximum(d, 0.0)) + min(d.max(), 0.0))
+            assert before[2 * k * E + e] == pytest.approx(best, abs=1e-5)
+    q = r.gate_orientation.numpy()
+    for e in range(E):  # reverse, then rotate, each env's ring of gates in place
+        order = np.roll(np.arange(n[e])[::-1], e)
+        p[e, : n[e]], q[e, : n[e]] = p[e, order], q[e, order]
+    r.gate_position.assign(p)
+    r.gate_orientation.assign(q)
+    after = distances()
+    assert np.array_equal(before, after) and np.all(np.isfinite(before)) and (before < 0.5).any()
+
+
 @pytest.mark.parametrize("t, error", [(0.0, ValueError), (-1.0, ValueError), (None, TypeError)])
 def test_bar_thickness_is_checked(t, error):
     with pytest.raises(error, match="bar_thickness"):
