@@ -124,8 +124,8 @@ def _frame_collision(
             if d_centre < nearest:
                 nearest = d_centre
                 first = g
-        for i in range(n):
-            g = first + i
+        for k in range(n):
+            g = first + k
             if g >= n:
                 g = g - n
             c = gate_position[e, g]
@@ -133,13 +133,24 @@ def _frame_collision(
                 continue
             q = gate_orientation[e, g]
             r = wp.quat_to_matrix(q)
+            # the bars' point distances first, then the box tests from the nearest bar on (the
+            # same argument: the order does not change the best)
+            local = wp.quat_rotate_inv(q, p - c)
+            d_bar = wp.vec4()
+            nearest_bar = int(0)
             for i in range(4):
                 bc, bh = _bar(i, w, h, thickness)
-                d = _box_point_distance(wp.quat_rotate_inv(q, p - c) - bc, bh)
+                d_bar[i] = _box_point_distance(local - bc, bh)
+                if d_bar[i] < d_bar[nearest_bar]:
+                    nearest_bar = i
+            for j in range(4):
+                bar = (nearest_bar + j) % 4
+                d = d_bar[bar]
                 if use_box != 0:
                     d = d - body_radius
                     if d < best:
                         # two lower bounds of the box's distance: keep the tighter
+                        bc, bh = _bar(bar, w, h, thickness)
                         d = wp.max(_box_box_gap(p, body, he, c + r * bc, r, bh), d)
                 best = wp.min(best, d)
         distance[e] = best
