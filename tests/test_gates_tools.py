@@ -361,6 +361,49 @@ def test_the_distance_does_not_depend_on_the_order_of_the_gates():
     assert np.array_equal(before, after) and np.all(np.isfinite(before)) and (before < 0.5).any()
 
 
+def test_the_distance_holds_at_a_float32_near_tie_and_with_a_nan_gate_orientation():
+    """The gate test's sphere bound is safe against rounding and NaN: a body whose nearest bar is a
+    frame corner of gate A, while gate B's centre is nearer (B's distance 1 ulp above A's in some
+    envs: B is tested first, and a bound rounded up would skip A), reads the least of the two
+    gates' distances alone; a gate with a NaN orientation, far away, is a hit whatever its place
+    (its bars read 0)."""
+    E = 400
+    frame = tools.FrameCollision(0.02)
+    gen, ctx = make(E, "cpu", frame, seeds=1)
+    r = gen.result
+    n = int(r.num_gates.numpy().min())
+    assert n >= 3 and np.all(r.num_gates.numpy() == n)
+    body = np.array([0.025403466, 1.3209803, 1.3209803], np.float32)
+    x = np.float32(1.142862) + np.arange(-E // 2, E // 2).astype(np.float32) * np.spacing(np.float32(1.1))
+    gates = np.full((E, r.gate_position.shape[1], 3), 100.0, np.float32)  # the others far away
+    gates[:, 0] = 0.0  # A
+    gates[:, 1] = body - np.stack([x, np.zeros(E), np.full(E, 0.51)], 1)  # B, a bar's face nearest
+    quats = np.zeros((E, r.gate_orientation.shape[1], 4), np.float32)
+    quats[..., 3] = 1.0
+    r.gate_width.assign(np.ones(E, np.float32))
+    r.gate_height.assign(np.ones(E, np.float32))
+
+    def distance(order, orientation):
+        pos, quat = gates.copy(), orientation.copy()
+        pos[:, :n], quat[:, :n] = gates[:, order], orientation[:, order]
+        r.gate_position.assign(pos)
+        r.gate_orientation.assign(quat)
+        hit, d = _step(frame, ctx, position=vec3s(np.tile(body, (E, 1))))
+        return hit.copy(), d.copy()
+
+    a_first, b_first = list(range(n)), [1, 0, *range(2, n)]
+    only_a = distance([0, *range(2, n), 2], quats)[1]  # B's place taken by a far gate
+    only_b = distance([1, *range(2, n), 2], quats)[1]
+    assert ((only_b > only_a) & (only_b - only_a < 1e-6)).any()  # the near tie is there
+    for order in (a_first, b_first):
+        assert np.array_equal(distance(order, quats)[1], np.minimum(only_a, only_b))
+    bad = quats.copy()
+    bad[:, 2] = np.nan  # a far gate, skipped by a bound that ignored its orientation
+    for order in (a_first, b_first, [*range(2, n), 0, 1]):
+        hit, d = distance(order, bad)
+        assert hit.all() and not d.any()
+
+
 @pytest.mark.parametrize("t, error", [(0.0, ValueError), (-1.0, ValueError), (None, TypeError)])
 def test_bar_thickness_is_checked(t, error):
     with pytest.raises(error, match="bar_thickness"):

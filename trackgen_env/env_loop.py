@@ -58,8 +58,9 @@ def _prefetch(rows: wp.array2d(dtype=Any), e: int, j: int): ...
 @wp.func
 def prefetch(rows: wp.array2d(dtype=Any), e: int, j: int):
     """Ask the CPU's caches for ``rows[e, j]`` of a per-env ``[E, capacity]`` array (``j``
-    clamped into the row; ``e`` must be in range); nothing on CUDA."""
-    _prefetch(rows, e, wp.clamp(j, 0, rows.shape[1] - 1))
+    clamped into the row, nothing for an empty row; ``e`` must be in range); nothing on CUDA."""
+    if rows.shape[1] > 0:
+        _prefetch(rows, e, wp.clamp(j, 0, rows.shape[1] - 1))
 
 
 def shape(device, num_envs: int) -> tuple[int, int]:

@@ -444,10 +444,10 @@ def _car_step(
         v = speed[e]
         h = model.dt / float(model.substeps)
         omega = float(0.0)
-        beta_0 = geometric_slip(model, delta)
+        beta_geometric = geometric_slip(model, delta)
         for _ in range(model.substeps):
             a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
-            beta = slip_angle(model, beta_0, vm, grip[e])
+            beta = slip_angle(model, beta_geometric, vm, grip[e])
             omega = vm / model.l_r * wp.sin(beta)
             heading = psi + beta + 0.5 * omega * h
             p = wp.vec3(p[0] + vm * h * wp.cos(heading), p[1] + vm * h * wp.sin(heading), p[2])
@@ -531,11 +531,11 @@ def _dynamic_car_step(
         stiffness_f = g * tyres.stiffness_front
         stiffness_r = g * tyres.stiffness_rear
         friction = g * tyres.friction
-        beta_0 = geometric_slip(model, delta)
+        beta_geometric = geometric_slip(model, delta)
         for _ in range(model.substeps):
             a, v1, vm = _longitudinal(model, throttle, max_accel, max_brake, v, h)
             # the kinematic model's state at this speed (what it is below kinematic_speed)
-            beta_k = slip_angle(model, beta_0, vm, g)
+            beta_k = slip_angle(model, beta_geometric, vm, g)
             omega_k = vm / l_r * wp.sin(beta_k)
             lam = wp.clamp((vm - tyres.kinematic_speed) / (tyres.dynamic_speed - tyres.kinematic_speed), 0.0, 1.0)
             b = beta_k

@@ -119,7 +119,7 @@ def _observe(
             if valid[f] != 0 and n_f >= 3 and length_f > 0.0:
                 inv_f = float(n_f) / wp.max(length_f, 1.0e-6)
                 for k in range(num_lookahead):
-                    jf, jf1, tf = _lookahead_point(s[f], lookahead[k], length_f, inv_f, n_f)
+                    jf, jf1, _ = _lookahead_point(s[f], lookahead[k], length_f, inv_f, n_f)
                     env_loop.prefetch(centerline, f, jf)
                     env_loop.prefetch(centerline, f, jf1)
                     env_loop.prefetch(track_curvature, f, jf)

@@ -35,25 +35,31 @@ def _is_number(x) -> bool:
     return isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, (bool, np.bool_))
 
 
-def _as_stored(stored: np.ndarray, given: np.ndarray) -> str:
-    """For a refusal that float32 caused (the given numbers pass): ``" (given 1e-50, which float32
-    stores as 0)"``, or ``" (env 3 was given 1e-50, ...)"`` for ``[E]`` values, on the first value
-    that float32 changed by more than its rounding (an underflow)."""
-    changed = np.flatnonzero(~np.isclose(np.atleast_1d(stored), np.atleast_1d(given), rtol=1e-6, atol=0.0))
-    if changed.size == 0:
-        return ""
-    i = int(changed[0])
-    who = "given" if np.ndim(given) == 0 else f"env {i} was given"
-    return f" ({who} {float(np.atleast_1d(given)[i]):g}, which float32 stores as {float(np.atleast_1d(stored)[i]):g})"
-
-
 def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> str:
-    """``_as_stored``'s note when ``check`` refused the stored values but passes the given ones, else ``""``."""
+    """For a refusal of ``check`` that float32 caused (the given numbers pass it): ``" (given 1e-50,
+    which float32 stores as 0)"``, or ``" (env 3 was given 1e-50, ...)"`` for ``[E]`` values, the
+    env whose given value alone makes the stored ones pass (else the first that float32 changed);
+    ``""`` when the given numbers are refused too."""
     try:
         check(name, given)
     except ValueError:
         return ""  # refused as given too: the message is about the given numbers
-    return _as_stored(stored, given)
+    if np.ndim(given) == 0:
+        return f" (given {float(given):g}, which float32 stores as {float(stored):g})"
+    changed = np.flatnonzero(~np.isclose(stored, given, rtol=1e-6, atol=0.0))  # more than rounding
+    for i in changed:
+        trial = stored.copy()
+        trial[i] = given[i]
+        try:
+            check(name, trial)
+        except ValueError:
+            continue
+        return _env_note(i, stored, given)
+    return _env_note(changed[0], stored, given) if changed.size else ""
+
+
+def _env_note(i: int, stored: np.ndarray, given: np.ndarray) -> str:
+    return f" (env {i} was given {float(given[i]):g}, which float32 stores as {float(stored[i]):g})"
 
 
 def stream_id(name: str, param) -> int:
@@ -250,6 +256,8 @@ class Params(Mapping):
 
         ``check`` raises ValueError to refuse (nothing is written), or returns a str to warn
         (a UserWarning at the caller's line, once per set, only when no check refused), or None.
+        After a refusal it may be called again with the given numbers (float64, unrounded) to
+        tell whether float32 caused it, for the message.
         Adding the same ``check`` twice keeps one.
         """
         self[name]  # KeyError for an unknown name

@@ -114,9 +114,11 @@ def _frame_collision(
         # distance, less the body's radius, is): skip their box tests
         frame_radius = wp.length(wp.vec3(0.5 * thickness, 0.5 * w + thickness, 0.5 * h + thickness))
         # the gate whose centre is nearest first: the best distance falls at once, and the bound
-        # skips more of the other gates' box tests. The result does not depend on the order: a
-        # test skipped (by the sphere or by the point distance) could not have lowered the best,
-        # whenever it came. A NaN position keeps the order 0, 1, ...
+        # skips more of the other gates' box tests. The result is the least distance over every
+        # gate's bars whatever the order: a skipped test could not have lowered the best, whenever
+        # it came. For that the sphere bound is made safe against float32 rounding (a few ulps
+        # below the computed bar distances, not above) and NaN where the gate's orientation is
+        # (such a gate's bars read 0, a hit, and must be tested). A NaN position keeps the order 0, 1, ...
         first = int(0)
         nearest = float(BIG)
         for g in range(n):
@@ -129,9 +131,11 @@ def _frame_collision(
             if g >= n:
                 g = g - n
             c = gate_position[e, g]
-            if wp.length(p - c) - frame_radius - body_radius >= best:
-                continue
             q = gate_orientation[e, g]
+            to_centre = wp.length(p - c)
+            slack = 1.0e-5 * (to_centre + frame_radius + body_radius) + 0.0 * wp.dot(q, q)
+            if to_centre - frame_radius - body_radius - slack >= best:
+                continue
             r = wp.quat_to_matrix(q)
             # the bars' point distances first, then the box tests from the nearest bar on (the
             # same argument: the order does not change the best)

@@ -92,8 +92,10 @@ def prefetch_segment_rows(
 ):
     """Ask for the rows that env ``e``'s step reads around its warm segment ``j`` (``env_loop``):
     the descents of the position (and of a box's corners) stay within about 2 segments of it,
-    points ``j - 2 .. j + 3``; with ``with_frame``, the frame's rows at ``j``."""
-    # j - 2, j, j + 3: every 64-byte line that the six 12-byte points can touch
+    points ``j - 2 .. j + 3``; with ``with_frame``, the frame's rows at ``j``. Near the loop's
+    seam the indices are clamped into the row, not wrapped: a hint only costs a miss."""
+    # j - 2, j, j + 3: the 64-byte lines of the six 12-byte points (72 bytes), but for the tail
+    # of point j + 3 where it crosses into another line (2 of 16 alignments)
     prefetch(line, e, j - 2)
     prefetch(line, e, j)
     prefetch(line, e, j + 3)

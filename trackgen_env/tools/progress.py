@@ -132,10 +132,12 @@ def _progress_step(
             if n_f >= 1:
                 k_f = wrap_index(start_checkpoint[f] + net[f] + 1, n_f)
                 for k in range(2):
-                    prefetch(cp_position, f, k_f - k)
-                    prefetch(cp_direction, f, k_f - k)
-                    prefetch(cp_half_width, f, k_f - k)
-                    prefetch(cp_half_height, f, k_f - k)
+                    if k == 1:
+                        k_f = prev_point(k_f, n_f)
+                    prefetch(cp_position, f, k_f)
+                    prefetch(cp_direction, f, k_f)
+                    prefetch(cp_half_width, f, k_f)
+                    prefetch(cp_half_height, f, k_f)
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))
         p = position[e]
