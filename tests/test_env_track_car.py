@@ -135,6 +135,9 @@ def test_a_live_band_width_the_car_does_not_fit_is_refused_and_changes_nothing()
         params["band.width"] = [0.8, width, 0.8]
     with pytest.raises(ValueError, match=r"a 0.15 m \(env 1\) band"):
         params["band.width"] = [0.8, 0.15, 0.8]
+    # refused as the float32 it would store, and the message tells the two apart
+    with pytest.raises(ValueError, match=r"\(given 0.20000001, which float32 stores as 0.200000003\)$"):
+        params["band.width"] = 0.20000001
     assert np.allclose(params["band.width"].numpy(), 0.8)
     params["band.width"] = 0.5
     env.close()

@@ -27,8 +27,8 @@ and is launched with ``threads, per = env_loop.shape(device, num_envs)``: ``dim=
 The per-step kernels of a course read each env's track rows at scattered places (the
 segments around the car, the lookahead points, the next checkpoint), and at thousands of envs
 those rows have left the caches since the last step: the loop then waits on one cache miss
-after another. So in the CPU loop, a kernel first asks for the rows that env ``e + AHEAD`` will
-read (:func:`prefetch`: a hint, ``__builtin_prefetch``, that
+after another. So in the CPU loop, a kernel first asks for the rows that env ``e + AHEAD``
+(:func:`ahead`) will read (:func:`prefetch`: a hint, ``__builtin_prefetch``, that
 changes no result) and then works on env ``e``, whose rows were asked for ``AHEAD`` envs
 earlier. On CUDA (a thread per env) the hints compile to nothing and the kernels skip them.
 """
@@ -39,7 +39,7 @@ from typing import Any
 
 import warp as wp
 
-__all__ = ["shape", "AHEAD", "prefetch"]
+__all__ = ["shape", "AHEAD", "ahead", "prefetch"]
 
 AHEAD = wp.constant(2)  # the env whose rows a CPU env loop asks for: e + AHEAD
 
@@ -49,6 +49,16 @@ _PREFETCH = """
     __builtin_prefetch((const char*)rows.data + (size_t)e * rows.strides[0] + (size_t)j * rows.strides[1]);
 #endif
 """
+
+
+@wp.func
+def ahead(envs_per_thread: int, e: int, end: int) -> int:
+    """The env whose rows a CPU env loop at env ``e`` asks for, ``e + AHEAD``, or -1 where there is
+    none: past the thread's ``end``, or a thread per env (CUDA, where the hints do nothing)."""
+    f = e + AHEAD
+    if envs_per_thread > 1 and f < end:
+        return f
+    return -1
 
 
 @wp.func_native(_PREFETCH)

@@ -43,6 +43,17 @@ _ELAPSED_MAX = wp.constant(INT32_MAX)
 
 
 @wp.func
+def _line(num_points: wp.array(dtype=wp.int32), loop_length: wp.array(dtype=float), valid: wp.array(dtype=wp.int32),
+          e: int):
+    """Env ``e``'s centreline as the observation reads it: whether it has one (valid, 3+ points, a
+    positive length), its point count, its length [m] and its points per metre."""
+    n = num_points[e]
+    length = loop_length[e]
+    usable = valid[e] != 0 and n >= 3 and length > 0.0
+    return usable, n, length, float(n) / wp.max(length, 1.0e-6)
+
+
+@wp.func
 def _lookahead_point(s_car: float, ahead: float, length: float, inv_spacing: float, n: int):
     """The point ``ahead`` metres along the line past arc length ``s_car`` (wrapped over the
     loop ``length``): its segment ``j``, the segment's end ``j1`` and the parameter ``t``."""
@@ -111,13 +122,11 @@ def _observe(
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])
     for e in range(thread * envs_per_thread, end):
-        f = e + env_loop.AHEAD
-        if envs_per_thread > 1 and f < end and (restart == 0 or reset_mask[f] != 0):
+        f = env_loop.ahead(envs_per_thread, e, end)
+        if f >= 0 and (restart == 0 or reset_mask[f] != 0):
             # ask for the rows env f will read (env_loop): its lookahead points and half width
-            n_f = num_points[f]
-            length_f = loop_length[f]
-            if valid[f] != 0 and n_f >= 3 and length_f > 0.0:
-                inv_f = float(n_f) / wp.max(length_f, 1.0e-6)
+            usable_f, n_f, length_f, inv_f = _line(num_points, loop_length, valid, f)
+            if usable_f:
                 for k in range(num_lookahead):
                     jf, jf1, _ = _lookahead_point(s[f], lookahead[k], length_f, inv_f, n_f)
                     env_loop.prefetch(centerline, f, jf)
@@ -127,11 +136,7 @@ def _observe(
         was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
         if restart != 0 and not was_reset:
             continue
-        n = num_points[e]
-        length = loop_length[e]
-        usable = valid[e] != 0 and n >= 3 and length > 0.0
-
-        inv_spacing = float(n) / wp.max(length, 1.0e-6)
+        usable, n, length, inv_spacing = _line(num_points, loop_length, valid, e)
         psi = yaw[e]
         c = wp.cos(psi)
         sn = wp.sin(psi)

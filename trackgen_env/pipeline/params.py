@@ -38,28 +38,35 @@ def _is_number(x) -> bool:
 def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> str:
     """For a refusal of ``check`` that float32 caused (the given numbers pass it): ``" (given 1e-50,
     which float32 stores as 0)"``, or ``" (env 3 was given 1e-50, ...)"`` for ``[E]`` values, the
-    env whose given value alone makes the stored ones pass (else the first that float32 changed);
-    ``""`` when the given numbers are refused too."""
+    env whose given value alone makes the stored ones pass (else the first that float32 changed
+    by more than its rounding); ``""`` when the given numbers are refused too."""
     try:
         check(name, given)
     except ValueError:
         return ""  # refused as given too: the message is about the given numbers
     if np.ndim(given) == 0:
-        return f" (given {float(given):g}, which float32 stores as {float(stored):g})"
-    changed = np.flatnonzero(~np.isclose(stored, given, rtol=1e-6, atol=0.0))  # more than rounding
-    for i in changed:
+        return _stored_note("given", float(given), float(stored))
+    for i in np.flatnonzero(stored != given):
         trial = stored.copy()
         trial[i] = given[i]
         try:
             check(name, trial)
         except ValueError:
             continue
-        return _env_note(i, stored, given)
-    return _env_note(changed[0], stored, given) if changed.size else ""
+        return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
+    changed = np.flatnonzero(~np.isclose(stored, given, rtol=1e-6, atol=0.0))  # more than rounding
+    if changed.size == 0:
+        return ""
+    i = int(changed[0])
+    return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
 
 
-def _env_note(i: int, stored: np.ndarray, given: np.ndarray) -> str:
-    return f" (env {i} was given {float(given[i]):g}, which float32 stores as {float(stored[i]):g})"
+def _stored_note(who: str, given: float, stored: float) -> str:
+    """``" (given 1e-50, which float32 stores as 0)"``, with the digits that tell the two apart."""
+    a, b = f"{given:g}", f"{stored:g}"
+    if a == b:  # a rounding: 0.20000001 stored as 0.2
+        a, b = f"{given:.9g}", f"{stored:.9g}"
+    return f" ({who} {a}, which float32 stores as {b})"
 
 
 def stream_id(name: str, param) -> int:
@@ -185,11 +192,11 @@ class Params(Mapping):
                              f"params[{name!r}] = value, or build the spec with with_randomize to draw it")
         low, low_given = self._values(f"set_range({name!r}) lo", lo)
         high, high_given = self._values(f"set_range({name!r}) hi", hi)
-        if np.any(low > high):
-            bad = int(np.argmax(np.broadcast_to(low > high, (self.num_envs,))))
+        lows, highs = (np.broadcast_to(v, (self.num_envs,)) for v in (low, high))
+        if np.any(lows > highs):
+            bad = int(np.argmax(lows > highs))
             where = "" if low.ndim == 0 and high.ndim == 0 else f" in env {bad}"
-            raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({np.broadcast_to(low, (self.num_envs,))[bad]:g}, "
-                             f"{np.broadcast_to(high, (self.num_envs,))[bad]:g}){where}")
+            raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({lows[bad]:g}, {highs[bad]:g}){where}")
         self._check(name, (low, low_given), (high, high_given))
         for arr, values in zip(self.randomize[name], (low, high)):
             arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_int
-from ..env_loop import AHEAD
+from ..env_loop import ahead
 from ..polyline import BIG, line_count, locate, next_point
 from ..types import Contacts
 from . import band_sdf
@@ -107,8 +107,8 @@ def _band_collision(
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
     for e in range(thread * envs_per_thread, end):
-        f = e + AHEAD
-        if envs_per_thread > 1 and f < end and step_mask[f] != 0 and warm[f] >= 0:
+        f = ahead(envs_per_thread, e, end)
+        if f >= 0 and step_mask[f] != 0 and warm[f] >= 0:
             prefetch_segment_rows(line, normal, half_width, with_frame, tangent, arc_length, curvature, f, warm[f])
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_int
-from ..env_loop import AHEAD, prefetch
+from ..env_loop import ahead, prefetch
 from ..polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
 from ..types import TrackFrame
 from .component import Component, ComponentContext
@@ -140,8 +140,8 @@ def _localize(
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
     for e in range(thread * envs_per_thread, end):
-        f = e + AHEAD
-        if envs_per_thread > 1 and f < end and step_mask[f] != 0 and warm[f] >= 0:
+        f = ahead(envs_per_thread, e, end)
+        if f >= 0 and step_mask[f] != 0 and warm[f] >= 0:
             prefetch_segment_rows(line, normal, half_width, 1, tangent, arc_length, curvature, f, warm[f])
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))

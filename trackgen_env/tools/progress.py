@@ -5,7 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from ..checks import check_env_array
-from ..env_loop import AHEAD, prefetch
+from ..env_loop import ahead, prefetch
 from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
 from ..types import ProgressEvents
 from .component import Component, ComponentContext
@@ -98,6 +98,22 @@ def _progress_reset(
         lap_fraction[e] = 0.0
 
 
+@wp.func
+def _prefetch_opening(
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=float),
+    cp_half_height: wp.array2d(dtype=float),
+    e: int,
+    k: int,
+):
+    """Ask for the rows of env ``e``'s opening ``k`` that :func:`_crosses_opening` reads."""
+    prefetch(cp_position, e, k)
+    prefetch(cp_direction, e, k)
+    prefetch(cp_half_width, e, k)
+    prefetch(cp_half_height, e, k)
+
+
 @wp.kernel
 def _progress_step(
     envs_per_thread: int,
@@ -125,19 +141,14 @@ def _progress_step(
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, position.shape[0])
     for e in range(thread * envs_per_thread, end):
-        f = e + AHEAD
-        if envs_per_thread > 1 and f < end and step_mask[f] != 0:
+        f = ahead(envs_per_thread, e, end)
+        if f >= 0 and step_mask[f] != 0:
             # ask for the openings env f will test first (env_loop): its next and previous ones
             n_f = wp.min(num_checkpoints[f], cp_position.shape[1])
             if n_f >= 1:
                 k_f = wrap_index(start_checkpoint[f] + net[f] + 1, n_f)
-                for k in range(2):
-                    if k == 1:
-                        k_f = prev_point(k_f, n_f)
-                    prefetch(cp_position, f, k_f)
-                    prefetch(cp_direction, f, k_f)
-                    prefetch(cp_half_width, f, k_f)
-                    prefetch(cp_half_height, f, k_f)
+                _prefetch_opening(cp_position, cp_direction, cp_half_width, cp_half_height, f, k_f)
+                _prefetch_opening(cp_position, cp_direction, cp_half_width, cp_half_height, f, prev_point(k_f, n_f))
         if step_mask[e] == 0:
             continue  # not one of this step's envs (Course.step(mask=))
         p = position[e]

@@ -1052,12 +1052,15 @@ def _warn_over_capacity(params, settings):
         worst = {"layout.size": params.most("layout.size"), "band.width": params.least("band.width"),
                  "layout.radius_jitter": params.least("layout.radius_jitter")}
         worst[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
-        # hills lengthen a loop beyond the flat bound: for them the warning comes late, never wrongly
+        # hills lengthen a loop beyond the flat bound: for them the warning comes late, never wrongly;
+        # the bound once per distinct (size, width, jitter), not per env (most envs share them)
+        triples = np.unique(np.stack([worst["layout.size"], worst["band.width"], worst["layout.radius_jitter"]], 1),
+                            axis=0)
         longest = np.array([
             flat_loop_bound(float(size), float(width), float(jitter), settings["min_turn_radius_factor"],
                             settings["num_control_points"])
             if size > width else 0.0
-            for size, width, jitter in zip(worst["layout.size"], worst["band.width"], worst["layout.radius_jitter"])
+            for size, width, jitter in triples
         ])
         if np.any(longest > _OVER_CAPACITY * capacity):
             return (
