@@ -218,3 +218,71 @@ def test_a_thread_that_has_not_started_leaves_its_shard_to_the_caller():
         gate.set()
         caller.join()
         workers.close()
+
+
+def _live(env, name):
+    return np.concatenate([s.course.generator.params[name].numpy() for s in env.shards])
+
+
+def test_params_set_every_shard_as_one_envs_params_would():
+    """A number or E values reach each shard's rows; the next courses read them as one env's do."""
+    env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=2, device="cpu")
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=7, seed=2, device="cpu")
+    width = np.linspace(1.0, 1.6, 7)
+    env.params["band.width"] = width
+    one.unwrapped.course.generator.params["band.width"] = width
+    assert np.array_equal(env.params["band.width"], width.astype(np.float32))
+    assert np.array_equal(_live(env, "band.width"), width.astype(np.float32))
+    _same(one.reset(seed=4), env.reset(seed=4))
+    env.params["band.width"] = 1.25  # a number: every env of every shard
+    assert np.all(_live(env, "band.width") == np.float32(1.25))
+    assert sorted(env.params) == sorted(one.unwrapped.course.generator.params) and len(env.params) > 0
+    env.close()
+    one.close()
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    ("np.where(np.arange(7) == 5, 0.0, 1.2)", ValueError, r"shard 2 \(envs \[4, 7\) of 7\)"),
+    ("np.where(np.arange(7) == 0, np.nan, 1.2)", ValueError, r"shard 0 .*finite"),
+    ("np.ones(6)", ValueError, "takes a number or 7 numbers, got shape"),
+    ("'wide'", TypeError, "takes a number"),
+    ("[1.0] * 6 + ['x']", TypeError, "takes a number"),
+])
+def test_a_value_one_shard_refuses_leaves_every_shard_as_it_was(bad, error, match):
+    env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=2, device="cpu")
+    env.params["band.width"] = np.full(7, 1.1)
+    with pytest.raises(error, match=match):
+        env.params["band.width"] = eval(bad)
+    assert np.all(_live(env, "band.width") == np.float32(1.1))
+    with pytest.raises(KeyError, match="unknown parameter"):
+        env.params["band.nope"] = 1.0
+    env.close()
+
+
+def test_set_range_moves_every_shards_range_or_none():
+    from trackgen_env.pipeline import presets
+
+    spec = presets.track(num_envs=1, device="cpu").with_randomize({"band.width": (1.0, 1.2)})
+    env = ShardedVectorEnv("TrackGen-Track-v0", 6, 2, seed=1, device="cpu", track=spec)
+    env.params.set_range("band.width", 1.3, np.linspace(1.4, 1.9, 6))
+    lo, hi = env.params.randomize["band.width"]
+    assert np.all(lo == np.float32(1.3)) and np.array_equal(hi, np.linspace(1.4, 1.9, 6).astype(np.float32))
+    env.reset(seed=0)
+    half = np.concatenate([s.course.result.half_width.numpy()[:, 0] for s in env.shards]) * 2
+    assert np.all((half >= 1.3 - 1e-6) & (half <= hi + 1e-6))
+    with pytest.raises(ValueError, match=r"shard 1 .*lo <= hi"):  # env 4: lo 1.3 > hi 1.0
+        env.params.set_range("band.width", 1.3, np.where(np.arange(6) == 4, 1.0, 2.0))
+    assert np.array_equal(env.params.randomize["band.width"][1], hi)  # shard 0 kept its range too
+    with pytest.raises(ValueError, match="is randomized"):
+        env.params["band.width"] = 1.0
+    env.close()
+
+
+def test_a_notice_every_shard_returns_warns_once_at_the_callers_line():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
+    with pytest.warns(UserWarning, match="capacity") as record:
+        env.params["layout.size"] = 40.0  # loops longer than max_points holds: each shard's notice
+    notices = [w for w in record if "capacity" in str(w.message)]
+    assert len(notices) == 1 and notices[0].filename == __file__
+    assert np.all(_live(env, "layout.size") == 40.0)  # a notice, not a refusal: written
+    env.close()

@@ -23,10 +23,12 @@ env for env, as ``gymnasium.make_vec(env_id, num_envs, seed=s)``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import threading
 import weakref
+from collections.abc import Mapping
 
 import gymnasium
 import numpy as np
@@ -130,6 +132,77 @@ def _take(indices, job, errors, done) -> list[int]:
     return taken
 
 
+class ShardedParams(Mapping):
+    """The live parameters of every shard as one env's: ``name -> [E] float32`` (a NumPy copy).
+
+    ``params[name] = v`` and ``set_range(name, lo, hi)`` take what one env's
+    ``course.generator.params`` takes (a number, or ``E`` numbers, split into each shard's rows),
+    check every shard's rows first and write only when none refuses: a refused value leaves
+    every shard as it was.
+
+    Raises:
+        KeyError / TypeError / ValueError: as :class:`~trackgen_env.pipeline.params.Params`;
+        a refusal of a shard's rows names the shard and its envs ``[a, b)`` of the whole.
+    """
+
+    def __init__(self, shards: list, bounds: list[tuple[int, int]]):
+        self._params = [shard.course.generator.params for shard in shards]
+        self._bounds = bounds
+        self.num_envs = bounds[-1][1]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.concatenate([p[name].numpy() for p in self._params])
+
+    def __iter__(self):
+        return iter(self._params[0])
+
+    def __len__(self) -> int:
+        return len(self._params[0])
+
+    @property
+    def randomize(self) -> Mapping:
+        """``name -> (lo, hi)``: the live ranges of the randomized parameters, ``[E] float32``
+        NumPy copies over every shard (move them with :meth:`set_range`)."""
+        return {name: tuple(np.concatenate([p.randomize[name][i].numpy() for p in self._params]) for i in (0, 1))
+                for name in self._params[0].randomize}
+
+    def __setitem__(self, name: str, value) -> None:
+        self._set(lambda p, rows: p.stage_set(name, rows(value, f"params[{name!r}]")))
+
+    def set_range(self, name: str, lo, hi) -> None:
+        """Move a randomized parameter's range in every shard (see ``Params.set_range``)."""
+        self._set(lambda p, rows: p.stage_range(name, rows(lo, f"set_range({name!r}) lo"),
+                                                rows(hi, f"set_range({name!r}) hi")))
+
+    def _set(self, stage) -> None:
+        staged = []
+        for params, (a, b) in zip(self._params, self._bounds):
+            def rows(value, what):
+                return self._rows(value, what, a, b)
+            try:
+                staged.append(stage(params, rows))
+            except (KeyError, TypeError, ValueError) as exc:
+                if len(self._params) == 1 or isinstance(exc, KeyError):
+                    raise
+                raise type(exc)(f"shard {len(staged)} (envs [{a}, {b}) of {self.num_envs}): {exc}") from None
+        seen: set[str] = set()  # a notice several shards return (a capacity's): once
+        for params, one in zip(self._params, staged):
+            params.commit(dataclasses.replace(one, notices=[n for n in one.notices if not (n in seen or seen.add(n))]))
+
+    def _rows(self, value, what: str, a: int, b: int):
+        """A number as it is; ``E`` numbers as the rows ``[a, b)``; other shapes as they are, for
+        the shard to refuse (a shape error names the whole's length)."""
+        try:
+            raw = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+        except ValueError:  # a ragged list: the shard's TypeError
+            return value
+        if raw.ndim == 1 and raw.shape[0] == self.num_envs:
+            return raw[a:b]
+        if raw.ndim == 0:
+            return value
+        raise ValueError(f"{what} takes a number or {self.num_envs} numbers, got shape {raw.shape}")
+
+
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` envs of ``env_id`` as ``num_shards`` shard envs stepped in parallel threads.
 
@@ -149,7 +222,9 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     key for key: ``obs [E, D]`` float32, ``reward [E]`` float32, ``terminated [E]``, ``truncated
     [E]`` bool fresh NumPy arrays and the info dict (its arrays over all envs; under SAME_STEP
     ``final_obs`` / ``final_info`` when an env ended). ``options={"reset_mask": m}`` (``[E]``
-    bool) resets the masked envs of the shards that hold one.
+    bool) resets the masked envs of the shards that hold one. ``params`` (a
+    :class:`ShardedParams`) sets the live parameters of every shard at once, as one env's
+    ``course.generator.params``; ``shards[k]`` is the env holding envs ``bounds[k]``.
 
     Raises:
         TypeError / ValueError: bad ``num_envs`` / ``num_shards`` / ``seed``, ``output`` other
@@ -179,6 +254,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)
         self.action_space = batch_space(self.single_action_space, E)
+        self.params = ShardedParams(self.shards, self.bounds)
         self._workers = _Workers(S)
         weakref.finalize(self, self._workers.close)
 

@@ -7,6 +7,7 @@ draws from for the regenerated envs (``draw``), before its stages run.
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import numbers
 import warnings
@@ -94,6 +95,15 @@ def _draw(
     value[e] = uniform_range(key, 0, lo[e], hi[e])
 
 
+@dataclasses.dataclass(frozen=True)
+class Staged:
+    """A checked set, not yet written: ``writes`` ``[(array, [E] float32 values)]`` and the
+    ``notices`` to warn when it is (see :meth:`Params.stage_set`)."""
+
+    writes: list
+    notices: list
+
+
 class Params(Mapping):
     """``name -> [E] float32 wp.array`` of a generator's dynamic fields.
 
@@ -158,6 +168,12 @@ class Params(Mapping):
         return len(self._arrays)
 
     def __setitem__(self, name: str, value) -> None:
+        self.commit(self.stage_set(name, value))
+
+    def stage_set(self, name: str, value) -> Staged:
+        """Check ``params[name] = value`` and return what it would write, writing nothing
+        (:meth:`commit` writes it); the errors of a set. A caller that sets several
+        :class:`Params` at once (the shards of a ``ShardedVectorEnv``) stages each, then commits."""
         arr = self[name]
         if name in self.randomize:
             lo, hi = float(self.randomize[name][0].numpy().min()), float(self.randomize[name][1].numpy().max())
@@ -167,8 +183,8 @@ class Params(Mapping):
                 f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
                 f"without_randomize({name!r}) to set it directly")
         values, given = self._values(f"params[{name!r}]", value)
-        self._check(name, (values, given))
-        arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+        notices = self._check(name, (values, given))
+        return Staged([(arr, self._row(values))], notices)
 
     def set_range(self, name: str, lo, hi) -> None:
         """Move the range a randomized parameter is drawn from, for the later generations.
@@ -186,6 +202,11 @@ class Params(Mapping):
             ``params[name]`` instead), ``lo > hi`` in some env, or an end that a set would refuse.
             TypeError: an end that is not a number or numbers.
         """
+        self.commit(self.stage_range(name, lo, hi))
+
+    def stage_range(self, name: str, lo, hi) -> Staged:
+        """Check ``set_range(name, lo, hi)`` and return what it would write, writing nothing
+        (see :meth:`stage_set`); the errors of :meth:`set_range`."""
         self[name]  # KeyError for an unknown or static name
         if name not in self.randomize:
             raise ValueError(f"params[{name!r}] is not randomized (randomized: {sorted(self.randomize)}): set "
@@ -197,14 +218,24 @@ class Params(Mapping):
             bad = int(np.argmax(lows > highs))
             where = "" if low.ndim == 0 and high.ndim == 0 else f" in env {bad}"
             raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({lows[bad]:g}, {highs[bad]:g}){where}")
-        self._check(name, (low, low_given), (high, high_given))
-        for arr, values in zip(self.randomize[name], (low, high)):
-            arr.assign(np.broadcast_to(values, (self.num_envs,)).astype(np.float32))
+        notices = self._check(name, (low, low_given), (high, high_given))
+        return Staged([(arr, self._row(v)) for arr, v in zip(self.randomize[name], (low, high))], notices)
 
-    def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> None:
+    def commit(self, staged: Staged) -> None:
+        """Write what :meth:`stage_set` / :meth:`stage_range` checked, and warn its notices
+        (a UserWarning each, at the user's line)."""
+        for arr, values in staged.writes:
+            arr.assign(values)
+        for notice in staged.notices:  # at the user's line: once per line under the default filter
+            warnings.warn(notice, UserWarning, stacklevel=user_stacklevel())
+
+    def _row(self, values: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(values, (self.num_envs,)).astype(np.float32)
+
+    def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> list[str]:
         """Run every validator of ``name`` on each of ``ends`` (``(stored, given)`` pairs from
-        ``_values``); warn the notices they return, once each, when none refused (a refused set
-        warns nothing). A refusal that float32 caused (1e-50 stored as 0) says what was given."""
+        ``_values``); return the notices they return, once each (a refused set warns nothing).
+        A refusal that float32 caused (1e-50 stored as 0) says what was given."""
         notices: list[str] = []
         for values, given in ends:
             for check in self._validators.get(name, ()):
@@ -214,8 +245,7 @@ class Params(Mapping):
                     raise ValueError(f"{exc}{_float32_caused(check, name, values, given)}") from None
                 if notice and notice not in notices:  # the same notice of both ends: once
                     notices.append(notice)
-        for notice in notices:  # at the user's line: once per line under the default filter
-            warnings.warn(notice, UserWarning, stacklevel=user_stacklevel())
+        return notices
 
     def least(self, name: str) -> np.ndarray:
         """``[E]`` float64: the least value of ``name`` a later generation can use (its range's
