@@ -102,28 +102,39 @@ def _builtin_programs():
     return programs + [given, gates]
 
 
-def test_every_builtin_stage_writes_only_its_pending_envs():
+@pytest.mark.parametrize("listed", ["pending", "every", "first"])
+def test_every_builtin_stage_writes_only_its_pending_envs(listed):
+    """Each stage leaves the rows of the envs not pending as they were, whether the CPU env loop's
+    list (``pending_envs``, as :meth:`StageContext.begin_round` writes it) holds the pending envs
+    or every env (so the kernels' own ``pending`` test, CUDA's, is what keeps the others). With
+    only the first pending env listed, the other one is left too: on the CPU a stage visits the
+    listed envs, not every env."""
     programs = _builtin_programs()
     for program in programs:
         program.generate()
     covered = {type(stage) for program in programs for stage in program._stages}
     assert covered == set(_BUILTIN_STAGES), f"add a program over {set(_BUILTIN_STAGES) - covered} to this test"
     pending = np.array([0, 1, 0, 0, 1, 0], np.int32)
+    drawn = pending.astype(bool) if listed != "first" else np.arange(E) == 1
     for program in programs:
         ctx = program._ctx
         start = {name: a.numpy().copy() for name, a in ctx.fields.items()}
         ctx.pending.assign(pending)
+        ctx.begin_round()  # lists the pending envs on the CPU
+        if listed == "every":
+            ctx.pending_envs.assign(np.arange(E, dtype=np.int32))
+            ctx.num_pending.fill_(E)
+        elif listed == "first":
+            ctx.num_pending.fill_(1)
         ctx.attempt.fill_(1)  # a fresh draw for the pending envs
         ctx.seeds.advance(wp.array(pending, device=DEV))
         for stage in program._stages:
             before = {name: a.numpy().copy() for name, a in {**ctx.fields, "ok": ctx.ok}.items()}
             stage.enqueue(ctx, ctx.pending)
             for name, a in {**ctx.fields, "ok": ctx.ok}.items():
-                after = a.numpy()
-                keep = pending == 0
-                assert after[keep].tobytes() == before[name][keep].tobytes(), (program, stage.name, name)
-        if program._draws:  # the pending envs drew a new course: the test is not vacuous
-            assert any(a.numpy()[~keep].tobytes() != start[name][~keep].tobytes() for name, a in ctx.fields.items())
+                assert a.numpy()[~drawn].tobytes() == before[name][~drawn].tobytes(), (program, stage.name, name)
+        if program._draws:  # the drawn envs drew a new course: the test is not vacuous
+            assert any(a.numpy()[drawn].tobytes() != start[name][drawn].tobytes() for name, a in ctx.fields.items())
 
 
 def test_a_plugin_program_stages_every_field():

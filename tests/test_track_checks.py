@@ -105,8 +105,10 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
     c, tot, cl, al, cu, h = arrays
     if lanes == 0:
         threads, per = env_loop.shape(DEV, E)
-        wp.launch(track._checks_one_pass, threads, inputs=[per, pending, 2.0, *arrays, box, span], outputs=[ok],
-                  device=DEV)
+        listed = wp.array(np.arange(E, dtype=np.int32), device=DEV)  # every env pending, as a round lists them
+        num = wp.array([E], dtype=wp.int32, device=DEV)
+        wp.launch(track._checks_one_pass, threads, inputs=[per, pending, listed, num, 2.0, *arrays, box, span],
+                  outputs=[ok], device=DEV)
     else:
         wp.launch(track._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
                   device=DEV)
@@ -145,6 +147,7 @@ def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
             program.inputs["centerline.count"].assign(rng.integers(2, 17, E).astype(np.int32))
         ctx = program._ctx
         ctx.pending.fill_(1)
+        ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
         ctx.attempt.assign(np.random.default_rng(1).integers(0, ctx.max_retries + 1, E).astype(np.int32))
         stages = [s.name for s in program._stages]
         for stage in program._stages[:stages.index("spline")]:
@@ -180,6 +183,7 @@ def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
         program.inputs["centerline.count"].assign(np.full(E, 16, np.int32))
     ctx = program._ctx
     ctx.pending.fill_(1)
+    ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
     ctx.ok.fill_(1)
     ctx.attempt.fill_(ctx.max_retries)  # every draw is resampled, rejected or not
     stages = [s.name for s in program._stages]
@@ -235,6 +239,7 @@ def test_the_checks_stage_by_block_lanes_gives_the_one_pass_verdict():
     program = build(presets.track(num_envs=E, device=DEV), seeds=13, prepare=False)
     ctx = program._ctx
     ctx.pending.fill_(1)
+    ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
     ctx.ok.fill_(1)
     ctx.attempt.fill_(ctx.max_retries)  # every draw gets its table and rows, tight or not
     stages = [s.name for s in program._stages]

@@ -242,6 +242,7 @@ def test_flat_and_hilly_envs_of_one_batch_share_their_plan_view():
     for gen in (hilly, mixed):
         ctx = gen._ctx
         ctx.pending.fill_(1)
+        ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
         for stage in gen._stages[:2]:  # band, layout
             stage.enqueue(ctx, ctx.pending)
         ctrl.append(ctx.fields["ctrl"].numpy().copy())

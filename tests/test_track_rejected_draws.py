@@ -21,6 +21,7 @@ def test_a_draw_with_a_tight_knot_is_rejected_before_its_table():
     program = build(presets.track(num_envs=E, device=DEV), seeds=11, prepare=False)
     ctx, stages = program._ctx, {s.name: s for s in program._stages}
     ctx.pending.fill_(1)
+    ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
     ctx.attempt.zero_()  # every draw retries when rejected
     for name in ("band", "layout"):
         stages[name].enqueue(ctx, ctx.pending)
@@ -58,6 +59,7 @@ def test_a_rejected_draw_that_retries_gets_no_start_pose():
     program = build(presets.track(num_envs=E, device=DEV), seeds=4, prepare=False)
     ctx, f = program._ctx, program._ctx.fields
     ctx.pending.fill_(1)
+    ctx.begin_round()  # ok = 1 and, on the CPU, the list of the pending envs
     for stage in program._stages[:-1]:
         stage.enqueue(ctx, ctx.pending)
     start = program._stages[-1]

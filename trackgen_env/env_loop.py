@@ -24,6 +24,20 @@ A kernel written for it takes ``envs_per_thread`` as its first argument and loop
 and is launched with ``threads, per = env_loop.shape(device, num_envs)``: ``dim=threads`` (or
 ``(threads, lanes)``) and ``per`` as that argument.
 
+A generation round's stage kernels visit only the envs still pending: on the CPU, after a few
+rounds, a dozen of 4096 envs draw again, and a loop that tests ``pending[e]`` of every env took
+10-20 us per kernel (~120 us a round of the track stages). The round's begin lists them in
+increasing order (``StageContext.pending_envs``, ``num_pending``), and a stage kernel loops over
+that list on the CPU (every env on CUDA, a thread each)::
+
+    thread = wp.tid()
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
+        if pending[e] == 0:
+            continue                 # on CUDA (and any split of a thread per env)
+
+The envs are visited in the same order and each env's work is unchanged: the same bytes.
+
 The per-step kernels of a course read each env's track rows at scattered places (the
 segments around the car, the lookahead points, the next checkpoint), and at thousands of envs
 those rows have left the caches since the last step: the loop then waits on one cache miss
@@ -39,7 +53,7 @@ from typing import Any
 
 import warp as wp
 
-__all__ = ["shape", "AHEAD", "ahead", "prefetch"]
+__all__ = ["shape", "AHEAD", "ahead", "prefetch", "listed_end", "listed_env"]
 
 AHEAD = wp.constant(2)  # the env whose rows a CPU env loop asks for: e + AHEAD
 
@@ -71,6 +85,25 @@ def prefetch(rows: wp.array2d(dtype=Any), e: int, j: int):
     clamped into the row, nothing for an empty row; ``e`` must be in range); nothing on CUDA."""
     if rows.shape[1] > 0:
         _prefetch(rows, e, wp.clamp(j, 0, rows.shape[1] - 1))
+
+
+@wp.func
+def listed_end(thread: int, envs_per_thread: int, num_listed: wp.array(dtype=wp.int32), num_envs: int) -> int:
+    """The end of ``thread``'s share of an env loop over a list of envs: ``num_listed[0]`` of
+    them in a loop of several envs per thread (the CPU), all ``num_envs`` with one (CUDA)."""
+    n = num_envs
+    if envs_per_thread > 1:
+        n = num_listed[0]
+    return wp.min((thread + 1) * envs_per_thread, n)
+
+
+@wp.func
+def listed_env(envs_per_thread: int, listed: wp.array(dtype=wp.int32), i: int) -> int:
+    """The env at place ``i`` of an env loop over a list: ``listed[i]`` with several envs per
+    thread (the CPU), ``i`` itself with one (CUDA: a thread per env)."""
+    if envs_per_thread > 1:
+        return listed[i]
+    return i
 
 
 def shape(device, num_envs: int) -> tuple[int, int]:

@@ -4,7 +4,7 @@
 
     advance(mask) -> draw randomized params -> begin (pending = mask)
     -> while any env is pending (at most 1 + max_retries rounds):
-         round_begin (run = 0; ok = 1 for the pending envs)
+         round_begin (run = 0; ok = 1 for the pending envs; on the CPU, list them)
          stage_1.enqueue(ctx, pending) ... stage_n.enqueue(ctx, pending)
          finalize (per env: accept, retry with fresh draws, or give up: valid = 0)
     -> family commit: copy the masked envs' staged rows into ``result``, generation += 1
@@ -34,7 +34,7 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
-from .. import exec as exec_modes, kernel_cache
+from .. import env_loop, exec as exec_modes, kernel_cache
 from ..capture import NotCapturableError, is_capturing, user_stacklevel
 from ..checks import check_mask, dtype_name
 from ..seeding import SeedState
@@ -54,52 +54,78 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def _begin(
+    envs_per_thread: int,
     mask: wp.array(dtype=wp.int32),
     use_mask: int,
     pending: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     run: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    p = 1
-    if use_mask != 0 and mask[e] == 0:
-        p = 0
-    pending[e] = p
-    attempt[e] = 0
-    if e == 0:
-        run[0] = 1
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+        p = 1
+        if use_mask != 0 and mask[e] == 0:
+            p = 0
+        pending[e] = p
+        attempt[e] = 0
+        if e == 0:
+            run[0] = 1
 
 
 @wp.kernel
-def _round_begin(pending: wp.array(dtype=wp.int32), ok: wp.array(dtype=wp.int32), run: wp.array(dtype=wp.int32)):
+def _round_begin(
+    serial: int,
+    pending: wp.array(dtype=wp.int32),
+    ok: wp.array(dtype=wp.int32),
+    run: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
+):
+    # serial (the CPU: one thread): also list the pending envs in increasing order, the envs
+    # that this round's stage kernels visit (env_loop.listed_env); else a thread per env
+    if serial != 0:
+        n = int(0)
+        for e in range(pending.shape[0]):
+            if pending[e] != 0:
+                ok[e] = 1  # a stage clears it to reject the draw
+                pending_envs[n] = e
+                n = n + 1
+        num_pending[0] = n
+        run[0] = 0  # finalize sets it again while an env is still pending
+        return
     e = wp.tid()
     if e == 0:
-        run[0] = 0  # finalize sets it again while an env is still pending
+        run[0] = 0
     if pending[e] != 0:
-        ok[e] = 1  # a stage clears it to reject the draw
+        ok[e] = 1
 
 
 @wp.kernel
 def _finalize(
+    envs_per_thread: int,
     max_retries: int,
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     run: wp.array(dtype=wp.int32),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    if ok[e] != 0:
-        pending[e] = 0
-        valid[e] = 1
-    elif attempt[e] >= max_retries:
-        pending[e] = 0
-        valid[e] = 0
-    else:
-        attempt[e] = attempt[e] + 1
-        run[0] = 1
+    thread = wp.tid()
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
+        if pending[e] == 0:
+            continue
+        if ok[e] != 0:
+            pending[e] = 0
+            valid[e] = 1
+        elif attempt[e] >= max_retries:
+            pending[e] = 0
+            valid[e] = 0
+        else:
+            attempt[e] = attempt[e] + 1
+            run[0] = 1
 
 
 def _filled(shape, dtype, fill, device) -> wp.array:
@@ -121,6 +147,9 @@ class StageContext:
         seeds: the :class:`~trackgen_env.seeding.SeedState` (``seeds.seeds``, ``seeds.counters``).
         attempt: ``[E]`` int32, the env's retry attempt this round (key it into your draws).
         pending: ``[E]`` int32, nonzero while the env still draws (also passed to ``enqueue``).
+        pending_envs, num_pending: ``[E]`` and ``[1]`` int32, on the CPU the envs pending this
+            round in increasing order and their number (written by :meth:`begin_round`), so that an
+            env loop visits only them (:func:`~trackgen_env.env_loop.listed_env`); unwritten on CUDA.
         ok: ``[E]`` int32, 1 at the start of each round; a stage writes 0 to reject the draw.
         valid: ``[E]`` int32 staged validity (written by the loop; the commit copies it).
         run: ``[1]`` int32, the retry loop's flag (the program's own).
@@ -140,6 +169,9 @@ class StageContext:
         self.ok = wp.zeros(E, dtype=wp.int32, device=dev)
         self.valid = wp.zeros(E, dtype=wp.int32, device=dev)
         self.run = wp.zeros(1, dtype=wp.int32, device=dev)
+        self.pending_envs = wp.zeros(E, dtype=wp.int32, device=dev)
+        self.num_pending = wp.zeros(1, dtype=wp.int32, device=dev)
+        self._launches = Launches()
         self.fields: dict[str, wp.array] = {}
         self.in_place: frozenset[str] = frozenset()
         self.inputs: dict[str, wp.array] = {}
@@ -147,6 +179,15 @@ class StageContext:
         # the stage being allocated, the later ones or the commit; bytes of a donor row in use
         self._live: frozenset[str] | None = None
         self._scratch_used: dict[str, int] = {}
+
+    def begin_round(self) -> None:
+        """Begin a round for the envs ``pending`` marks: ``ok = 1`` for each, ``run = 0``, and on
+        the CPU their list (``pending_envs``, ``num_pending``) that the stages' env loops visit.
+        The program calls it before its stages in every round; a stage enqueued by hand (a test)
+        calls it after writing ``pending``."""
+        serial = self.device.is_cpu  # one thread lists the pending envs, in increasing order
+        self._launches.launch(_round_begin, 1 if serial else self.num_envs, inputs=[int(serial), self.pending],
+                              outputs=[self.ok, self.run, self.pending_envs, self.num_pending], device=self.device)
 
     def field(self, name: str, shape, dtype, *, fill=None) -> wp.array:
         """The working-set field ``name``, allocated (zeros, ``"identity"`` quats, or ``fill``)
@@ -338,7 +379,8 @@ class Program:
             self.params.draw(self.seeds, mask)
             use_mask = 0 if mask is None else 1
             m = w.pending if mask is None else mask  # any int32 [E] array: unread when use_mask is 0
-            wp.launch(_begin, E, inputs=[m, use_mask], outputs=[w.pending, w.attempt, w.run], device=dev)
+            threads, per = env_loop.shape(dev, E)
+            wp.launch(_begin, threads, inputs=[per, m, use_mask], outputs=[w.pending, w.attempt, w.run], device=dev)
             if (capturing and exec_modes.conditional_allowed(dev)) or (not capturing and dev.is_cpu):
                 wp.capture_while(w.run, while_body=self._round)
             else:
@@ -352,10 +394,11 @@ class Program:
         """One round of the stages for every pending env (the body of the retry loop)."""
         w = self._ctx
         # the same arguments every round: replayed from the first recording (pipeline.launches)
-        self._launches.launch(_round_begin, self.num_envs, inputs=[w.pending], outputs=[w.ok, w.run], device=self.device)
+        w.begin_round()
         for stage in self._stages:
             stage.enqueue(w, w.pending)
-        self._launches.launch(_finalize, self.num_envs, inputs=[self.max_retries, w.ok],
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        self._launches.launch(_finalize, threads, inputs=[per, self.max_retries, w.pending_envs, w.num_pending, w.ok],
                               outputs=[w.pending, w.attempt, w.valid, w.run], device=self.device)
 
     def first_generation(self, ctx=None) -> None:

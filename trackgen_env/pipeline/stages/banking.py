@@ -36,6 +36,8 @@ MAX_BANK = math.pi / 4.0
 def _bank(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     max_retries: int,
@@ -49,7 +51,8 @@ def _bank(
     normal: wp.array2d(dtype=wp.vec3),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # exactly the rows resample wrote this round (the normal is tilted in place: a row it
         # skipped still holds an earlier round's tilt)
         if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries) or num_points[e] < 1:
@@ -78,7 +81,7 @@ class Banking(Stage):
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
             _bank, (threads, self.lanes),
-            inputs=[per, pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes, ctx.params["banking.max_bank"],
+            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes, ctx.params["banking.max_bank"],
                     ctx.settings["min_turn_radius_factor"], f["num_points"], f["tangent"], f["curvature"],
                     f["half_width"]],
             outputs=[f["normal"]], device=ctx.device,

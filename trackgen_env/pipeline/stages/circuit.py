@@ -135,6 +135,8 @@ def _circuit_layout(
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ctrl_hw: wp.array2d(dtype=float),
     # params, [E] each (lengths in widths, angles in rad)
     corners_lo: wp.array(dtype=float),
@@ -170,7 +172,8 @@ def _circuit_layout(
     ok: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
@@ -371,7 +374,7 @@ class CircuitLayout(Stage):
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
             _circuit_layout, threads,
-            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, f["ctrl_hw"]]
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, f["ctrl_hw"]]
                    + [p[f"{self.name}.{q.name}"] for q in self.params] + [f["circuit_vertex"], f["circuit_fillet"]],
             outputs=[f["ctrl"], f["ctrl_count"], ctx.ok], device=ctx.device,
         )

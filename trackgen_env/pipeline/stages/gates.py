@@ -98,6 +98,8 @@ def _layout(
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     size: wp.array(dtype=float),
     radius_jitter: wp.array(dtype=float),
     angle_jitter: wp.array(dtype=float),
@@ -109,7 +111,8 @@ def _layout(
     position: wp.array2d(dtype=wp.vec3),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
@@ -138,12 +141,15 @@ def _orient(
     envs_per_thread: int,
     lanes: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     # outputs
     orientation: wp.array2d(dtype=wp.quat),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         g = position.shape[1]
@@ -156,6 +162,8 @@ def _orient(
 def _openings(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     width: wp.array(dtype=float),
     height: wp.array(dtype=float),
     # outputs
@@ -163,7 +171,8 @@ def _openings(
     gate_height: wp.array(dtype=float),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         gate_width[e] = wp.max(width[e], 0.0)
@@ -174,6 +183,8 @@ def _openings(
 def _start(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     start_clearance: float,
     # outputs
@@ -181,7 +192,8 @@ def _start(
     start_orientation: wp.array(dtype=wp.quat),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         g = position.shape[1]
@@ -241,6 +253,8 @@ def _checks(
     envs_per_thread: int,
     lanes: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     position: wp.array2d(dtype=wp.vec3),
     start_position: wp.array(dtype=wp.vec3),
     gate_width: wp.array(dtype=float),
@@ -254,7 +268,8 @@ def _checks(
     ok: wp.array(dtype=wp.int32),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         w = wp.max(gate_width[e], 0.0)
@@ -346,12 +361,12 @@ class Layout(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _layout, dim,
-            inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
+            inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.altitude_min"],
                     p["layout.altitude_max"], p["gate_frames.gate_height"], ctx.settings["ground_clearance"]],
             outputs=[f["gate_position"]], device=ctx.device,
         )
-        wp.launch(_orient, dim, inputs=[per, lanes, pending, f["gate_position"]], outputs=[f["gate_orientation"]],
+        wp.launch(_orient, dim, inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"]], outputs=[f["gate_orientation"]],
                   device=ctx.device)
 
 
@@ -372,7 +387,7 @@ class GateFrames(Stage):
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        wp.launch(_openings, threads, inputs=[per, pending, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+        wp.launch(_openings, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
                   outputs=[f["gate_width"], f["gate_height"]], device=ctx.device)
 
 
@@ -390,7 +405,7 @@ class Start(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        wp.launch(_start, threads, inputs=[per, pending, f["gate_position"], ctx.settings["start_clearance"]],
+        wp.launch(_start, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"], ctx.settings["start_clearance"]],
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
@@ -405,7 +420,7 @@ class Checks(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _checks, dim,
-            inputs=[per, lanes, pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
+            inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
                     p["gate_frames.gate_height"], s["min_gate_spacing"], p["layout.max_turn"], s["max_climb"],
                     s["start_clearance"], s["ground_clearance"]],
             outputs=[ctx.ok], device=ctx.device,

@@ -25,12 +25,15 @@ def _centerline_input(
     xy: wp.array2d(dtype=wp.vec4),
     count: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_hw: wp.array2d(dtype=float),
     ctrl_count: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         n = wp.clamp(count[e], 0, xy.shape[1])
@@ -59,6 +62,8 @@ def _layout_input(
     pose: wp.array2d(dtype=wp.transform),
     count: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     start_clearance: float,
     # outputs
     position: wp.array2d(dtype=wp.vec3),
@@ -69,7 +74,8 @@ def _layout_input(
     ok: wp.array(dtype=wp.int32),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         g = position.shape[1]
@@ -118,7 +124,7 @@ class CenterlineInput(Stage):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(_centerline_input, threads,
-                  inputs=[per, ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending],
+                  inputs=[per, ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending, ctx.pending_envs, ctx.num_pending],
                   outputs=[f["ctrl"], f["ctrl_hw"], f["ctrl_count"]], device=ctx.device)
 
 
@@ -155,7 +161,7 @@ class GateLayoutInput(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _layout_input, dim,
-            inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.settings["start_clearance"]],
+            inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.pending_envs, ctx.num_pending, ctx.settings["start_clearance"]],
             outputs=[f["gate_position"], f["gate_orientation"], f["start_position"], f["start_orientation"],
                      f["num_gates"], ctx.ok], device=ctx.device,
         )

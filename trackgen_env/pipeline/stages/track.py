@@ -173,6 +173,8 @@ def _layout(
     counters: wp.array(dtype=wp.int32),
     attempt: wp.array(dtype=wp.int32),
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     size: wp.array(dtype=float),
     radius_jitter: wp.array(dtype=float),
     angle_jitter: wp.array(dtype=float),
@@ -185,7 +187,8 @@ def _layout(
     ctrl_count: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         key = random_key(seeds[e], counters[e], _STREAM_LAYOUT + attempt[e])
@@ -299,6 +302,8 @@ def _count_points(
 def _spline_table(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_count: wp.array(dtype=wp.int32),
     kind: int,
@@ -317,7 +322,8 @@ def _spline_table(
     ok: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
         n = ctrl_count[e]
@@ -481,6 +487,8 @@ def _spline_length(
 def _resample(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     ctrl: wp.array2d(dtype=wp.vec3),
     ctrl_hw: wp.array2d(dtype=float),
     ctrl_count: wp.array(dtype=wp.int32),
@@ -501,7 +509,8 @@ def _resample(
     half_width: wp.array2d(dtype=float),
 ):
     thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # a draw already rejected is not resampled, but for the last attempt: an env that ends
         # invalid still holds its own last draw, whatever its history
         if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
@@ -775,6 +784,8 @@ def _checks(
 def _checks_one_pass(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     min_turn_radius_factor: float,
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
@@ -789,7 +800,8 @@ def _checks_one_pass(
     # one lane per env (the CPU): the bound and the blocks' bounds, then the scan, while the
     # env's rows are still in the cache (two kernels read them back from memory, env after env)
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0 or ok[e] == 0:
             continue
         count = num_points[e]
@@ -809,6 +821,8 @@ def _checks_one_pass(
 def _start(
     envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     max_retries: int,
     attempt: wp.array(dtype=wp.int32),
     ok: wp.array(dtype=wp.int32),
@@ -819,7 +833,8 @@ def _start(
     start_orientation: wp.array(dtype=wp.quat),
 ):
     thread = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, pending.shape[0])):
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # a draw already rejected gets no pose (as in _resample), but for the last attempt
         if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
             continue
@@ -834,16 +849,21 @@ def _start(
 
 @wp.kernel
 def _band(
+    envs_per_thread: int,
     pending: wp.array(dtype=wp.int32),
+    pending_envs: wp.array(dtype=wp.int32),
+    num_pending: wp.array(dtype=wp.int32),
     width: wp.array(dtype=float),
     ctrl_hw: wp.array2d(dtype=float),
 ):
-    e = wp.tid()
-    if pending[e] == 0:
-        return
-    hw = 0.5 * width[e]
-    for k in range(ctrl_hw.shape[1]):
-        ctrl_hw[e, k] = hw
+    thread = wp.tid()
+    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+        e = env_loop.listed_env(envs_per_thread, pending_envs, i)
+        if pending[e] == 0:
+            continue
+        hw = 0.5 * width[e]
+        for k in range(ctrl_hw.shape[1]):
+            ctrl_hw[e, k] = hw
 
 
 @wp.func
@@ -976,8 +996,9 @@ class Band(Stage):
         ctx.field("ctrl_hw", (_e(ctx), ctx.settings["num_control_points"]), float)
 
     def enqueue(self, ctx, pending):
-        self.launch(_band, _e(ctx), inputs=[pending, ctx.params["band.width"]], outputs=[ctx.fields["ctrl_hw"]],
-                  device=ctx.device)
+        threads, per = env_loop.shape(ctx.device, _e(ctx))
+        self.launch(_band, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.params["band.width"]],
+                    outputs=[ctx.fields["ctrl_hw"]], device=ctx.device)
 
 
 class Layout(Stage):
@@ -1011,7 +1032,7 @@ class Layout(Stage):
         threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
             _layout, threads,
-            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, p["layout.size"],
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"], f["ctrl_hw"],
                     s["num_control_points"], s["min_turn_radius_factor"]],
             outputs=[f["ctrl"], f["ctrl_count"]], device=ctx.device,
@@ -1122,7 +1143,7 @@ class Spline(Stage):
             threads, per = env_loop.shape(ctx.device, E)
             self.launch(
                 _spline_table, threads,
-                inputs=[per, pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
+                inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
                         s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
                 outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
             )
@@ -1166,7 +1187,7 @@ class Resample(Stage):
         threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
             _resample, (threads, self.lanes),
-            inputs=[per, pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
+            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
                     ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
             outputs=[f[name] for name in _POINT_FIELDS], device=ctx.device,
         )
@@ -1191,7 +1212,7 @@ class Checks(Stage):
         if self.lanes == 1:
             threads, per = env_loop.shape(ctx.device, _e(ctx))
             self.launch(_checks_one_pass, threads,
-                        inputs=[per, pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+                        inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
                                 f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box,
                                 self.span], outputs=[ctx.ok], device=ctx.device)
             return
@@ -1218,7 +1239,7 @@ class Start(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, _e(ctx))
-        self.launch(_start, threads, inputs=[per, pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
+        self.launch(_start, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
                                              f["centerline"], f["tangent"]],
                     outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
