@@ -104,6 +104,27 @@ def steps_per_second(step, obs, policy, num_envs: int, seconds: float, min_steps
     return Timer(step, obs, policy, num_envs, device).warm_up(warm_steps).run(seconds, min_steps).result()
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """``(steal, total)`` jiffies of every CPU since boot (``/proc/stat``, Linux), None elsewhere.
+
+    Steal is time a vCPU of this VM was ready to run while the hypervisor ran something else:
+    the load average does not show it, and a parallel section suffers it first."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice: inside user and nice]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_percent(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the CPUs' time stolen between two :func:`cpu_times` [%], None if unknown."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
 def in_turns(timers: dict, seconds: float, rounds: int = 5, min_steps: int = 2) -> dict:
     """Time every :class:`Timer` of ``timers`` for ``seconds`` in all, in ``rounds`` turns each
     (round robin), after a warm-up: ``{name: result}``."""

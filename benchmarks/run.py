@@ -203,7 +203,9 @@ def run_sharding(cfg) -> dict:
         clocks[shards] = _ReplayClock(env, serial=shards == "2_serial")
         timers[f"shards_{shards}"] = measure.Timer(clocks[shards].step, obs, PurePursuit(env.shards[0].car), E,
                                                    cfg.device)
+    before = measure.cpu_times()
     out.update(measure.in_turns(timers, cfg.seconds, rounds=2 if cfg.quick else 5))
+    out["steal_percent"] = measure.steal_percent(before, measure.cpu_times())
     for env in envs.values():
         env.close()
     out["speedup_2"] = out["shards_2"]["transitions_per_s"] / out["shards_1"]["transitions_per_s"]
@@ -427,12 +429,18 @@ def _x(ratio):
     return "-" if ratio is None else f"{ratio:,.0f}x"
 
 
+def _steal_note(percent) -> str:
+    """", X % of the CPU time stolen by the hypervisor" where known (``measure.cpu_times``)."""
+    return "" if percent is None else f"; {percent:.1f} % of the CPU time stolen by the hypervisor (other guests)"
+
+
 def markdown(result: dict, command: str) -> str:
     cfg, lines = result["config"], []
     add = lines.append
     add(f"# Benchmarks: {result['device']}, {result['machine']}, warp {result['warp']}, {result['date']}\n")
     add(f"All figures from one run: `{command}` (load average {result['load_average_before']:.2f} before, "
-        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores). Transitions/s: env-steps/s "
+        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores{_steal_note(result.get('steal_percent'))})."
+        " Transitions/s: env-steps/s "
         "of the step alone, without the NEXT_STEP reset steps; CPU figures are one core. "
         "Rerun one table with `--only SECTION`.\n")
     if "ratios" in result:
@@ -561,7 +569,8 @@ def markdown(result: dict, command: str) -> str:
         add(f"## Sharding over threads (`{command} --only sharding`)\n")
         add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
             f"graph, stepped in its own persistent thread; {s['cpu_cores']} cores, load average "
-            f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores). "
+            f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores)"
+            f"{_steal_note(s.get('steal_percent'))}. "
             "Replays: the shards' graph replays in a step, wall-clock from the first one's start to the last "
             "one's end, and the longest one's CPU time in its thread (what it takes on a free core: its ratio is "
             "the ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
@@ -650,12 +659,14 @@ def main(argv=None) -> dict:
     result = {"device": device, "warp": wp.__version__, "machine": platform.machine(), "date": time.strftime("%Y-%m-%d"),
               "command": command, "argv": " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
               "config": {k: v for k, v in vars(cfg).items()}, "load_average_before": os.getloadavg()[0]}
+    started = measure.cpu_times()
     for section in SECTIONS:
         if section in args.only:
             t0 = time.perf_counter()
             result[section] = RUNNERS[section](cfg)
             _say(f"{section}: {time.perf_counter() - t0:.1f} s")
     result["load_average_after"] = os.getloadavg()[0]
+    result["steal_percent"] = measure.steal_percent(started, measure.cpu_times())
     result["ratios"] = ratios(result, cfg.work_envs)
 
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest")

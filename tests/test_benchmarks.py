@@ -113,3 +113,13 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
 def test_the_default_results_folder_is_untracked():
     ignored = subprocess.run(["git", "check-ignore", "-q", "benchmarks/results/latest/results.json"], cwd=ROOT)
     assert ignored.returncode == 0, "benchmarks/results/latest/ must be ignored by git"
+
+
+def test_steal_is_a_share_of_the_cpu_time_between_two_readings(tmp_path, monkeypatch):
+    assert measure.steal_percent((10, 1000), (15, 1200)) == pytest.approx(2.5)
+    assert measure.steal_percent(None, (15, 1200)) is None and measure.steal_percent((10, 1000), (10, 1000)) is None
+    stat = tmp_path / "stat"  # /proc/stat's first line: user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  100 5 50 800 10 0 5 30 7 0\ncpu0 1 2 3\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(stat if path == "/proc/stat" else path, *a, **k))
+    assert measure.cpu_times() == (30, 1000)  # guest time is inside user: not counted twice
