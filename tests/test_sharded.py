@@ -241,41 +241,84 @@ def test_params_set_every_shard_as_one_envs_params_would():
     one.close()
 
 
-@pytest.mark.parametrize("bad, error, match", [
-    ("np.where(np.arange(7) == 5, 0.0, 1.2)", ValueError, r"shard 2 \(envs \[4, 7\) of 7\)"),
-    ("np.where(np.arange(7) == 0, np.nan, 1.2)", ValueError, r"shard 0 .*finite"),
-    ("np.ones(6)", ValueError, "takes a number or 7 numbers, got shape"),
-    ("'wide'", TypeError, "takes a number"),
-    ("[1.0] * 6 + ['x']", TypeError, "takes a number"),
-])
-def test_a_value_one_shard_refuses_leaves_every_shard_as_it_was(bad, error, match):
+_BAD_SETS = [  # (name, value): one env refuses each; so does a sharded env, with the same error
+    ("band.width", "np.where(np.arange(7) == 5, 0.0, 1.2)"), ("band.width", "np.where(np.arange(7) == 5, 1e-50, 1.2)"),
+    ("band.width", "np.where(np.arange(7) == 0, np.nan, 1.2)"), ("band.width", "np.ones(6)"),
+    ("band.width", "np.ones((7, 1))"), ("band.width", "'wide'"), ("band.width", "np.array(['a'] * 3)"),
+    ("band.width", "[1.0] * 6 + ['x']"), ("band.width", "[[1.0], [1.0, 2.0]]"), ("band.width", "True"),
+    ("band.width", "None"), ("band.width", "1e39"), ("band.nope", "np.ones(3)"), ("band.nope", "1.0"),
+]
+
+
+def _refusal(params, name, value):
+    with pytest.raises((KeyError, TypeError, ValueError)) as info:
+        params[name] = eval(value)
+    return info.type, str(info.value)
+
+
+@pytest.mark.parametrize("name, bad", _BAD_SETS)
+def test_a_value_one_env_refuses_is_refused_alike_and_leaves_every_shard_as_it_was(name, bad):
+    """The same error type and message as one env of the same envs (its env numbers counted in the
+    whole, not in the shard), and nothing written in any shard."""
     env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=2, device="cpu")
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=7, seed=2, device="cpu")
     env.params["band.width"] = np.full(7, 1.1)
-    with pytest.raises(error, match=match):
-        env.params["band.width"] = eval(bad)
+    one.unwrapped.course.generator.params["band.width"] = np.full(7, 1.1)
+    assert _refusal(env.params, name, bad) == _refusal(one.unwrapped.course.generator.params, name, bad)
     assert np.all(_live(env, "band.width") == np.float32(1.1))
-    with pytest.raises(KeyError, match="unknown parameter"):
-        env.params["band.nope"] = 1.0
+    env.close()
+    one.close()
+
+
+def test_a_refusal_names_the_env_in_the_whole():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=2, device="cpu")  # shards [0, 2), [2, 4), [4, 7)
+    with pytest.raises(ValueError, match=r"\(env 5\)$"):
+        env.params["band.width"] = np.where(np.arange(7) == 5, 0.0, 1.2)
+    with pytest.raises(ValueError, match=r"env 6 was given 1e-50"):
+        env.params["band.width"] = np.where(np.arange(7) == 6, 1e-50, 1.2)
     env.close()
 
 
-def test_set_range_moves_every_shards_range_or_none():
+def _randomized(env_cls, n, shards=None):
     from trackgen_env.pipeline import presets
 
     spec = presets.track(num_envs=1, device="cpu").with_randomize({"band.width": (1.0, 1.2)})
-    env = ShardedVectorEnv("TrackGen-Track-v0", 6, 2, seed=1, device="cpu", track=spec)
+    if shards is None:
+        return gymnasium.make_vec("TrackGen-Track-v0", num_envs=n, seed=1, device="cpu", track=spec)
+    return ShardedVectorEnv("TrackGen-Track-v0", n, shards, seed=1, device="cpu", track=spec)
+
+
+def test_set_range_moves_every_shards_range_or_none():
+    env = _randomized(ShardedVectorEnv, 6, 2)
     env.params.set_range("band.width", 1.3, np.linspace(1.4, 1.9, 6))
     lo, hi = env.params.randomize["band.width"]
     assert np.all(lo == np.float32(1.3)) and np.array_equal(hi, np.linspace(1.4, 1.9, 6).astype(np.float32))
     env.reset(seed=0)
     half = np.concatenate([s.course.result.half_width.numpy()[:, 0] for s in env.shards]) * 2
     assert np.all((half >= 1.3 - 1e-6) & (half <= hi + 1e-6))
-    with pytest.raises(ValueError, match=r"shard 1 .*lo <= hi"):  # env 4: lo 1.3 > hi 1.0
+    with pytest.raises(ValueError, match=r"lo <= hi, got \(1.3, 1\) in env 4"):  # shard 1's env 1
         env.params.set_range("band.width", 1.3, np.where(np.arange(6) == 4, 1.0, 2.0))
     assert np.array_equal(env.params.randomize["band.width"][1], hi)  # shard 0 kept its range too
-    with pytest.raises(ValueError, match="is randomized"):
-        env.params["band.width"] = 1.0
     env.close()
+
+
+@pytest.mark.parametrize("call", [
+    "p.set_range('band.width', 1.3, np.where(np.arange(6) == 4, 1.0, 2.0))", "p.set_range('band.width', 0.0, 1.0)",
+    "p.set_range('band.width', np.ones(5), 2.0)", "p.set_range('band.nope', np.ones(5), 2.0)",
+    "p.set_range('layout.size', np.ones(5), 2.0)", "p.set_range('band.width', 'a', 2.0)",
+    "p.__setitem__('band.width', 1.0)",
+])
+def test_a_range_one_env_refuses_is_refused_alike(call):
+    env, one = _randomized(ShardedVectorEnv, 6, 2), _randomized(None, 6)
+    errors = []
+    for p in (env.params, one.unwrapped.course.generator.params):
+        with pytest.raises((KeyError, TypeError, ValueError)) as info:
+            eval(call)
+        errors.append((info.type, str(info.value)))
+    assert errors[0] == errors[1]
+    assert np.all(env.params.randomize["band.width"][1] == np.float32(1.2))
+    env.close()
+    one.close()
 
 
 def test_a_notice_every_shard_returns_warns_once_at_the_callers_line():

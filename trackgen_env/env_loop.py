@@ -90,7 +90,8 @@ def prefetch(rows: wp.array2d(dtype=Any), e: int, j: int):
 @wp.func
 def listed_end(thread: int, envs_per_thread: int, num_listed: wp.array(dtype=wp.int32), num_envs: int) -> int:
     """The end of ``thread``'s share of an env loop over a list of envs: ``num_listed[0]`` of
-    them in a loop of several envs per thread (the CPU), all ``num_envs`` with one (CUDA)."""
+    them in a loop of several envs per thread (the CPU), all ``num_envs`` with one (CUDA, where
+    ``StageContext.begin_round`` writes no list: a CUDA split must be a thread per env)."""
     n = num_envs
     if envs_per_thread > 1:
         n = num_listed[0]

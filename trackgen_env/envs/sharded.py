@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
+import re
 import threading
 import weakref
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from ..checks import check_int
+from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
 from .base import check_seed
 from .io import check_actions
@@ -136,13 +138,12 @@ class ShardedParams(Mapping):
     """The live parameters of every shard as one env's: ``name -> [E] float32`` (a NumPy copy).
 
     ``params[name] = v`` and ``set_range(name, lo, hi)`` take what one env's
-    ``course.generator.params`` takes (a number, or ``E`` numbers, split into each shard's rows),
-    check every shard's rows first and write only when none refuses: a refused value leaves
-    every shard as it was.
+    ``course.generator.params`` takes (a number, or ``E`` numbers, split into each shard's rows)
+    and refuse what it refuses, with its error and message (an env numbered in the whole). Every
+    shard checks its rows before any is written: a refused value leaves every shard as it was.
 
     Raises:
-        KeyError / TypeError / ValueError: as :class:`~trackgen_env.pipeline.params.Params`;
-        a refusal of a shard's rows names the shard and its envs ``[a, b)`` of the whole.
+        KeyError / TypeError / ValueError: as :class:`~trackgen_env.pipeline.params.Params`.
     """
 
     def __init__(self, shards: list, bounds: list[tuple[int, int]]):
@@ -167,40 +168,46 @@ class ShardedParams(Mapping):
                 for name in self._params[0].randomize}
 
     def __setitem__(self, name: str, value) -> None:
-        self._set(lambda p, rows: p.stage_set(name, rows(value, f"params[{name!r}]")))
+        first = self._params[0]
+        first[name]  # the checks in one env's order: the name, randomized, the value's form, its rows
+        if name in first.randomize:
+            lo, hi = self.randomize[name]
+            raise randomized_refusal(name, float(lo.min()), float(hi.max()))
+        _, given = parse_values(f"params[{name!r}]", value, self.num_envs)
+        self._set(lambda p, a, b: p.stage_set(name, _rows(given, a, b)))
 
     def set_range(self, name: str, lo, hi) -> None:
         """Move a randomized parameter's range in every shard (see ``Params.set_range``)."""
-        self._set(lambda p, rows: p.stage_range(name, rows(lo, f"set_range({name!r}) lo"),
-                                                rows(hi, f"set_range({name!r}) hi")))
+        first = self._params[0]
+        first[name]
+        if name not in first.randomize:
+            raise not_randomized_refusal(name, first.randomize)
+        _, low = parse_values(f"set_range({name!r}) lo", lo, self.num_envs)
+        _, high = parse_values(f"set_range({name!r}) hi", hi, self.num_envs)
+        self._set(lambda p, a, b: p.stage_range(name, _rows(low, a, b), _rows(high, a, b)))
 
     def _set(self, stage) -> None:
+        """``stage(params, a, b)`` of every shard, then their commits; a shard's refusal is raised
+        with its env numbers counted in the whole (its env ``k`` is env ``a + k``)."""
         staged = []
         for params, (a, b) in zip(self._params, self._bounds):
-            def rows(value, what):
-                return self._rows(value, what, a, b)
             try:
-                staged.append(stage(params, rows))
-            except (KeyError, TypeError, ValueError) as exc:
-                if len(self._params) == 1 or isinstance(exc, KeyError):
-                    raise
-                raise type(exc)(f"shard {len(staged)} (envs [{a}, {b}) of {self.num_envs}): {exc}") from None
+                staged.append(stage(params, a, b))
+            except (TypeError, ValueError) as exc:
+                message = _ENV_NUMBER.sub(lambda m: f"env {int(m.group(1)) + a}", str(exc))
+                raise type(exc)(message) from None
         seen: set[str] = set()  # a notice several shards return (a capacity's): once
         for params, one in zip(self._params, staged):
             params.commit(dataclasses.replace(one, notices=[n for n in one.notices if not (n in seen or seen.add(n))]))
 
-    def _rows(self, value, what: str, a: int, b: int):
-        """A number as it is; ``E`` numbers as the rows ``[a, b)``; other shapes as they are, for
-        the shard to refuse (a shape error names the whole's length)."""
-        try:
-            raw = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-        except ValueError:  # a ragged list: the shard's TypeError
-            return value
-        if raw.ndim == 1 and raw.shape[0] == self.num_envs:
-            return raw[a:b]
-        if raw.ndim == 0:
-            return value
-        raise ValueError(f"{what} takes a number or {self.num_envs} numbers, got shape {raw.shape}")
+
+# an env's number in a refusal of Params: "(env 3)", "in env 3", "env 3 was given" (checks.first_bad, params)
+_ENV_NUMBER = re.compile(r"\benv (\d+)\b")
+
+
+def _rows(given: np.ndarray, a: int, b: int) -> np.ndarray:
+    """A number as it is; ``E`` numbers as the rows ``[a, b)``."""
+    return given if given.ndim == 0 else given[a:b]
 
 
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):

@@ -70,6 +70,58 @@ def _stored_note(who: str, given: float, stored: float) -> str:
     return f" ({who} {a}, which float32 stores as {b})"
 
 
+def parse_values(what: str, value, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` (a number, or ``num_envs`` numbers: a sequence, an array, a ``wp.array``) as float64
+    numbers, a scalar or ``[E]``: ``(stored, given)``, the float32 values an ``[E]`` float32 array
+    will hold and the numbers given.
+
+    Raises:
+        TypeError: not a number or numbers (a str, a bool, a ragged list). ValueError: another
+            length, not finite, or beyond float32; each message names ``what``.
+    """
+    want = f"{what} takes a number or {num_envs} numbers"
+    try:
+        raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
+    except ValueError:  # a ragged list
+        raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
+    if raw.dtype == object and all(_is_number(x) for x in raw.ravel()):
+        try:  # Python ints beyond float64, Fractions, Decimals: numbers, as floats
+            raw = np.asarray([float(x) for x in raw.ravel()], dtype=np.float64).reshape(raw.shape)
+        except OverflowError:
+            raise ValueError(f"{what} must be finite, got an int beyond the float range") from None
+    # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
+    if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise TypeError(f"{want}, got {type(value).__name__} {value!r}")
+    if raw.shape not in ((), (num_envs,)):
+        raise ValueError(f"{want}, got shape {raw.shape}")
+    values = raw.astype(np.float64)
+    if not np.all(np.isfinite(values)):
+        bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
+        raise ValueError(f"{what} must be finite, got {float(bad):g}")
+    # the checks see what the [E] float32 array will hold: 1e39 would be stored as inf, 1e-50 as 0
+    with np.errstate(over="ignore", under="ignore"):
+        stored = values.astype(np.float32)
+    if not np.all(np.isfinite(stored)):
+        bad = values if values.ndim == 0 else values[~np.isfinite(stored)][0]
+        raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {float(bad):g}")
+    return stored.astype(np.float64), values
+
+
+def randomized_refusal(name: str, lo: float, hi: float) -> ValueError:
+    """The error of a set of a randomized parameter, whose range is now within ``[lo, hi]``."""
+    return ValueError(
+        f"params[{name!r}] is randomized: each generation of an env draws it from its range "
+        f"(now within [{lo:g}, {hi:g}]), which would overwrite a set before any generation read it; "
+        f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
+        f"without_randomize({name!r}) to set it directly")
+
+
+def not_randomized_refusal(name: str, randomized) -> ValueError:
+    """The error of a ``set_range`` of a parameter that is not randomized."""
+    return ValueError(f"params[{name!r}] is not randomized (randomized: {sorted(randomized)}): set "
+                      f"params[{name!r}] = value, or build the spec with with_randomize to draw it")
+
+
 def stream_id(name: str, param) -> int:
     """The random stream of a randomized parameter: ``Stream.RANDOMIZE`` + its declared
     offset, or + a CRC-32 of its full name (stable across runs and specs)."""
@@ -176,13 +228,9 @@ class Params(Mapping):
         :class:`Params` at once (the shards of a ``ShardedVectorEnv``) stages each, then commits."""
         arr = self[name]
         if name in self.randomize:
-            lo, hi = float(self.randomize[name][0].numpy().min()), float(self.randomize[name][1].numpy().max())
-            raise ValueError(
-                f"params[{name!r}] is randomized: each generation of an env draws it from its range "
-                f"(now within [{lo:g}, {hi:g}]), which would overwrite a set before any generation read it; "
-                f"move the range with params.set_range({name!r}, lo, hi), or build the spec with "
-                f"without_randomize({name!r}) to set it directly")
-        values, given = self._values(f"params[{name!r}]", value)
+            lo, hi = self.randomize[name]
+            raise randomized_refusal(name, float(lo.numpy().min()), float(hi.numpy().max()))
+        values, given = parse_values(f"params[{name!r}]", value, self.num_envs)
         notices = self._check(name, (values, given))
         return Staged([(arr, self._row(values))], notices)
 
@@ -209,10 +257,9 @@ class Params(Mapping):
         (see :meth:`stage_set`); the errors of :meth:`set_range`."""
         self[name]  # KeyError for an unknown or static name
         if name not in self.randomize:
-            raise ValueError(f"params[{name!r}] is not randomized (randomized: {sorted(self.randomize)}): set "
-                             f"params[{name!r}] = value, or build the spec with with_randomize to draw it")
-        low, low_given = self._values(f"set_range({name!r}) lo", lo)
-        high, high_given = self._values(f"set_range({name!r}) hi", hi)
+            raise not_randomized_refusal(name, self.randomize)
+        low, low_given = parse_values(f"set_range({name!r}) lo", lo, self.num_envs)
+        high, high_given = parse_values(f"set_range({name!r}) hi", hi, self.num_envs)
         lows, highs = (np.broadcast_to(v, (self.num_envs,)) for v in (low, high))
         if np.any(lows > highs):
             bad = int(np.argmax(lows > highs))
@@ -256,36 +303,6 @@ class Params(Mapping):
         """``[E]`` float64: the largest value of ``name`` a later generation can use (its range's
         hi when randomized, else its present value)."""
         return (self.randomize[name][1] if name in self.randomize else self[name]).numpy().astype(np.float64)
-
-    def _values(self, what: str, value) -> tuple[np.ndarray, np.ndarray]:
-        """``value`` as float64 numbers, a scalar or ``[E]``: ``(stored, given)``, the float32 values
-        the array will hold and the numbers given; TypeError / ValueError naming ``what``."""
-        want = f"{what} takes a number or {self.num_envs} numbers"
-        try:
-            raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
-        except ValueError:  # a ragged list
-            raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
-        if raw.dtype == object and all(_is_number(x) for x in raw.ravel()):
-            try:  # Python ints beyond float64, Fractions, Decimals: numbers, as floats
-                raw = np.asarray([float(x) for x in raw.ravel()], dtype=np.float64).reshape(raw.shape)
-            except OverflowError:
-                raise ValueError(f"{what} must be finite, got an int beyond the float range") from None
-        # a real dtype only: bools (True read as 1.0), strings ("wide") and objects are refused
-        if raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
-            raise TypeError(f"{want}, got {type(value).__name__} {value!r}")
-        if raw.shape not in ((), (self.num_envs,)):
-            raise ValueError(f"{want}, got shape {raw.shape}")
-        values = raw.astype(np.float64)
-        if not np.all(np.isfinite(values)):
-            bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
-            raise ValueError(f"{what} must be finite, got {float(bad):g}")
-        # the checks see what the [E] float32 array will hold: 1e39 would be stored as inf, 1e-50 as 0
-        with np.errstate(over="ignore", under="ignore"):
-            stored = values.astype(np.float32)
-        if not np.all(np.isfinite(stored)):
-            bad = values if values.ndim == 0 else values[~np.isfinite(stored)][0]
-            raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {float(bad):g}")
-        return stored.astype(np.float64), values
 
     def add_validator(self, name: str, check) -> None:
         """Run ``check(name, values)`` on every later set of ``name`` and on both ends of every

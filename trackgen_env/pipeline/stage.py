@@ -170,7 +170,12 @@ class Stage:
         (``ctx.scratch(shape, dtype)``: valid inside its own ``enqueue`` only)."""
 
     def enqueue(self, ctx, pending) -> None:
-        """Launch the stage's kernels for the envs where ``pending [E] int32`` is nonzero."""
+        """Launch the stage's kernels for the envs where ``pending [E] int32`` is nonzero.
+
+        The program calls it inside a round, after :meth:`StageContext.begin_round`. On the CPU the
+        built-in stages visit the envs that it listed (``ctx.pending_envs``): a built-in stage
+        enqueued by hand, outside the program's rounds, needs ``ctx.begin_round()`` after
+        ``ctx.pending`` is written."""
         raise NotImplementedError(f"stage {self.name!r} does not implement enqueue(ctx, pending)")
 
     def launch(self, kernel, dim, *, inputs, outputs=(), device) -> None:
