@@ -366,3 +366,33 @@ def test_make_sb3_vec_env_of_another_env_gives_the_sb3vecenv_recipe(env_id):
                                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}))
     assert env.reset().shape[0] == 2
     env.close()
+
+
+def test_a_sharded_adapter_steps_as_one_envs_adapter():
+    """make_sb3_vec_env(num_shards=2): the envs split over two threads, with the same obs, rewards,
+    dones and infos as one env's adapter of the same seed (auto-resets included); set_options is
+    checked as the env's reset checks it."""
+    kw = dict(device="cpu", seed=0)
+    one, two = make_sb3_vec_env("TrackGen-Track-v0", 8, **kw), make_sb3_vec_env("TrackGen-Track-v0", 8, num_shards=2, **kw)
+    assert type(two.env).__name__ == "ShardedVectorEnv" and two.env.num_shards == 2
+    one.seed(3)
+    two.seed(3)
+    assert np.array_equal(one.reset(), two.reset())
+    rng = np.random.default_rng(0)
+    dones = 0
+    for _ in range(120):
+        action = np.stack([rng.uniform(-1, 1, 8), np.ones(8)], axis=1).astype(np.float32)  # full throttle: off the band
+        a, b = one.step(action), two.step(action)
+        for x, y in zip(a[:3], b[:3]):
+            assert np.array_equal(x, y)
+        for ia, ib in zip(a[3], b[3]):
+            assert ia.keys() == ib.keys()
+            assert all(np.array_equal(ia[k], ib[k]) for k in ia)
+        dones += int(a[2].sum())
+    assert dones > 0
+    with pytest.raises(ValueError, match="reset_mask"):
+        two.set_options({"reset_mask": np.ones(3, bool)})
+    with pytest.raises(ValueError, match="num_shards"):
+        make_sb3_vec_env("TrackGen-Track-v0", 8, num_shards=9, **kw)
+    one.close()
+    two.close()

@@ -271,7 +271,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
             shard.check_open()  # RuntimeError after close(), as one env's reset
         first = self.shards[0]
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
-        mask = first.check_reset_options(options, seed, num_envs=self.num_envs)
+        mask = self.check_reset_options(options, seed)
         out = first.new_outputs(self.num_envs, final=False)
         # in turn, not in the threads: a reset may record a graph, and Warp's CPU capture state is
         # one per process (a capture in one thread would take in another thread's launches)
@@ -283,6 +283,11 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
                 shard.reset(options={"reset_mask": mask[rows]})
             shard.copy_outputs(out, rows)
         return out.reset_tuple(mask)
+
+    def check_reset_options(self, options, seed=None):
+        """Check ``reset(seed=, options=)``'s options as one env of ``num_envs`` would; returns the
+        ``[E]`` bool reset mask, or None (the SB3 adapter's ``set_options`` checks through it)."""
+        return self.shards[0].check_reset_options(options, seed, num_envs=self.num_envs)
 
     def step(self, actions):
         """Step every shard in its thread; ``(obs, reward, terminated, truncated, info)`` over all envs."""

@@ -70,12 +70,15 @@ def _split_info(info: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
     return out
 
 
-def make_sb3_vec_env(env_id: str, num_envs: int = 16, **kwargs):
+def make_sb3_vec_env(env_id: str, num_envs: int = 16, num_shards: int | None = None, **kwargs):
     """``gymnasium.make_vec(env_id, num_envs, autoreset_mode=SAME_STEP, **kwargs)`` wrapped in :class:`SB3VecEnv`.
 
     Args:
         env_id: a registered vector env, e.g. ``"TrackGen-Track-v0"`` or ``"TrackGen-Gates-v0"``.
         num_envs: number of envs (>= 1).
+        num_shards: None (one env), or the envs split over that many threads, one CPU core each
+            (a :class:`~trackgen_env.envs.ShardedVectorEnv`: the same outputs as one env of the
+            same seed; an int in ``[1, num_envs]``).
         **kwargs: the env's constructor arguments (``device``, ``seed``, ``max_episode_steps``, ...);
             ``autoreset_mode`` is set here and must not be passed.
 
@@ -84,12 +87,18 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 16, **kwargs):
 
     Raises:
         ImportError: stable-baselines3 is not installed.
+        TypeError / ValueError: a bad ``num_shards`` (as ``ShardedVectorEnv``'s).
         TypeError: ``autoreset_mode`` passed in ``kwargs``; ``env_id`` has no vector entry point
             taking ``autoreset_mode`` (another env: the message gives the ``SB3VecEnv`` recipe).
     """
     _sb3_vec_env_base()  # fail before building an env when SB3 is missing
     if "autoreset_mode" in kwargs:
         raise TypeError("make_sb3_vec_env sets autoreset_mode=AutoresetMode.SAME_STEP itself; do not pass it")
+    if num_shards is not None:
+        from ..envs.sharded import ShardedVectorEnv
+
+        return _adapter_class()(ShardedVectorEnv(env_id, num_envs, num_shards, autoreset_mode=AutoresetMode.SAME_STEP,
+                                                 **kwargs))
     try:
         env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                                  autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
