@@ -172,3 +172,30 @@ def test_a_width_0_gates_source_is_refused_at_the_argument_check_saying_what_to_
     with pytest.raises(ValueError, match=rf"gate_frames.gate_width is 0.0: a gate of width <= 0 can never be passed; "
                                          rf"pass gates={given}\(gate_width=0.6, ...\) \(the env's default opening"):
         GatesVectorEnv(3, "cpu", gates=gates)
+
+
+def test_a_reset_that_leaves_most_envs_without_a_course_warns_at_the_callers_line():
+    """A live value the layout cannot draw (a band a third of the square wide) is accepted, and the
+    next reset says that the envs hold no course, rather than leaving envs that end every step."""
+    import warnings
+
+    env = TrackVectorEnv(num_envs=8, device="cpu", seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset()  # the construction's courses: no warning
+        env.reset(seed=1)
+    env.course.generator.params["band.width"] = 4.0
+    with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid track course after this reset") as rec:
+        env.reset()
+    assert rec[0].filename == __file__
+    env.course.generator.params["band.width"] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=2)
+    masked = TrackVectorEnv(num_envs=8, device="cpu", seed=0, autoreset_mode=gymnasium.vector.AutoresetMode.DISABLED)
+    masked.reset()
+    masked.course.generator.params["band.width"] = 4.0
+    with pytest.warns(UserWarning, match=r"only 0 of 2 envs"):  # of the envs the masked reset drew
+        masked.reset(options={"reset_mask": np.arange(8) < 2})
+    env.close()
+    masked.close()

@@ -390,6 +390,7 @@ def test_a_sharded_adapter_steps_as_one_envs_adapter():
             assert all(np.array_equal(ia[k], ib[k]) for k in ia)
         dones += int(a[2].sum())
     assert dones > 0
+    assert two.get_attr("car") == one.get_attr("car")  # a setting every shard holds alike
     with pytest.raises(ValueError, match="reset_mask"):
         two.set_options({"reset_mask": np.ones(3, bool)})
     with pytest.raises(ValueError, match="num_shards"):

@@ -329,3 +329,24 @@ def test_a_notice_every_shard_returns_warns_once_at_the_callers_line():
     assert len(notices) == 1 and notices[0].filename == __file__
     assert np.all(_live(env, "layout.size") == 40.0)  # a notice, not a refusal: written
     env.close()
+
+
+def test_a_setting_every_shard_holds_alike_reads_as_one_envs():
+    """``car``, ``device``, ``max_episode_steps`` ... read as one env's (PurePursuit(env.car) drives a
+    sharded env; the SB3 adapter's get_attr finds them); a shard's own (its course, its state, a config
+    of its num_envs) raises AttributeError naming ``shards[k]``."""
+    from trackgen_env.envs.controllers import PurePursuit
+
+    env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=0, device="cpu", max_episode_steps=50)
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=7, seed=0, device="cpu", max_episode_steps=50).unwrapped
+    for name in ("car", "car_model", "device", "max_episode_steps", "laps", "output", "num_lookahead", "autoreset_mode"):
+        assert getattr(env, name) == getattr(one, name), name
+    obs, _ = env.reset(seed=0)
+    assert np.array_equal(PurePursuit(env.car)(obs), PurePursuit(one.car)(one.reset(seed=0)[0]))
+    for name in ("course", "state", "graph", "track_config"):
+        with pytest.raises(AttributeError, match=rf"env.shards\[k\].{name}"):
+            getattr(env, name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        env.nope
+    env.close()
+    one.close()

@@ -581,6 +581,7 @@ class CourseVectorEnv(VectorEnv):
                 wp.capture_launch(self.reset_graph)
             else:
                 self._reset_body()
+            self._warn_if_few_valid(mask)
             return self._io.masked_reset_outputs(mask)
         super().reset(seed=seed if isinstance(seed, int) else None)
         if seed is not None:
@@ -588,12 +589,23 @@ class CourseVectorEnv(VectorEnv):
         elif not self._fresh:
             self.course.regenerate(advance=True)
         else:
-            self.course.reset()
+            self.course.reset()  # the construction's courses (checked then)
+        if seed is not None or not self._fresh:
+            # a live parameter may have been set since (a band too wide for the layout): say so
+            # here rather than as envs that end at every step
+            self._warn_if_few_valid(None)
         self._fresh = False
         self._advance(self._all_envs)
         self._needs_reset = False
         obs, _, _, _, info = self._io.outputs(final=False)
         return obs, info
+
+    def _warn_if_few_valid(self, mask: np.ndarray | None) -> None:
+        """``Program.warn_if_few_valid`` after a reset (a generator of the package's; a producer of
+        your own need not have it)."""
+        check = getattr(self.course.generator, "warn_if_few_valid", None)
+        if check is not None:
+            check("this reset", mask)
 
     def check_reset_options(self, options, seed, *, num_envs: int | None = None) -> np.ndarray | None:
         """The checks of :meth:`reset`'s ``options`` (with its ``seed``): None, or the reset mask as a

@@ -201,6 +201,19 @@ class ShardedParams(Mapping):
             params.commit(dataclasses.replace(one, notices=[n for n in one.notices if not (n in seen or seen.add(n))]))
 
 
+def _same_setting(a, b) -> bool:
+    """Whether two shards' values of an attribute are one setting: the same object, or equal plain
+    values or frozen settings (a ``CarParams``); per-env objects (a course, arrays) are not."""
+    if a is b:
+        return True
+    if callable(a) or isinstance(a, (np.ndarray, list, dict)) or type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b) is True and hash(a) == hash(b)
+    except (TypeError, ValueError):  # unhashable, or an array inside
+        return False
+
+
 # an env's number in a refusal of Params: "(env 3)", "in env 3", "env 3 was given" (checks.first_bad, params)
 _ENV_NUMBER = re.compile(r"\benv (\d+)\b")
 
@@ -231,7 +244,9 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     ``final_obs`` / ``final_info`` when an env ended). ``options={"reset_mask": m}`` (``[E]``
     bool) resets the masked envs of the shards that hold one. ``params`` (a
     :class:`ShardedParams`) sets the live parameters of every shard at once, as one env's
-    ``course.generator.params``; ``shards[k]`` is the env holding envs ``bounds[k]``.
+    ``course.generator.params``; ``shards[k]`` is the env holding envs ``bounds[k]``. A setting
+    that every shard holds alike reads as one env's (``env.car``, ``env.device``,
+    ``env.max_episode_steps``); a shard's own objects (``course``, ``state``) through ``shards[k]``.
 
     Raises:
         TypeError / ValueError: bad ``num_envs`` / ``num_shards`` / ``seed``, ``output`` other
@@ -264,6 +279,21 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.params = ShardedParams(self.shards, self.bounds)
         self._workers = _Workers(S)
         weakref.finalize(self, self._workers.close)
+
+    def __getattr__(self, name: str):
+        """A setting every shard holds alike (``car``, ``device``, ``max_episode_steps``, ...): the
+        shards' value, as one env's. An attribute that differs between shards (``course``, the
+        state) raises AttributeError pointing at ``shards[k]``."""
+        shards = self.__dict__.get("shards")
+        if shards is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values = [getattr(shard, name) for shard in shards]  # AttributeError when no shard has it
+        # a shard's own size inside (a config or layout of num_envs / S envs) is not the whole's setting
+        whole = getattr(values[0], "num_envs", self.num_envs) == self.num_envs
+        if whole and all(_same_setting(values[0], v) for v in values[1:]):
+            return values[0]
+        raise AttributeError(f"{type(self).__name__}.{name}: each shard has its own (envs bounds[k]): read "
+                             f"env.shards[k].{name}")
 
     def reset(self, *, seed=None, options=None):
         """Reset as one env would (see the class docstring); ``(obs [E, D], info)``."""

@@ -416,13 +416,23 @@ class Program:
                 envs that terminate at every step.
         """
         self.enqueue(ctx)
+        self.warn_if_few_valid("the first generation")
+
+    def warn_if_few_valid(self, after: str, mask: np.ndarray | None = None) -> None:
+        """Warn when under ``LOW_VALID_RATE`` (90 %) of the envs (of ``mask``'s, ``[E]`` bool) hold
+        a valid course, naming the rate and ``after`` (what generated them). Reads ``result.valid``
+        back (a host synchronisation): construction and an env's ``reset()`` call it, never a step.
+        Nothing for a program whose stages draw nothing (a given course)."""
         if not self._draws:
             return
-        valid = int(np.count_nonzero(self.result.valid.numpy()))
-        if valid < LOW_VALID_RATE * self.num_envs:
+        valid = self.result.valid.numpy() != 0
+        if mask is not None:
+            valid = valid[mask]
+        count, total = int(np.count_nonzero(valid)), int(valid.size)
+        if total and count < LOW_VALID_RATE * total:
             warnings.warn(
-                f"only {valid} of {self.num_envs} envs ({100.0 * valid / self.num_envs:.1f}%) hold a valid "
-                f"{self.family} course after the first generation (expected >= {100 * LOW_VALID_RATE:.0f}%): "
+                f"only {count} of {total} envs ({100.0 * count / total:.1f}%) hold a valid "
+                f"{self.family} course after {after} (expected >= {100 * LOW_VALID_RATE:.0f}%): "
                 + _low_valid_hint(self.stages, self._family.config_name, self._valid_hints),
                 UserWarning,
                 stacklevel=user_stacklevel(),
