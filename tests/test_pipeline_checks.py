@@ -447,3 +447,14 @@ def test_an_int_past_float64_is_refused_as_not_finite():
     with pytest.raises(ValueError, match="x must be finite, got an int of"):
         check_float("x", -(10**400))
     assert check_float("x", 10**300) == 1e300
+
+
+def test_a_per_env_value_that_is_not_finite_or_beyond_float32_names_its_env():
+    program = build(presets.track(num_envs=4, device="cpu"), seeds=0)
+    with pytest.raises(ValueError, match=r"params\['band.width'\] must be finite, got nan \(env 2\)$"):
+        program.params["band.width"] = [1.0, 1.0, np.nan, np.inf]
+    with pytest.raises(ValueError, match=r"must fit a float32 \(\|v\| < 3.4e38\), got 1e\+39 \(env 3\)$"):
+        program.params["band.width"] = [1.0, 1.0, 1.0, 1e39]
+    with pytest.raises(ValueError, match=r"must be finite, got nan$"):  # one number: no env to name
+        program.params["band.width"] = np.nan
+    assert np.all(program.params["band.width"].numpy() == np.float32(0.8))  # the construction value, kept

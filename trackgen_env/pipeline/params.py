@@ -19,6 +19,7 @@ import numpy as np
 import warp as wp
 
 from ..capture import user_stacklevel
+from ..checks import first_bad
 from ..seeding import Stream, random_key, uniform_range
 
 __all__ = ["Params", "stream_id"]
@@ -96,14 +97,12 @@ def parse_values(what: str, value, num_envs: int) -> tuple[np.ndarray, np.ndarra
         raise ValueError(f"{want}, got shape {raw.shape}")
     values = raw.astype(np.float64)
     if not np.all(np.isfinite(values)):
-        bad = values if values.ndim == 0 else values[~np.isfinite(values)][0]
-        raise ValueError(f"{what} must be finite, got {float(bad):g}")
+        raise ValueError(f"{what} must be finite, got {first_bad(values, ~np.isfinite(values))}")
     # the checks see what the [E] float32 array will hold: 1e39 would be stored as inf, 1e-50 as 0
     with np.errstate(over="ignore", under="ignore"):
         stored = values.astype(np.float32)
     if not np.all(np.isfinite(stored)):
-        bad = values if values.ndim == 0 else values[~np.isfinite(stored)][0]
-        raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {float(bad):g}")
+        raise ValueError(f"{what} must fit a float32 (|v| < 3.4e38), got {first_bad(values, ~np.isfinite(stored))}")
     return stored.astype(np.float64), values
 
 
