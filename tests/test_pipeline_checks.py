@@ -458,3 +458,12 @@ def test_a_per_env_value_that_is_not_finite_or_beyond_float32_names_its_env():
     with pytest.raises(ValueError, match=r"must be finite, got nan$"):  # one number: no env to name
         program.params["band.width"] = np.nan
     assert np.all(program.params["band.width"].numpy() == np.float32(0.8))  # the construction value, kept
+
+
+def test_a_tensor_that_numpy_cannot_read_is_a_type_error_that_says_so():
+    torch = pytest.importorskip("torch")
+    program = build(presets.track(num_envs=2, device="cpu"), seeds=0)
+    with pytest.raises(TypeError, match=r"takes a number or 2 numbers, got Tensor that NumPy cannot read \(.*detach"):
+        program.params["band.width"] = torch.ones(2, requires_grad=True)
+    program.params["band.width"] = torch.full((2,), 1.25)  # a plain tensor is numbers
+    assert np.all(program.params["band.width"].numpy() == np.float32(1.25))

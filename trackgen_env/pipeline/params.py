@@ -85,6 +85,8 @@ def parse_values(what: str, value, num_envs: int) -> tuple[np.ndarray, np.ndarra
         raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
     except ValueError:  # a ragged list
         raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
+    except RuntimeError as exc:  # a torch tensor that requires grad: NumPy cannot read it
+        raise TypeError(f"{want}, got {type(value).__name__} that NumPy cannot read ({exc})") from None
     if raw.dtype == object and all(_is_number(x) for x in raw.ravel()):
         try:  # Python ints beyond float64, Fractions, Decimals: numbers, as floats
             raw = np.asarray([float(x) for x in raw.ravel()], dtype=np.float64).reshape(raw.shape)
