@@ -429,9 +429,12 @@ def _x(ratio):
     return "-" if ratio is None else f"{ratio:,.0f}x"
 
 
-def _steal_note(percent) -> str:
-    """", X % of the CPU time stolen by the hypervisor" where known (``measure.cpu_times``)."""
-    return "" if percent is None else f"; {percent:.1f} % of the CPU time stolen by the hypervisor (other guests)"
+def _steal_note(percent, span: str) -> str:
+    """"; X % of ... stolen by the hypervisor" where known (``measure.cpu_times``)."""
+    if percent is None:
+        return ""
+    return (f"; the hypervisor stole {percent:.1f} % of all CPUs' time (idle included) {span}, running other guests "
+            "on these vCPUs")
 
 
 def markdown(result: dict, command: str) -> str:
@@ -439,7 +442,7 @@ def markdown(result: dict, command: str) -> str:
     add = lines.append
     add(f"# Benchmarks: {result['device']}, {result['machine']}, warp {result['warp']}, {result['date']}\n")
     add(f"All figures from one run: `{command}` (load average {result['load_average_before']:.2f} before, "
-        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores{_steal_note(result.get('steal_percent'))})."
+        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores{_steal_note(result.get('steal_percent'), 'over the run')})."
         " Transitions/s: env-steps/s "
         "of the step alone, without the NEXT_STEP reset steps; CPU figures are one core. "
         "Rerun one table with `--only SECTION`.\n")
@@ -570,7 +573,7 @@ def markdown(result: dict, command: str) -> str:
         add(f"`ShardedVectorEnv(\"TrackGen-Track-v0\", {s['num_envs']}, num_shards)`: each shard its own env and "
             f"graph, stepped in its own persistent thread; {s['cpu_cores']} cores, load average "
             f"{s['load_average_before']:.2f} / {s['load_average_after']:.2f} (other jobs share the cores)"
-            f"{_steal_note(s.get('steal_percent'))}. "
+            f"{_steal_note(s.get('steal_percent'), 'while the shards were timed')}. "
             "Replays: the shards' graph replays in a step, wall-clock from the first one's start to the last "
             "one's end, and the longest one's CPU time in its thread (what it takes on a free core: its ratio is "
             "the ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
