@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from ..checks import install_hint
+from ..envs.sharded import ShardedVectorEnv
 
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
 
@@ -95,8 +96,6 @@ def make_sb3_vec_env(env_id: str, num_envs: int = 16, num_shards: int | None = N
     if "autoreset_mode" in kwargs:
         raise TypeError("make_sb3_vec_env sets autoreset_mode=AutoresetMode.SAME_STEP itself; do not pass it")
     if num_shards is not None:
-        from ..envs.sharded import ShardedVectorEnv
-
         return _adapter_class()(ShardedVectorEnv(env_id, num_envs, num_shards, autoreset_mode=AutoresetMode.SAME_STEP,
                                                  **kwargs))
     try:
