@@ -467,3 +467,16 @@ def test_a_tensor_that_numpy_cannot_read_is_a_type_error_that_says_so():
         program.params["band.width"] = torch.ones(2, requires_grad=True)
     program.params["band.width"] = torch.full((2,), 1.25)  # a plain tensor is numbers
     assert np.all(program.params["band.width"].numpy() == np.float32(1.25))
+
+
+def test_a_construction_value_or_randomize_end_is_checked_as_float32_stores_it():
+    """As a live set: a width of 1e-46 passes (0, inf) as a float64 but is stored as 0 in the live
+    float32 array, a band of no width; refused at build, saying what was given."""
+    from trackgen_env import TrackGenConfig, TrackGenerator
+
+    with pytest.raises(ValueError, match=r"parameter 'band.width' must be finite and in \(0, inf\), got 0 "
+                                         r"\(given 1e-46, which float32 stores as 0\)$"):
+        TrackGenerator(TrackGenConfig(num_envs=2, device="cpu", width=1e-46))
+    with pytest.raises(ValueError, match=r"the randomize range of 'band.width' .* \(given 1e-46, which float32 stores as 0\)$"):
+        build(presets.track(num_envs=2, device="cpu").with_randomize({"band.width": (1e-46, 1.0)}))
+    build(presets.track(num_envs=2, device="cpu").with_params({"band.width": 1e-40}))  # a float32 (subnormal) > 0

@@ -63,6 +63,23 @@ def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> 
     return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
 
 
+def check_as_stored(check, what: str, value) -> None:
+    """Run ``check(what, value)`` on ``value`` (a number) as a float32 array stores it, as a live set
+    does: a construction value or randomize end of 1e-46 is stored as 0 and refused where 0 is.
+
+    Raises:
+        ValueError: ``check``'s, with ``" (given 1e-46, which float32 stores as 0)"`` when float32
+            caused the refusal.
+    """
+    given = np.asarray(value, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        stored = given.astype(np.float32).astype(np.float64)
+    try:
+        check(what, stored)
+    except ValueError as exc:
+        raise ValueError(f"{exc}{_float32_caused(check, what, stored, given)}") from None
+
+
 def _stored_note(who: str, given: float, stored: float) -> str:
     """``" (given 1e-50, which float32 stores as 0)"``, with the digits that tell the two apart."""
     a, b = f"{given:g}", f"{stored:g}"

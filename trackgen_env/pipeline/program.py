@@ -39,7 +39,7 @@ from ..capture import NotCapturableError, is_capturing, user_stacklevel
 from ..checks import check_mask, dtype_name
 from ..seeding import SeedState
 from .launches import Launches
-from .params import Params
+from .params import Params, check_as_stored
 from .registry import Registry, default_registry, is_builtin
 from .spec import PipelineSpec
 from .stage import check_ordered
@@ -481,7 +481,10 @@ def _check_params(spec: PipelineSpec, found) -> dict:
     if missing:
         raise ValueError(f"the spec gives no value for the parameters {missing} of its stages: use with_stage/with_params")
     for full, p in declared.items():
-        p.check(f"stage {owner[full]!r}: parameter {full!r}", spec.params[full])
+        what = f"stage {owner[full]!r}: parameter {full!r}"
+        p.check(what, spec.params[full])
+        if p.dynamic:  # it lives in a float32 array: the value it holds meets the bounds too
+            check_as_stored(p.check, what, spec.params[full])
     for full, (lo, hi) in spec.randomize.items():
         if full not in declared:
             raise ValueError(f"randomize names {full!r}, which none of the stages {spec.stages} declares")
@@ -489,7 +492,10 @@ def _check_params(spec: PipelineSpec, found) -> dict:
             raise ValueError(f"stage {owner[full]!r}: parameter {full!r} is static (dynamic=False) and cannot be randomized")
         if lo > hi:
             raise ValueError(f"randomize[{full!r}] needs lo <= hi, got ({lo}, {hi})")
-        declared[full].check(f"stage {owner[full]!r}: the randomize range of {full!r}", [lo, hi])
+        what = f"stage {owner[full]!r}: the randomize range of {full!r}"
+        declared[full].check(what, [lo, hi])
+        for end in (lo, hi):
+            check_as_stored(declared[full].check, what, end)
     for name, cls, _ in found:
         for lo_name, hi_name in cls.ordered:
             lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
