@@ -181,7 +181,9 @@ class Params(Mapping):
     A randomized parameter is drawn from its live ``(lo, hi)`` range at each generation of
     an env, so it is not set but moved: ``set_range(name, lo, hi)``. ``randomize[name]``
     holds those ``(lo, hi)`` ``[E] float32`` arrays (a read-only mapping: read them, move them
-    with ``set_range``). Every check runs on the float32 values that would be stored.
+    with ``set_range``). Every check runs on the float32 values that would be stored. The arrays
+    are the live ones a recorded graph reads (by pointer): writing into them directly
+    (``.assign``, a kernel) skips every check, so set them through this mapping.
 
     Raises:
         KeyError: an unknown name (the message lists the parameters), or a static one (the
