@@ -350,3 +350,19 @@ def test_a_setting_every_shard_holds_alike_reads_as_one_envs():
         env.nope
     env.close()
     one.close()
+
+
+def test_a_reset_that_leaves_most_envs_without_a_course_warns_once_for_all_shards():
+    import warnings
+
+    env = ShardedVectorEnv("TrackGen-Track-v0", 8, 2, seed=0, device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset()
+        env.reset(seed=1)
+    env.params["band.width"] = 4.0  # wider than the layout can draw
+    with pytest.warns(UserWarning) as record:
+        env.reset()
+    few = [w for w in record if "hold a valid track course" in str(w.message)]
+    assert len(few) == 1 and "only 0 of 8 envs" in str(few[0].message) and few[0].filename == __file__
+    env.close()

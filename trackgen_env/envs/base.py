@@ -600,11 +600,14 @@ class CourseVectorEnv(VectorEnv):
         obs, _, _, _, info = self._io.outputs(final=False)
         return obs, info
 
+    #: whether a reset warns of few valid courses itself (a ShardedVectorEnv warns once for its shards)
+    _warn_on_reset = True
+
     def _warn_if_few_valid(self, mask: np.ndarray | None) -> None:
         """``Program.warn_if_few_valid`` after a reset (a generator of the package's; a producer of
         your own need not have it)."""
         check = getattr(self.course.generator, "warn_if_few_valid", None)
-        if check is not None:
+        if check is not None and self._warn_on_reset:
             check("this reset", mask)
 
     def check_reset_options(self, options, seed, *, num_envs: int | None = None) -> np.ndarray | None:

@@ -269,6 +269,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         seeds = _shard_seeds(seed, E, self.bounds)
         self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
                        for (a, b), s in zip(self.bounds, seeds)]
+        for shard in self.shards:
+            shard._warn_on_reset = False  # reset() warns once for all envs
         first = self.shards[0]
         self.metadata = dict(first.metadata)
         self.render_mode = first.render_mode
@@ -303,6 +305,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
         mask = self.check_reset_options(options, seed)
         out = first.new_outputs(self.num_envs, final=False)
+        # the first plain reset keeps the construction's courses (checked then), as one env's does
+        fresh = seed is None and mask is None and all(shard._fresh for shard in self.shards)
         # in turn, not in the threads: a reset may record a graph, and Warp's CPU capture state is
         # one per process (a capture in one thread would take in another thread's launches)
         for k, shard in enumerate(self.shards):
@@ -312,6 +316,10 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
             elif mask[rows].any():  # a shard whose envs are all left alone keeps its outputs
                 shard.reset(options={"reset_mask": mask[rows]})
             shard.copy_outputs(out, rows)
+        check = getattr(first.course.generator, "warn_if_few_valid", None)
+        if check is not None and not fresh:  # as one env's reset: few valid courses among those it drew, once
+            check("this reset", mask, valid=np.concatenate([shard.course.generator.result.valid.numpy()
+                                                            for shard in self.shards]))
         return out.reset_tuple(mask)
 
     def check_reset_options(self, options, seed=None):

@@ -418,14 +418,15 @@ class Program:
         self.enqueue(ctx)
         self.warn_if_few_valid("the first generation")
 
-    def warn_if_few_valid(self, after: str, mask: np.ndarray | None = None) -> None:
-        """Warn when under ``LOW_VALID_RATE`` (90 %) of the envs (of ``mask``'s, ``[E]`` bool) hold
-        a valid course, naming the rate and ``after`` (what generated them). Reads ``result.valid``
-        back (a host synchronisation): construction and an env's ``reset()`` call it, never a step.
-        Nothing for a program whose stages draw nothing (a given course)."""
+    def warn_if_few_valid(self, after: str, mask: np.ndarray | None = None, valid: np.ndarray | None = None) -> None:
+        """Warn when under ``LOW_VALID_RATE`` (90 %) of the envs (of ``mask``'s, bool) hold a valid
+        course, naming the rate and ``after`` (what generated them). Reads ``result.valid`` back
+        (a host synchronisation; ``valid``: those flags given instead, e.g. of several programs of one
+        spec): construction and an env's ``reset()`` call it, never a step. Nothing for a program
+        whose stages draw nothing (a given course)."""
         if not self._draws:
             return
-        valid = self.result.valid.numpy() != 0
+        valid = (self.result.valid.numpy() if valid is None else np.asarray(valid)) != 0
         if mask is not None:
             valid = valid[mask]
         count, total = int(np.count_nonzero(valid)), int(valid.size)
