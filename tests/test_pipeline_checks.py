@@ -480,3 +480,17 @@ def test_a_construction_value_or_randomize_end_is_checked_as_float32_stores_it()
     with pytest.raises(ValueError, match=r"the randomize range of 'band.width' .* \(given 1e-46, which float32 stores as 0\)$"):
         build(presets.track(num_envs=2, device="cpu").with_randomize({"band.width": (1e-46, 1.0)}))
     build(presets.track(num_envs=2, device="cpu").with_params({"band.width": 1e-40}))  # a float32 (subnormal) > 0
+
+
+def test_a_bound_that_float32_rounds_up_is_still_accepted_at_build_and_live():
+    """pi / 4 (banking.max_bank's hi) is stored as 0.785398185 > pi / 4: the stored value is checked
+    against the bound as float32 stores it, so the documented maximum builds, randomizes and sets."""
+    import math
+
+    from trackgen_env.pipeline.stages.banking import MAX_BANK
+
+    program = build(presets.track(banking=MAX_BANK, num_envs=2, device="cpu"), seeds=0)
+    program.params["banking.max_bank"] = math.pi / 4
+    build(presets.track(banking=0.3, num_envs=2, device="cpu").with_randomize({"banking.max_bank": (0.0, MAX_BANK)}))
+    with pytest.raises(ValueError, match=r"must be finite and in \[0, 0.785398\], got 0.7854$"):
+        program.params["banking.max_bank"] = 0.7854  # over it by more than float32's rounding

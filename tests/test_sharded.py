@@ -366,3 +366,22 @@ def test_a_reset_that_leaves_most_envs_without_a_course_warns_once_for_all_shard
     few = [w for w in record if "hold a valid track course" in str(w.message)]
     assert len(few) == 1 and "only 0 of 8 envs" in str(few[0].message) and few[0].filename == __file__
     env.close()
+
+
+def test_a_shards_setting_is_read_only_and_few_valid_courses_warn_once_at_construction():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
+    with pytest.raises(AttributeError, match="ShardedVectorEnv.max_episode_steps is the shards' setting"):
+        env.max_episode_steps = 5
+    assert all(s.max_episode_steps == env.max_episode_steps != 5 for s in env.shards)
+    with pytest.raises(AttributeError, match="'ShardedVectorEnv' object has no attribute 'nope'"):
+        env.nope
+    env.note = "mine"  # an attribute of its own: set as usual
+    env.close()
+    from trackgen_env.pipeline import presets
+
+    spec = presets.track(num_envs=1, device="cpu").with_params({"band.width": 3.2})  # too wide for the layout
+    with pytest.warns(UserWarning) as record:  # every course rejected: one warning for the 8 envs, not one per shard
+        bad = ShardedVectorEnv("TrackGen-Track-v0", 8, 4, seed=0, device="cpu", track=spec)
+    few = [w for w in record if "hold a valid" in str(w.message)]
+    assert len(few) == 1 and "only 0 of 8 envs" in str(few[0].message)
+    bad.close()

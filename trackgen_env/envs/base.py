@@ -58,6 +58,7 @@ from gymnasium.vector.utils import batch_space
 from .. import exec as exec_modes
 from ..checks import check_int, check_num_envs, resolve_device
 from ..course import memory
+from ..pipeline.program import RESET_MIN_INVALID
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
 __all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
@@ -608,7 +609,7 @@ class CourseVectorEnv(VectorEnv):
         your own need not have it)."""
         check = getattr(self.course.generator, "warn_if_few_valid", None)
         if check is not None and self._warn_on_reset:
-            check("this reset", mask)
+            check("this reset", mask, min_invalid=RESET_MIN_INVALID)
 
     def check_reset_options(self, options, seed, *, num_envs: int | None = None) -> np.ndarray | None:
         """The checks of :meth:`reset`'s ``options`` (with its ``seed``): None, or the reset mask as a

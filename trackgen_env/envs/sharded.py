@@ -28,6 +28,7 @@ import os
 import queue
 import re
 import threading
+import warnings
 import weakref
 from collections.abc import Mapping
 
@@ -36,6 +37,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from ..checks import check_int
+from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
 from .base import check_seed
@@ -267,10 +269,21 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.bounds = [(k * E // S, (k + 1) * E // S) for k in range(S)]
         self._rows = [slice(a, b) for a, b in self.bounds]
         seeds = _shard_seeds(seed, E, self.bounds)
-        self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
-                       for (a, b), s in zip(self.bounds, seeds)]
+        with warnings.catch_warnings(record=True) as caught:  # each shard's few-valid warning: once, below
+            warnings.simplefilter("always")
+            self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
+                           for (a, b), s in zip(self.bounds, seeds)]
+        seen = set()
+        for w in caught:  # the others as the shards raised them, each once
+            key = (str(w.message), w.category, w.filename, w.lineno)
+            if not issubclass(w.category, FewValidCoursesWarning) and key not in seen:
+                seen.add(key)
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         for shard in self.shards:
             shard._warn_on_reset = False  # reset() warns once for all envs
+        if any(issubclass(w.category, FewValidCoursesWarning) for w in caught):
+            self.shards[0].course.generator.warn_if_few_valid(
+                "the first generation", valid=np.concatenate([sh.course.generator.result.valid.numpy() for sh in self.shards]))
         first = self.shards[0]
         self.metadata = dict(first.metadata)
         self.render_mode = first.render_mode
@@ -281,6 +294,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.params = ShardedParams(self.shards, self.bounds)
         self._workers = _Workers(S)
         weakref.finalize(self, self._workers.close)
+        self._built = True
 
     def __getattr__(self, name: str):
         """A setting every shard holds alike (``car``, ``device``, ``max_episode_steps``, ...): the
@@ -289,13 +303,25 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         shards = self.__dict__.get("shards")
         if shards is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        values = [getattr(shard, name) for shard in shards]  # AttributeError when no shard has it
+        if not hasattr(shards[0], name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values = [getattr(shard, name) for shard in shards]
         # a shard's own size inside (a config or layout of num_envs / S envs) is not the whole's setting
         whole = getattr(values[0], "num_envs", self.num_envs) == self.num_envs
         if whole and all(_same_setting(values[0], v) for v in values[1:]):
             return values[0]
         raise AttributeError(f"{type(self).__name__}.{name}: each shard has its own (envs bounds[k]): read "
                              f"env.shards[k].{name}")
+
+    def __setattr__(self, name: str, value) -> None:
+        """Refuse to set a setting the shards hold (it would shadow theirs, which their graphs read):
+        build the env with it. The env's own attributes are set as usual."""
+        shards = self.__dict__.get("shards") if self.__dict__.get("_built") else None  # after __init__
+        if (shards is not None and name not in self.__dict__ and not hasattr(type(self), name)
+                and hasattr(shards[0], name)):
+            raise AttributeError(f"{type(self).__name__}.{name} is the shards' setting, fixed at their construction: "
+                                 f"build the ShardedVectorEnv with it")
+        super().__setattr__(name, value)
 
     def reset(self, *, seed=None, options=None):
         """Reset as one env would (see the class docstring); ``(obs [E, D], info)``."""
@@ -319,7 +345,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         check = getattr(first.course.generator, "warn_if_few_valid", None)
         if check is not None and not fresh:  # as one env's reset: few valid courses among those it drew, once
             check("this reset", mask, valid=np.concatenate([shard.course.generator.result.valid.numpy()
-                                                            for shard in self.shards]))
+                                                            for shard in self.shards]), min_invalid=RESET_MIN_INVALID)
         return out.reset_tuple(mask)
 
     def check_reset_options(self, options, seed=None):

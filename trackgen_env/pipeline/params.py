@@ -63,17 +63,22 @@ def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> 
     return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
 
 
-def check_as_stored(check, what: str, value) -> None:
-    """Run ``check(what, value)`` on ``value`` (a number) as a float32 array stores it, as a live set
-    does: a construction value or randomize end of 1e-46 is stored as 0 and refused where 0 is.
+def check_as_stored(param, what: str, value) -> None:
+    """Check ``value`` (a number) against ``param``'s bounds as a float32 array stores both, as a live
+    set is checked: a construction value or randomize end of 1e-46 is stored as 0 and refused
+    where 0 is; ``pi / 4`` meets ``[0, pi / 4]``.
 
     Raises:
-        ValueError: ``check``'s, with ``" (given 1e-46, which float32 stores as 0)"`` when float32
-            caused the refusal.
+        ValueError: :meth:`Param.check`'s, with ``" (given 1e-46, which float32 stores as 0)"`` when
+            float32 caused the refusal.
     """
     given = np.asarray(value, dtype=np.float64)
     with np.errstate(over="ignore", under="ignore"):
         stored = given.astype(np.float32).astype(np.float64)
+
+    def check(what, values):
+        param.check(what, values, float32=True)
+
     try:
         check(what, stored)
     except ValueError as exc:
@@ -102,7 +107,7 @@ def parse_values(what: str, value, num_envs: int) -> tuple[np.ndarray, np.ndarra
         raw = value.numpy() if isinstance(value, wp.array) else np.asarray(value)
     except ValueError:  # a ragged list
         raise TypeError(f"{want}, got {type(value).__name__} {value!r}") from None
-    except RuntimeError as exc:  # a torch tensor that requires grad: NumPy cannot read it
+    except (RuntimeError, TypeError) as exc:  # a torch tensor that requires grad, or on a GPU: NumPy cannot read it
         raise TypeError(f"{want}, got {type(value).__name__} that NumPy cannot read ({exc})") from None
     if raw.dtype == object and all(_is_number(x) for x in raw.ravel()):
         try:  # Python ints beyond float64, Fractions, Decimals: numbers, as floats

@@ -44,10 +44,17 @@ from .registry import Registry, default_registry, is_builtin
 from .spec import PipelineSpec
 from .stage import check_ordered
 
-__all__ = ["Program", "StageContext", "LOW_VALID_RATE"]
+__all__ = ["Program", "StageContext", "LOW_VALID_RATE", "RESET_MIN_INVALID", "FewValidCoursesWarning"]
 
 # Construction warns when fewer envs than this share hold a valid course after the first generation.
 LOW_VALID_RATE = 0.9
+# A reset warns so only when at least this many of its envs hold no course (one can be chance).
+RESET_MIN_INVALID = 3
+
+
+class FewValidCoursesWarning(UserWarning):
+    """Under ``LOW_VALID_RATE`` of the envs hold a valid course after a generation: a spec or a
+    live value whose draws the checks reject (``Program.warn_if_few_valid``)."""
 
 wp.set_module_options({"enable_backward": False})
 
@@ -418,24 +425,27 @@ class Program:
         self.enqueue(ctx)
         self.warn_if_few_valid("the first generation")
 
-    def warn_if_few_valid(self, after: str, mask: np.ndarray | None = None, valid: np.ndarray | None = None) -> None:
-        """Warn when under ``LOW_VALID_RATE`` (90 %) of the envs (of ``mask``'s, bool) hold a valid
-        course, naming the rate and ``after`` (what generated them). Reads ``result.valid`` back
-        (a host synchronisation; ``valid``: those flags given instead, e.g. of several programs of one
-        spec): construction and an env's ``reset()`` call it, never a step. Nothing for a program
-        whose stages draw nothing (a given course)."""
+    def warn_if_few_valid(self, after: str, mask: np.ndarray | None = None, valid: np.ndarray | None = None, *,
+                          min_invalid: int = 1) -> None:
+        """Warn (:class:`FewValidCoursesWarning`) when under ``LOW_VALID_RATE`` (90 %) of the envs
+        (of ``mask``'s, bool) hold a valid course and at least ``min_invalid`` hold none, naming the
+        rate and ``after`` (what generated them). A reset passes ``min_invalid=3``: in a spec that
+        yields 99.7 % of its courses, one invalid env of a one-env reset is chance, three at once are
+        not (``RESET_MIN_INVALID``). Reads ``result.valid`` back (a host synchronisation; ``valid``: those flags given
+        instead, e.g. of several programs of one spec): construction and an env's ``reset()`` call
+        it, never a step. Nothing for a program whose stages draw nothing (a given course)."""
         if not self._draws:
             return
         valid = (self.result.valid.numpy() if valid is None else np.asarray(valid)) != 0
         if mask is not None:
             valid = valid[mask]
         count, total = int(np.count_nonzero(valid)), int(valid.size)
-        if total and count < LOW_VALID_RATE * total:
+        if total and count < LOW_VALID_RATE * total and total - count >= min_invalid:
             warnings.warn(
                 f"only {count} of {total} envs ({100.0 * count / total:.1f}%) hold a valid "
                 f"{self.family} course after {after} (expected >= {100 * LOW_VALID_RATE:.0f}%): "
                 + _low_valid_hint(self.stages, self._family.config_name, self._valid_hints),
-                UserWarning,
+                FewValidCoursesWarning,
                 stacklevel=user_stacklevel(),
             )
 
@@ -485,7 +495,7 @@ def _check_params(spec: PipelineSpec, found) -> dict:
         what = f"stage {owner[full]!r}: parameter {full!r}"
         p.check(what, spec.params[full])
         if p.dynamic:  # it lives in a float32 array: the value it holds meets the bounds too
-            check_as_stored(p.check, what, spec.params[full])
+            check_as_stored(p, what, spec.params[full])
     for full, (lo, hi) in spec.randomize.items():
         if full not in declared:
             raise ValueError(f"randomize names {full!r}, which none of the stages {spec.stages} declares")
@@ -496,7 +506,7 @@ def _check_params(spec: PipelineSpec, found) -> dict:
         what = f"stage {owner[full]!r}: the randomize range of {full!r}"
         declared[full].check(what, [lo, hi])
         for end in (lo, hi):
-            check_as_stored(declared[full].check, what, end)
+            check_as_stored(declared[full], what, end)
     for name, cls, _ in found:
         for lo_name, hi_name in cls.ordered:
             lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"

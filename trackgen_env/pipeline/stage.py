@@ -104,12 +104,18 @@ class Param:
         right = ")" if math.isinf(self.hi) else "]"
         return f"{left}{_num(self.lo)}, {_num(self.hi)}{right}"
 
-    def check(self, what: str, values, *, per_env: bool = False) -> None:
+    def check(self, what: str, values, *, per_env: bool = False, float32: bool = False) -> None:
         """Raise ValueError naming ``what`` unless every value lies within the bounds
-        (``per_env``: ``values`` are one per env, and the message names the first bad env)."""
+        (``per_env``: ``values`` are one per env, and the message names the first bad env;
+        ``float32``: ``values`` as a float32 array holds them, against the bounds as it would hold
+        them: ``pi / 4`` is stored as 0.785398185 and meets ``[0, pi / 4]``)."""
         v = np.asarray(values, dtype=np.float64)
-        below = v <= self.lo if self.lo_open else v < self.lo
-        bad = below | (v > self.hi) | ~np.isfinite(v)
+        lo, hi = self.lo, self.hi
+        if float32:
+            with np.errstate(over="ignore"):
+                lo, hi = float(np.float32(lo)), float(np.float32(hi))
+        below = v <= lo if self.lo_open else v < lo
+        bad = below | (v > hi) | ~np.isfinite(v)
         if np.any(bad):
             if v.ndim == 0:
                 got = _num(float(v))
@@ -120,8 +126,9 @@ class Param:
             raise ValueError(f"{what} must be finite and in {self.bounds()}, got {got}")
 
     def check_set(self, name: str, values) -> None:
-        """A ``Params`` validator: refuse a live set outside the bounds."""
-        self.check(f"params[{name!r}]", values, per_env=True)
+        """A ``Params`` validator: refuse a live set outside the bounds (its values as the float32
+        array holds them)."""
+        self.check(f"params[{name!r}]", values, per_env=True, float32=True)
 
 
 def _num(x: float) -> str:
