@@ -281,9 +281,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         for shard in self.shards:
             shard._warn_on_reset = False  # reset() warns once for all envs
-        if any(issubclass(w.category, FewValidCoursesWarning) for w in caught):
-            self.shards[0].course.generator.warn_if_few_valid(
-                "the first generation", valid=np.concatenate([sh.course.generator.result.valid.numpy() for sh in self.shards]))
+        # where a shard warned, the whole may not: once, over every env (no shard warned where it does not)
+        self._warn_if_few_valid("the first generation")
         first = self.shards[0]
         self.metadata = dict(first.metadata)
         self.render_mode = first.render_mode
@@ -301,9 +300,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         shards' value, as one env's. An attribute that differs between shards (``course``, the
         state) raises AttributeError pointing at ``shards[k]``."""
         shards = self.__dict__.get("shards")
-        if shards is None or name.startswith("_"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if not hasattr(shards[0], name):
+        if shards is None or name.startswith("_") or not hasattr(shards[0], name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         values = [getattr(shard, name) for shard in shards]
         # a shard's own size inside (a config or layout of num_envs / S envs) is not the whole's setting
@@ -342,11 +339,17 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
             elif mask[rows].any():  # a shard whose envs are all left alone keeps its outputs
                 shard.reset(options={"reset_mask": mask[rows]})
             shard.copy_outputs(out, rows)
-        check = getattr(first.course.generator, "warn_if_few_valid", None)
-        if check is not None and not fresh:  # as one env's reset: few valid courses among those it drew, once
-            check("this reset", mask, valid=np.concatenate([shard.course.generator.result.valid.numpy()
-                                                            for shard in self.shards]), min_invalid=RESET_MIN_INVALID)
+        if not fresh:  # as one env's reset: few valid courses among those it drew, once
+            self._warn_if_few_valid("this reset", mask, min_invalid=RESET_MIN_INVALID)
         return out.reset_tuple(mask)
+
+    def _warn_if_few_valid(self, after: str, mask: np.ndarray | None = None, *, min_invalid: int = 1) -> None:
+        """``Program.warn_if_few_valid`` over every shard's envs, once (a generator of the package's;
+        a producer of your own need not have it)."""
+        check = getattr(self.shards[0].course.generator, "warn_if_few_valid", None)
+        if check is not None:
+            valid = np.concatenate([shard.course.generator.result.valid.numpy() for shard in self.shards])
+            check(after, mask, valid=valid, min_invalid=min_invalid)
 
     def check_reset_options(self, options, seed=None):
         """Check ``reset(seed=, options=)``'s options as one env of ``num_envs`` would; returns the

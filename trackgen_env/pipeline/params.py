@@ -306,7 +306,7 @@ class Params(Mapping):
 
     def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> list[str]:
         """Run every validator of ``name`` on each of ``ends`` (``(stored, given)`` pairs from
-        ``_values``); return the notices they return, once each (a refused set warns nothing).
+        :func:`parse_values`); return the notices they return, once each (a refused set warns nothing).
         A refusal that float32 caused (1e-50 stored as 0) says what was given."""
         notices: list[str] = []
         for values, given in ends:

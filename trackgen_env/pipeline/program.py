@@ -56,6 +56,7 @@ class FewValidCoursesWarning(UserWarning):
     """Under ``LOW_VALID_RATE`` of the envs hold a valid course after a generation: a spec or a
     live value whose draws the checks reject (``Program.warn_if_few_valid``)."""
 
+
 wp.set_module_options({"enable_backward": False})
 
 
@@ -429,9 +430,9 @@ class Program:
                           min_invalid: int = 1) -> None:
         """Warn (:class:`FewValidCoursesWarning`) when under ``LOW_VALID_RATE`` (90 %) of the envs
         (of ``mask``'s, bool) hold a valid course and at least ``min_invalid`` hold none, naming the
-        rate and ``after`` (what generated them). A reset passes ``min_invalid=3``: in a spec that
-        yields 99.7 % of its courses, one invalid env of a one-env reset is chance, three at once are
-        not (``RESET_MIN_INVALID``). Reads ``result.valid`` back (a host synchronisation; ``valid``: those flags given
+        rate and ``after`` (what generated them). A reset passes ``RESET_MIN_INVALID`` (3): in a spec
+        that yields 99.7 % of its courses, one invalid env of a one-env reset is chance, three at once
+        are not. Reads ``result.valid`` back (a host synchronisation; ``valid``: those flags given
         instead, e.g. of several programs of one spec): construction and an env's ``reset()`` call
         it, never a step. Nothing for a program whose stages draw nothing (a given course)."""
         if not self._draws:
