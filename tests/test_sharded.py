@@ -92,6 +92,10 @@ def test_bad_arguments_are_refused_before_any_shard_steps():
         ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=[1, 2], device="cpu")
     with pytest.raises(ValueError, match="an int >= 0"):
         ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=-1, device="cpu")
+    with pytest.raises(TypeError, match=r"shards a trackgen course env .* got 'CartPole-v1' \(vector entry point"):
+        ShardedVectorEnv("CartPole-v1", 4, 2)  # its vector env is not a course env (it takes no seed=)
+    with pytest.raises(gymnasium.error.NameNotFound):
+        ShardedVectorEnv("NoSuchEnv-v0", 4, 2)
 
 
 def test_bad_actions_raise_one_envs_error_and_leave_every_shard_unchanged():
