@@ -10,14 +10,15 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float
+from ..checks import check_float, first_bad
 from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..course.presets import WIDTH_PARAM, check_gate_width
-from ..generators.gate_layouts import RaceLayout
+from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
+from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
@@ -376,6 +377,61 @@ def _observe(
         autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
+_OPENING = {"gate_frames.gate_width": ("width", 0), "gate_frames.gate_height": ("height", 1)}
+
+
+def _body_section(quadrotor: QuadrotorParams) -> tuple[float, float]:
+    """[m] the drone's cross-section flying level through a gate, as the float32 the arrays store:
+    its body box's narrower horizontal side (``2 min(hx, hy)``) by its height (``2 hz``)."""
+    hx, hy, hz = (float(np.float32(h)) for h in quadrotor.half_extents)
+    return 2.0 * min(hx, hy), 2.0 * hz
+
+
+def _refuse_small_opening(what: str, side: str, got: str, quadrotor: QuadrotorParams) -> ValueError:
+    w, h = _body_section(quadrotor)
+    return ValueError(f"{what} must be larger than the drone flying level through it ({w:g} m wide, {h:g} m tall: "
+                      f"QuadrotorParams.half_extents {tuple(quadrotor.half_extents)}), got a {side} of {got}: no drone "
+                      f"passes such a gate without touching its frame, and that env would crash at every gate; pass "
+                      f"larger gates or a smaller quadrotor")
+
+
+def _check_drone_fits(source, quadrotor: QuadrotorParams) -> None:
+    """Refuse gates whose smallest opening (construction value or randomizer's lo) is at most the
+    drone's level cross-section (:func:`_body_section`)."""
+    section = _body_section(quadrotor)
+    spec = source.to_spec() if isinstance(source, GateGenConfig) else getattr(source, "spec", source)
+    for name, (side, axis) in _OPENING.items():
+        least = construction_bound(spec, name, "lo")
+        if least is not None and np.float32(least) <= section[axis]:
+            raise _refuse_small_opening(f"the gate opening ({name})", side, f"{least:g} m", quadrotor)
+
+
+def _drone_fits_live(quadrotor: QuadrotorParams):
+    """A ``Params`` validator of the opening's width and height: refuse a live value (or range end)
+    at most the drone's level cross-section, in any env."""
+    section = _body_section(quadrotor)
+
+    def check(name: str, values: np.ndarray) -> None:
+        side, axis = _OPENING[name]
+        small = np.asarray(values) <= section[axis]
+        if np.any(small):
+            raise _refuse_small_opening(f"params[{name!r}]", side, first_bad(values, small, " m"), quadrotor)
+
+    return check
+
+
+def _check_above_ground(layout: RaceLayout) -> None:
+    """Refuse a race layout with a gate whose opening lies wholly at or below the ground (z = 0)."""
+    side, up = gate_axes(layout.orientation)
+    top = layout.position[:, 2] + 0.5 * (layout.width * np.abs(side[:, 2]) + layout.height * np.abs(up[:, 2]))
+    low = np.flatnonzero(top <= 0.0)
+    if low.size:
+        g = int(low[0])
+        raise ValueError(f"{layout.name}: gate {g}'s opening lies below the ground (its highest point is at z = "
+                         f"{top[g]:.3g} m; the gates env's ground is z = 0, z up): no drone can fly through it. A layout "
+                         f"in z-down coordinates (NED) needs its z negated")
+
+
 class GatesVectorEnv(CourseVectorEnv):
     """A quadrotor racing through procedurally generated gate courses; every finished env gets a new course.
 
@@ -648,7 +704,14 @@ class GatesVectorEnv(CourseVectorEnv):
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)
 
+        if layout is not None:
+            _check_above_ground(layout)
+        _check_drone_fits(source, quadrotor)
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
+        params = self.course.generator.params
+        for name in _OPENING:
+            if name in params:  # a live set (or range) of the opening meets the same rule
+                params.add_validator(name, _drone_fits_live(quadrotor))
         if layout is not None:
             self.gates_config = source.config
         self.layout = layout  # the race layout flown (None: generated courses)

@@ -295,11 +295,14 @@ def _check_car_fits(source, car: CarParams) -> None:
     narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
     # as the float32 values the band is drawn and the body stored in (0.20000001 is 0.2)
     if narrowest is not None and np.float32(car.width) >= np.float32(narrowest):
+        smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
+        narrower = f"a narrower car (car={smallest[0]!r} is {smallest[1].width:g} m wide) or " if smallest[1].width < car.width else ""
+        wider = ("a randomize range of band.width whose lo is a few car widths" if "band.width" in spec.randomize
+                 else "track=TrackGenConfig(width=...), a few car widths")
         raise ValueError(
             f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m (band.width): "
-            f"its body would be off such a band from the start, and that env would end at every step; pass a "
-            f"narrower car (car='rc10' is {CAR_PRESETS['rc10'].width:g} m wide) or wider tracks "
-            f"(track=TrackGenConfig(width=...), a few car widths)"
+            f"its body would be off such a band from the start, and that env would end at every step; pass "
+            f"{narrower}wider tracks ({wider})"
         )
 
 

@@ -465,6 +465,12 @@ def _matrix_from_quat(q: np.ndarray) -> np.ndarray:
     ])
 
 
+def gate_axes(quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[G, 4]`` unit quaternions (x, y, z, w) -> the gates' local y (across the opening, its
+    width) and local z (up the opening, its height) in the world, ``[G, 3]`` each."""
+    return _rotate(quats, np.array([0.0, 1.0, 0.0])), _rotate(quats, np.array([0.0, 0.0, 1.0]))
+
+
 def _rotate(quats: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([_matrix_from_quat(q) @ v for q in quats])
 
