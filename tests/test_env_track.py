@@ -206,6 +206,11 @@ def test_step_before_reset_raises():
         (dict(car="kart"), ValueError, "car"),
         (dict(track="big"), TypeError, "TrackGenConfig"),
         (dict(checkpoint_spacing=0.0), ValueError, "checkpoint_spacing"),
+        # closer than the centreline's points: no more progress, and 1e-6 m took gigabytes
+        (dict(checkpoint_spacing=0.05), ValueError, r"checkpoint_spacing must be >= the centreline's point spacing "
+                                                     r"\(0.1 m\).* got 0.05"),
+        (dict(lookahead_horizon=1e3), ValueError, r"lookahead_horizon must be <= the longest loop these tracks hold "
+                                                  r"\(25.15 m\).* got 1000"),
         (dict(off_track_penalty=-1.0), ValueError, "off_track_penalty"),
         (dict(device="tpu"), ValueError, "device"),
         (dict(reset_options=True), TypeError, "reset_options"),

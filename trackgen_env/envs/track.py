@@ -14,6 +14,7 @@ from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
+from ..pipeline.stages.track import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
@@ -279,6 +280,16 @@ def _source_spec(source) -> PipelineSpec | None:
     return spec if isinstance(spec, PipelineSpec) else None
 
 
+def _longest_loop(source) -> float | None:
+    """[m] the longest loop ``source`` (a config, a spec, a built program or generator) declares
+    it can draw (``TrackLayout.max_loop_length``), None where it declares none (hills)."""
+    layout = getattr(source, "layout", None)
+    if layout is None:
+        spec = _source_spec(source)
+        layout = None if spec is None else TRACK.layout(spec)
+    return None if layout is None else layout.max_loop_length
+
+
 def _on_hills_or_banked(source) -> bool:
     """Whether the courses of ``source`` (a config, a spec or a built generator) can leave the ground
     plane: a ``layout.elevation`` that can be > 0, or a ``banking`` stage."""
@@ -475,8 +486,9 @@ class TrackVectorEnv(CourseVectorEnv):
       given: its rows are checked (finite, widths > 0 m), but not its shape, so a line whose
       band crosses itself (a figure-8, or Suzuka's bridge) is valid: the band is not tested
       against itself, as a generated track's is.
-    * ``checkpoint_spacing``: [m] spacing of the progress checkpoints; default twice the
-      distance the car covers in one step at ``max_speed``.
+    * ``checkpoint_spacing``: [m] spacing of the progress checkpoints, at least the
+      centreline's point spacing; default twice the distance the car covers in one step at
+      ``max_speed``.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -601,6 +613,16 @@ class TrackVectorEnv(CourseVectorEnv):
                 seeds=seed,
             )
         _check_car_fits(source, self.car)
+        if self.checkpoint_spacing < spacing:
+            raise ValueError(
+                f"checkpoint_spacing must be >= the centreline's point spacing ({spacing:g} m): checkpoints closer than "
+                f"the points carry no more progress (each is interpolated between the same two points) and take "
+                f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {self.checkpoint_spacing:g}")
+        longest = _longest_loop(source)
+        if longest is not None and self.lookahead_horizon > longest:
+            raise ValueError(f"lookahead_horizon must be <= the longest loop these tracks hold ({longest:.4g} m): its "
+                             f"farthest points would lie past the start again, a lap or more ahead, got "
+                             f"{self.lookahead_horizon:g}")
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
