@@ -10,7 +10,7 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float, first_bad
+from ..checks import check_float, check_range, first_bad
 from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
@@ -39,14 +39,6 @@ LAYOUT_MIN_SPEED = 1.0
 #: share ``random_start_prob`` of episodes on the course line before a random gate.
 START_MODES = ("first_gate", "random_gate")
 
-
-def _check_range(name: str, value, *, lo: float) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high``."""
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo)
-    high = check_float(f"{name}[1]", value[1], lo=low)
-    return (low, high)
 
 #: Observation index ranges ``(name, start, stop)``, in order: the one definition of the
 #: layout, which the kernel's offsets below and the class docstring's table follow.
@@ -688,8 +680,8 @@ class GatesVectorEnv(CourseVectorEnv):
             raise ValueError(f"start must be one of {START_MODES}, got {start!r}")
         self.start = start
         self.random_start_prob = check_float("random_start_prob", random_start_prob, lo=0.0, hi=1.0)
-        self.start_distance = _check_range("start_distance", start_distance, lo=0.0)
-        self.start_speed = _check_range("start_speed", start_speed, lo=0.0)
+        self.start_distance = check_range("start_distance", start_distance, lo=0.0)
+        self.start_speed = check_range("start_speed", start_speed, lo=0.0)
         self.start_offset = check_float("start_offset", start_offset, lo=0.0)
         self.start_tilt = check_float("start_tilt", start_tilt, lo=0.0, hi=1.0)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=3.2)

@@ -9,7 +9,7 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float, check_int, first_bad
+from ..checks import check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
@@ -585,7 +585,7 @@ class TrackVectorEnv(CourseVectorEnv):
             raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
         self.random_start = bool(random_start)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
-        self.start_speed = _check_range("start_speed", start_speed, 0.0, self.car.max_speed)
+        self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
@@ -727,21 +727,6 @@ class TrackVectorEnv(CourseVectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
-
-
-def _check_range(name: str, value, lo: float, hi: float) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high <= hi``.
-
-    Raises:
-        TypeError: not a pair. ValueError: a bound out of ``[lo, hi]``, or ``low > high``.
-    """
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
-    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
-    if low > high:
-        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
-    return (low, high)
 
 
 def _check_scale_range(name: str, value) -> tuple[float, float] | None:

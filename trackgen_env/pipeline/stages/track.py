@@ -1460,5 +1460,11 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         mp = v["max_points"]
     v["max_points"] = check_int("max_points", mp, lo=8)
     if v["max_points"] > MAX_POINTS:
-        raise ValueError(f"max_points = {v['max_points']} is over 65536: raise point_spacing or lower max_loop_length")
+        if fields["max_points"] is not None:
+            raise ValueError(f"max_points must be <= {MAX_POINTS}, got {v['max_points']}")
+        origin = ", 4 * size when not given" if fields["max_loop_length"] is None else ""
+        raise ValueError(
+            f"max_points = {v['max_points']} is over {MAX_POINTS}: the longest loop of these settings (size "
+            f"{v['size']:g} m, max_loop_length {v['max_loop_length']:g} m{origin}) needs that many points every "
+            f"point_spacing = {v['point_spacing']:g} m: raise point_spacing, or lower size or max_loop_length")
     return v
