@@ -510,7 +510,8 @@ class TrackVectorEnv(CourseVectorEnv):
       without a new checkpoint (see Episode End).
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
-      braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
+      braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
+      given horizon must be at most the longest loop the tracks hold.
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
     Bad arguments raise TypeError / ValueError before anything is allocated; a construction
@@ -619,7 +620,9 @@ class TrackVectorEnv(CourseVectorEnv):
                 f"the points carry no more progress (each is interpolated between the same two points) and take "
                 f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {self.checkpoint_spacing:g}")
         longest = _longest_loop(source)
-        if longest is not None and self.lookahead_horizon > longest:
+        # only a given horizon: the default, the car's braking distance (241 m for the full-size car),
+        # may exceed a small loop, whose far lookahead points then wrap past the start
+        if lookahead_horizon is not None and longest is not None and self.lookahead_horizon > longest:
             raise ValueError(f"lookahead_horizon must be <= the longest loop these tracks hold ({longest:.4g} m): its "
                              f"farthest points would lie past the start again, a lap or more ahead, got "
                              f"{self.lookahead_horizon:g}")
