@@ -382,15 +382,23 @@ def _body_section(quadrotor: QuadrotorParams) -> tuple[float, float]:
 def _refuse_small_opening(what: str, side: str, got: str, quadrotor: QuadrotorParams) -> ValueError:
     w, h = _body_section(quadrotor)
     return ValueError(f"{what} must be larger than the drone flying level through it ({w:g} m wide, {h:g} m tall: "
-                      f"QuadrotorParams.half_extents {tuple(quadrotor.half_extents)}), got a {side} of {got}: no drone "
-                      f"passes such a gate without touching its frame, and that env would crash at every gate; pass "
-                      f"larger gates or a smaller quadrotor")
+                      f"QuadrotorParams.half_extents {tuple(quadrotor.half_extents)}), got a {side} of {got}: a drone "
+                      f"flying level cannot pass such a gate without touching its frame, and that env would crash at "
+                      f"every gate; pass larger gates or a smaller quadrotor")
 
 
-def _check_drone_fits(source, quadrotor: QuadrotorParams) -> None:
-    """Refuse gates whose smallest opening (construction value or randomizer's lo) is at most the
-    drone's level cross-section (:func:`_body_section`)."""
+def _check_drone_fits(source, quadrotor: QuadrotorParams, layout: RaceLayout | None = None) -> None:
+    """Refuse gates whose smallest opening (construction value or randomizer's lo; a race layout's
+    smallest gate, which the course flies) is at most the drone's level cross-section
+    (:func:`_body_section`). Each side on its own (width against width, height against height)."""
     section = _body_section(quadrotor)
+    if layout is not None:
+        for side, axis, sizes in (("width", 0, layout.width), ("height", 1, layout.height)):
+            g = int(np.argmin(sizes))
+            if np.float32(sizes[g]) <= section[axis]:
+                raise _refuse_small_opening(f"{layout.name}: gate {g}'s opening (the course flies the smallest)", side,
+                                            f"{sizes[g]:g} m", quadrotor)
+        return
     spec = source.to_spec() if isinstance(source, GateGenConfig) else getattr(source, "spec", source)
     for name, (side, axis) in _OPENING.items():
         least = construction_bound(spec, name, "lo")
@@ -400,7 +408,8 @@ def _check_drone_fits(source, quadrotor: QuadrotorParams) -> None:
 
 def _drone_fits_live(quadrotor: QuadrotorParams):
     """A ``Params`` validator of the opening's width and height: refuse a live value (or range end)
-    at most the drone's level cross-section, in any env."""
+    at most the drone's level cross-section, in any env (each side on its own: no order between
+    the two sets)."""
     section = _body_section(quadrotor)
 
     def check(name: str, values: np.ndarray) -> None:
@@ -698,7 +707,7 @@ class GatesVectorEnv(CourseVectorEnv):
 
         if layout is not None:
             _check_above_ground(layout)
-        _check_drone_fits(source, quadrotor)
+        _check_drone_fits(source, quadrotor, layout)
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
         params = self.course.generator.params
         for name in _OPENING:

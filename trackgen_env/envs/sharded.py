@@ -225,15 +225,27 @@ def _rows(given: np.ndarray, a: int, b: int) -> np.ndarray:
     return given if given.ndim == 0 else given[a:b]
 
 
+def _course_env_refusal(env_id, entry) -> TypeError:
+    return TypeError(f"ShardedVectorEnv shards a trackgen course env (an id whose vector entry point is a "
+                     f"CourseVectorEnv: 'TrackGen-Track-v0', 'TrackGen-Gates-v0'), got {env_id!r} (vector entry point "
+                     f"{entry!r})")
+
+
 def _check_course_env(env_id) -> None:
-    """Refuse an id whose vector env is not a :class:`CourseVectorEnv` (the shards' step, outputs
-    and seeds are a course env's). Raises gymnasium's error for an unregistered id, TypeError else."""
-    entry = gymnasium.spec(env_id).vector_entry_point
+    """Refuse, before any shard is built, a registered id (or ``EnvSpec``) whose vector entry point is
+    a class other than a :class:`CourseVectorEnv` (the shards' step, outputs and seeds are a course
+    env's); gymnasium's error for an unregistered id. A ``"module:Id"`` or a factory entry point is
+    checked on the first shard built (``__init__``)."""
+    if isinstance(env_id, gymnasium.envs.registration.EnvSpec):
+        spec = env_id
+    elif isinstance(env_id, str) and ":" not in env_id:
+        spec = gymnasium.spec(env_id)
+    else:
+        return
+    entry = spec.vector_entry_point
     made = gymnasium.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
-    if not (isinstance(made, type) and issubclass(made, CourseVectorEnv)):
-        raise TypeError(f"ShardedVectorEnv shards a trackgen course env (an id whose vector entry point is a "
-                        f"CourseVectorEnv: 'TrackGen-Track-v0', 'TrackGen-Gates-v0'), got {env_id!r} "
-                        f"(vector entry point {entry!r})")
+    if made is None or (isinstance(made, type) and not issubclass(made, CourseVectorEnv)):
+        raise _course_env_refusal(env_id, entry)
 
 
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):
@@ -284,8 +296,12 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         seeds = _shard_seeds(seed, E, self.bounds)
         with warnings.catch_warnings(record=True) as caught:  # each shard's few-valid warning: once, below
             warnings.simplefilter("always")
-            self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
-                           for (a, b), s in zip(self.bounds, seeds)]
+            self.shards = []
+            for (a, b), s in zip(self.bounds, seeds):
+                self.shards.append(gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs))
+                if not isinstance(self.shards[0].unwrapped, CourseVectorEnv):  # a factory's, or "module:Id"'s
+                    self.shards[0].close()
+                    raise _course_env_refusal(env_id, type(self.shards[0].unwrapped).__name__)
         seen = set()
         for w in caught:  # the others as the shards raised them, each once
             key = (str(w.message), w.category, w.filename, w.lineno)

@@ -488,7 +488,7 @@ class TrackVectorEnv(CourseVectorEnv):
       against itself, as a generated track's is.
     * ``checkpoint_spacing``: [m] spacing of the progress checkpoints, at least the
       centreline's point spacing; default twice the distance the car covers in one step at
-      ``max_speed``.
+      ``max_speed``, or the point spacing if that is larger.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -511,10 +511,12 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
-      given horizon must be at most the longest loop the tracks hold.
+      given horizon must be at most the longest loop the tracks declare (a flat procedural
+      track's bound; a given centreline's and a hilly track's are not checked).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
-    Bad arguments raise TypeError / ValueError before anything is allocated; a construction
+    Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
+    program and a ``centerline=``'s generator are built first: some checks read them); a construction
     whose memory estimate (:meth:`memory_estimate`) exceeds what the device has free raises
     MemoryError. After construction every attribute is read-only (AttributeError naming the
     constructor argument) except ``render_mode`` and ``render_size``; ``close()`` releases
@@ -592,8 +594,8 @@ class TrackVectorEnv(CourseVectorEnv):
         c = self.car
         horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
-        cp = 2.0 * self.car.max_speed * self.car.dt if checkpoint_spacing is None else checkpoint_spacing
-        self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
+        if checkpoint_spacing is not None:
+            checkpoint_spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
         self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
         self.registry = registry
@@ -614,11 +616,15 @@ class TrackVectorEnv(CourseVectorEnv):
                 seeds=seed,
             )
         _check_car_fits(source, self.car)
-        if self.checkpoint_spacing < spacing:
+        if checkpoint_spacing is None:  # no closer than the points (a slow car covers less than one per step)
+            self.checkpoint_spacing = max(2.0 * self.car.max_speed * self.car.dt, spacing)
+        elif checkpoint_spacing < spacing:
             raise ValueError(
                 f"checkpoint_spacing must be >= the centreline's point spacing ({spacing:g} m): checkpoints closer than "
                 f"the points carry no more progress (each is interpolated between the same two points) and take "
-                f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {self.checkpoint_spacing:g}")
+                f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {checkpoint_spacing:g}")
+        else:
+            self.checkpoint_spacing = checkpoint_spacing
         longest = _longest_loop(source)
         # only a given horizon: the default, the car's braking distance (241 m for the full-size car),
         # may exceed a small loop, whose far lookahead points then wrap past the start

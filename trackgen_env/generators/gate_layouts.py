@@ -629,7 +629,9 @@ def write_gate_layout(generator, layout: RaceLayout, mask: np.ndarray | None = N
     width = generator.params["gate_frames.gate_width"].numpy().astype(np.float64)
     height = generator.params["gate_frames.gate_height"].numpy().astype(np.float64)
     width[sel], height[sel] = layout.course_width, layout.course_height
-    generator.params["gate_frames.gate_width"] = width
-    generator.params["gate_frames.gate_height"] = height
+    params = generator.params  # both checked before either is written (a refused height leaves the width)
+    staged = [params.stage_set("gate_frames.gate_width", width), params.stage_set("gate_frames.gate_height", height)]
+    for each in staged:
+        params.commit(each)
     pose.assign(wp.array(rows.astype(np.float32), dtype=wp.transform, device="cpu"))
     count.assign(counts.astype(np.int32))

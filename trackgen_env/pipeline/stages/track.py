@@ -1115,7 +1115,8 @@ def _loop_has_room(params, settings):
     factor = settings["min_turn_radius_factor"]
 
     def check(name, values, what=None):
-        values = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
+        given = np.asarray(values, dtype=np.float64)
+        values = np.broadcast_to(given, (params.num_envs,))
         if name == "layout.size":
             size, width = values, params.least("band.width")
         else:
@@ -1123,12 +1124,16 @@ def _loop_has_room(params, settings):
         short = size <= (1.0 + factor) * width
         if np.any(short):
             e = int(np.flatnonzero(short)[0])
+            where = "" if np.all(short) else f" in env {e}"
+            order = "" if what else (" (to move both, set band.width first when shrinking layout.size, layout.size "
+                                     "first when widening band.width)")
             raise ValueError(
-                f"{what or f'params[{name!r}] leaves'} no room for a loop in env {e}: layout.size must be > (1 + "
+                f"{what or f'params[{name!r}] leaves'} no room for a loop{where}: layout.size must be > (1 + "
                 f"min_turn_radius_factor) * band.width = {(1.0 + factor) * width[e]:.6g} m, got layout.size {size[e]:g} m "
                 f"and band.width {width[e]:g} m. The loop lies within size / 2 - width / 2 of the centre, and a closed "
                 f"curve inside a circle turns tighter than its radius somewhere, so every draw would turn tighter than "
-                f"min_turn_radius_factor * width / 2 = {factor * width[e] / 2.0:.6g} m and the env would hold no course")
+                f"min_turn_radius_factor * width / 2 = {factor * width[e] / 2.0:.6g} m and the env would hold no "
+                f"course{order}")
 
     return check
 
@@ -1433,8 +1438,9 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         widest = v["size"] / (2.0 * v["min_turn_radius_factor"] + 1.0)
         if v["width"] > widest:
             raise ValueError(
-                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m (the loop's outer "
-                f"radius size / 2 - width / 2 must be >= 2 least turn radii), got {v['width']}"
+                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m for size {v['size']:g} m "
+                f"(the loop's outer radius size / 2 - width / 2 must be >= 2 least turn radii): got width {v['width']}; "
+                f"pass a narrower width or a larger size"
             )
         if v["elevation"] > v["size"] / 5.0:
             raise ValueError(f"elevation must be in [0, size / 5] = [0, {v['size'] / 5.0:.6g}] m, got {v['elevation']}")
