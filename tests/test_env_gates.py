@@ -289,6 +289,17 @@ def test_gates_the_drone_cannot_pass_are_refused():
         GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6)))
     sunk[2, 2] = -0.29  # its top edge above the ground
     GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6))).close()
+    with pytest.raises(ValueError, match=r"layout: gate 1's opening \(the course flies the smallest\) .* width of 0.1 m"):
+        GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.array([0.6, 0.1, 0.6, 0.6]), np.full(4, 0.6)))
+    # a layout written live: both openings are checked before either is written
+    from trackgen_env.generators.gate_layouts import write_gate_layout
+
+    flown = GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.full(4, 0.6), np.full(4, 0.6)))
+    params = flown.course.generator.params
+    with pytest.raises(ValueError, match=r"gate_height'\] must be larger"):
+        write_gate_layout(flown.course.generator, RaceLayout(square, level, np.full(4, 0.5), np.full(4, 0.05)))
+    assert np.all(params["gate_frames.gate_width"].numpy() == np.float32(0.6))
+    flown.close()
 
 
 def test_bad_reset_arguments_raise_and_leave_the_env_usable():

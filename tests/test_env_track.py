@@ -221,6 +221,20 @@ def test_bad_config_values_raise_clear_errors(kwargs, error, match):
         TrackVectorEnv(**{"num_envs": 1, "device": "cpu", **kwargs})
 
 
+def test_the_default_checkpoint_spacing_is_never_below_the_point_spacing():
+    """2 * max_speed * dt of a slow car (0.08 m) is under the 0.1 m point spacing: the default
+    is then the point spacing (a given 0.08 is refused)."""
+    import dataclasses
+
+    from trackgen_env.envs.car import CAR_PRESETS
+
+    slow = dataclasses.replace(CAR_PRESETS["rc10"], max_speed=0.8)
+    assert TrackVectorEnv(1, "cpu", car=slow).checkpoint_spacing == pytest.approx(0.1)
+    assert TrackVectorEnv(1, "cpu").checkpoint_spacing == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="checkpoint_spacing must be >= the centreline's point spacing"):
+        TrackVectorEnv(1, "cpu", car=slow, checkpoint_spacing=0.08)
+
+
 def test_bad_reset_arguments_raise():
     env = TrackVectorEnv(1, "cpu", seed=0)
     with pytest.raises(ValueError, match="seed"):

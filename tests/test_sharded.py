@@ -96,6 +96,10 @@ def test_bad_arguments_are_refused_before_any_shard_steps():
         ShardedVectorEnv("CartPole-v1", 4, 2)  # its vector env is not a course env (it takes no seed=)
     with pytest.raises(gymnasium.error.NameNotFound):
         ShardedVectorEnv("NoSuchEnv-v0", 4, 2)
+    with pytest.raises(TypeError, match="shards a trackgen course env"):
+        ShardedVectorEnv(gymnasium.spec("CartPole-v1"), 4, 2)
+    for env_id in (gymnasium.spec("TrackGen-Track-v0"), "trackgen_env:TrackGen-Track-v0"):  # as make_vec takes them
+        ShardedVectorEnv(env_id, 2, 2, seed=0, device="cpu").close()
 
 
 def test_bad_actions_raise_one_envs_error_and_leave_every_shard_unchanged():
