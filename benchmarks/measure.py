@@ -186,28 +186,30 @@ def reset_cost(env_id: str, num_envs: int, device: str, fractions=(0.0, 0.01, 1.
 
     Before each timed step the env's auto-reset mask (what the previous step ended; NEXT_STEP)
     is overwritten with a fixed mask holding ``round(f * num_envs)`` ones, so exactly those envs
-    regenerate their course and restart in the step. Returns ``{str(f): {"envs", "step_us"}}``
-    and ``"regeneration_us_per_env"`` ((t(1) - t(0)) / num_envs).
+    regenerate their course and restart in the step. The fractions take turns, one step each per
+    round (``steps`` rounds after 3 untimed ones), so that they see the same load; each figure is
+    the median of its steps. Returns ``{str(f): {"envs", "step_us"}}`` and
+    ``"regeneration_us_per_env"`` ((t(1) - t(0)) / num_envs).
     """
     env, policy = make_env(env_id, num_envs, device, seed=seed)
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
-    out = {}
+    masks, times = {}, {}
     for f in fractions:
         k = int(round(f * num_envs))
         mask = np.zeros(num_envs, np.int32)
         mask[rng.choice(num_envs, k, replace=False)] = 1
-        mask_wp = wp.array(mask, dtype=wp.int32, device=device)
-        elapsed = 0.0
-        for i in range(steps + 3):
+        masks[f], times[f] = (k, wp.array(mask, dtype=wp.int32, device=device)), []
+    for i in range(steps + 3):
+        for f in fractions:
             action = policy(obs)
-            wp.copy(env._autoreset, mask_wp)  # the recorded step reads this mask
+            wp.copy(env._autoreset, masks[f][1])  # the recorded step reads this mask
             t0 = time.perf_counter()
             obs, *_ = env.step(action)
             if i >= 3:
-                elapsed += time.perf_counter() - t0
-        out[str(f)] = {"envs": k, "step_us": 1e6 * elapsed / steps}
+                times[f].append(time.perf_counter() - t0)
     env.close()
+    out = {str(f): {"envs": masks[f][0], "step_us": 1e6 * float(np.median(times[f]))} for f in fractions}
     if "0.0" in out and "1.0" in out:
         out["regeneration_us_per_env"] = (out["1.0"]["step_us"] - out["0.0"]["step_us"]) / num_envs
     return out

@@ -499,8 +499,9 @@ def markdown(result: dict, command: str) -> str:
         add("")
     if "resets" in result:
         add(f"## Auto-reset cost (`{command} --only resets`)\n")
-        add("us per graph-replayed step with a fixed share of the envs auto-resetting (the auto-reset "
-            "mask is overwritten before each step; those envs get a new course and restart).\n")
+        add("us per graph-replayed step (the median) with a fixed share of the envs auto-resetting (the "
+            "auto-reset mask is overwritten before each step; those envs get a new course and restart); the "
+            "shares take turns, a step each, so that they see the same load.\n")
         add("| env | num_envs | 0 % | 1 % | 100 % | regeneration us per env |")
         add("|---|---:|---:|---:|---:|---:|")
         for env_id, r in result["resets"].items():

@@ -253,6 +253,55 @@ def test_bad_config_raises(kwargs, error):
         GatesVectorEnv(**args)
 
 
+def test_gates_the_drone_cannot_pass_are_refused():
+    """An opening at most the drone's level cross-section (0.16 m x 0.06 m for the default
+    QuadrotorParams) can never be flown through: refused at construction (a randomizer's lo too),
+    live (nothing written), and a smaller quadrotor is accepted; a race layout with a gate
+    wholly below the ground (z = 0) is refused, one partly above it is not."""
+    from trackgen_env.envs.quadrotor import QuadrotorParams
+    from trackgen_env.generators.gate_layouts import RaceLayout
+    from trackgen_env.pipeline import presets
+
+    for gates, match in ((GateGenConfig(gate_width=0.05, gate_height=0.05), r"gate_width\) must be larger .*\(0.16 m wide"),
+                         (GateGenConfig(gate_width=0.6, gate_height=0.06), r"gate_height\) .* got a height of 0.06 m"),
+                         (presets.gates(gate_width=0.6).with_randomize({"gate_frames.gate_width": (0.1, 0.6)}),
+                          r"got a width of 0.1 m")):
+        with pytest.raises(ValueError, match=match):
+            GatesVectorEnv(2, "cpu", gates=gates, seed=0)
+    small = QuadrotorParams(half_extents=(0.04, 0.04, 0.02))
+    GatesVectorEnv(2, "cpu", gates=GateGenConfig(gate_width=0.1, gate_height=0.1), quadrotor=small, seed=0).close()
+    env = GatesVectorEnv(4, "cpu", seed=0)
+    params = env.course.generator.params
+    with pytest.raises(ValueError, match=r"params\['gate_frames.gate_height'\] .* got a height of 0.01 m \(env 2\)"):
+        params["gate_frames.gate_height"] = [0.6, 0.6, 0.01, 0.6]
+    with pytest.raises(ValueError, match=r"params\['gate_frames.gate_width'\] must be larger than the drone"):
+        params["gate_frames.gate_width"] = 0.16
+    assert np.all(params["gate_frames.gate_width"].numpy() == np.float32(0.6))
+    assert np.all(params["gate_frames.gate_height"].numpy() == np.float32(0.6))
+    params["gate_frames.gate_width"] = 0.17
+    env.close()
+
+    level = np.tile([0.0, 0.0, 0.0, 1.0], (4, 1))
+    square = np.array([[0.0, 0.0, 1.0], [5.0, 0.0, 1.0], [5.0, 5.0, 1.0], [0.0, 5.0, 1.0]])
+    sunk = square.copy()
+    sunk[2, 2] = -0.31  # its top edge at -0.01 m
+    with pytest.raises(ValueError, match=r"gate 2's opening lies below the ground .* z = -0.01 m.*NED"):
+        GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6)))
+    sunk[2, 2] = -0.29  # its top edge above the ground
+    GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6))).close()
+    with pytest.raises(ValueError, match=r"layout: gate 1's opening \(the course flies the smallest\) .* width of 0.1 m"):
+        GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.array([0.6, 0.1, 0.6, 0.6]), np.full(4, 0.6)))
+    # a layout written live: both openings are checked before either is written
+    from trackgen_env.generators.gate_layouts import write_gate_layout
+
+    flown = GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.full(4, 0.6), np.full(4, 0.6)))
+    params = flown.course.generator.params
+    with pytest.raises(ValueError, match=r"gate_height'\] must be larger"):
+        write_gate_layout(flown.course.generator, RaceLayout(square, level, np.full(4, 0.5), np.full(4, 0.05)))
+    assert np.all(params["gate_frames.gate_width"].numpy() == np.float32(0.6))
+    flown.close()
+
+
 def test_bad_reset_arguments_raise_and_leave_the_env_usable():
     env = GatesVectorEnv(1, "cpu", seed=0)
     with pytest.raises(ValueError):

@@ -252,7 +252,7 @@ def test_approach_term_penalises_an_off_axis_approach_only():
         ({"start": "anywhere"}, ValueError),
         ({"random_start_prob": 1.5}, ValueError),
         ({"start_distance": (1.0, 0.5)}, ValueError),
-        ({"start_speed": 2.0}, ValueError),
+        ({"start_speed": 2.0}, TypeError),
         ({"start_tilt": -0.1}, ValueError),
         ({"progress_weight": "1"}, TypeError),
         ({"smoothness_penalty": -1.0}, ValueError),

@@ -214,7 +214,8 @@ def test_record_video_frame_capture_works_without_moviepy():
 
 
 def test_the_envs_page_examples_run(tmp_path, monkeypatch):
-    """docs/envs.md's examples, with a small num_envs (the RecordVideo one only where moviepy is installed)."""
+    """docs/envs.md's examples as written, each in a fresh namespace (each imports what it uses),
+    with a small num_envs (the RecordVideo one only where moviepy is installed)."""
     import pathlib
     import re
 
@@ -222,10 +223,8 @@ def test_the_envs_page_examples_run(tmp_path, monkeypatch):
 
     page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "envs.md").read_text()
     make, same_step, disabled, wrappers = re.findall(r"```python\n(.*?)```", page, re.S)[:4]  # the rest: test_env_wrappers, test_env_single
-    ns = {"np": np, "actions": np.zeros((4, 2), np.float32)}
-    exec(make.replace("num_envs=1024", "num_envs=4"), ns)
-    exec(same_step, ns)
-    ns["actions"] = np.zeros((4, 4), np.float32)
-    exec(disabled.replace("num_envs=64", "num_envs=4, device=\"cpu\""), ns)
+    exec(make.replace("num_envs=1024", "num_envs=4"), {})
+    exec(same_step.replace("num_envs=16", "num_envs=4"), {})
+    exec(disabled.replace("num_envs=64", "num_envs=4"), {})
     if importlib.util.find_spec("moviepy") is not None:
-        exec(wrappers.replace("num_envs=16", "num_envs=2, device=\"cpu\""), ns)
+        exec(wrappers.replace("num_envs=16", "num_envs=2"), {})

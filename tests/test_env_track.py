@@ -206,6 +206,11 @@ def test_step_before_reset_raises():
         (dict(car="kart"), ValueError, "car"),
         (dict(track="big"), TypeError, "TrackGenConfig"),
         (dict(checkpoint_spacing=0.0), ValueError, "checkpoint_spacing"),
+        # closer than the centreline's points: no more progress, and 1e-6 m took gigabytes
+        (dict(checkpoint_spacing=0.05), ValueError, r"checkpoint_spacing must be >= the centreline's point spacing "
+                                                     r"\(0.1 m\).* got 0.05"),
+        (dict(lookahead_horizon=1e3), ValueError, r"lookahead_horizon must be <= the longest loop these tracks hold "
+                                                  r"\(25.15 m\).* got 1000"),
         (dict(off_track_penalty=-1.0), ValueError, "off_track_penalty"),
         (dict(device="tpu"), ValueError, "device"),
         (dict(reset_options=True), TypeError, "reset_options"),
@@ -214,6 +219,20 @@ def test_step_before_reset_raises():
 def test_bad_config_values_raise_clear_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         TrackVectorEnv(**{"num_envs": 1, "device": "cpu", **kwargs})
+
+
+def test_the_default_checkpoint_spacing_is_never_below_the_point_spacing():
+    """2 * max_speed * dt of a slow car (0.08 m) is under the 0.1 m point spacing: the default
+    is then the point spacing (a given 0.08 is refused)."""
+    import dataclasses
+
+    from trackgen_env.envs.car import CAR_PRESETS
+
+    slow = dataclasses.replace(CAR_PRESETS["rc10"], max_speed=0.8)
+    assert TrackVectorEnv(1, "cpu", car=slow).checkpoint_spacing == pytest.approx(0.1)
+    assert TrackVectorEnv(1, "cpu").checkpoint_spacing == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="checkpoint_spacing must be >= the centreline's point spacing"):
+        TrackVectorEnv(1, "cpu", car=slow, checkpoint_spacing=0.08)
 
 
 def test_bad_reset_arguments_raise():

@@ -360,3 +360,28 @@ def test_a_live_altitude_min_above_altitude_max_is_refused():
                                          r"layout.altitude_min=3 and layout.altitude_max=2.5"):
         gen.params["layout.altitude_min"] = 3.0
     np.testing.assert_array_equal(gen.params["layout.altitude_min"].numpy(), np.float32(0.5))
+
+
+def test_gates_without_room_or_a_closed_loop_are_refused():
+    """Values no draw of the built-in layout can pass the checks with: gates that must be farther
+    apart than the disc they lie in (layout.size) allows, or a max_turn under 2 pi / num_gates
+    (a closed loop turns by 2 pi in all). Refused at build, live and as a range end, nothing written;
+    the other values taken at their most favourable."""
+    with pytest.raises(ValueError, match=r"stage 'checks': the construction values .* leave no room for the gates: "
+                                         r".* layout.size = 1 m apart, .* = 1.69706 m apart"):
+        GateGenerator(presets.gates(num_envs=2, device="cpu", gate_width=0.6).with_params({"layout.size": 1.0}))
+    gen = GateGenerator(presets.gates(num_envs=4, device="cpu", gate_width=0.6), seeds=0)
+    p = gen.params
+    for name, value, match in (("layout.size", 0.01, "no room for the gates: "),
+                               ("gate_frames.gate_width", [0.6, 1e6, 0.6, 0.6], "no room for the gates in env 1: "),
+                               ("layout.max_turn", 0.5, r"no closed loop: layout.max_turn must be >= 2 pi / num_gates")):
+        with pytest.raises(ValueError, match=rf"params\['{name}'\] leaves {match}"):
+            p[name] = value
+    assert np.all(p["layout.size"].numpy() == 8.0) and np.all(p["gate_frames.gate_width"].numpy() == np.float32(0.6))
+    p["layout.size"] = 1.7  # room for two gates 1.697 m apart, in theory: accepted
+    spec = presets.gates(num_envs=4, device="cpu", gate_width=0.6).with_randomize({"layout.size": (6.0, 10.0)})
+    drawn = GateGenerator(spec, seeds=0)
+    with pytest.raises(ValueError, match="no room for the gates"):
+        drawn.params.set_range("layout.size", 0.5, 1.0)
+    assert np.all(drawn.params.randomize["layout.size"][0].numpy() == 6.0)
+    drawn.params.set_range("layout.size", 2.0, 10.0)  # both ends with room

@@ -139,6 +139,16 @@ def test_seed_none_draws_a_valid_env_seed():
     assert isinstance(s, int) and 0 <= s < 2**31
 
 
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), ("a", TypeError), (True, TypeError)])
+def test_a_bad_seed_is_refused_at_once_and_keeps_the_seed_before(bad, error):
+    env = ScriptedSameStepEnv(2)
+    venv = SB3VecEnv(env)
+    venv.seed(11)
+    with pytest.raises(error, match=r"SB3VecEnv.seed\(seed\) must be"):
+        venv.seed(bad)
+    assert venv.reset()[0, 3] == 11  # not at the reset, after the refusal
+
+
 def test_set_options_reach_reset_and_different_per_env_options_are_refused():
     env = ScriptedSameStepEnv(2)
     venv = SB3VecEnv(env)
@@ -343,6 +353,18 @@ def test_render_tiles_the_envs_rgb_frames():
     assert len(frames) == 4 and frames[0].ndim == 3 and frames[0].dtype == np.uint8
     h, w, _ = frames[0].shape
     assert venv.render().shape == (2 * h, 2 * w, 3)  # SB3 tiles 4 frames 2 x 2
+    venv.close()
+
+
+def test_a_render_mode_set_through_the_adapter_is_followed():
+    """The env's render_mode is live: set with set_attr, the adapter's render() follows it."""
+    venv = track_adapter(4)
+    venv.reset()
+    venv.set_attr("render_mode", "rgb_array")
+    assert venv.render_mode == "rgb_array" and venv.render().ndim == 3
+    venv.set_attr("render_mode", None)
+    with pytest.warns(UserWarning, match="no `render_mode`"):
+        assert venv.render() is None
     venv.close()
 
 

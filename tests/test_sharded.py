@@ -92,6 +92,14 @@ def test_bad_arguments_are_refused_before_any_shard_steps():
         ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=[1, 2], device="cpu")
     with pytest.raises(ValueError, match="an int >= 0"):
         ShardedVectorEnv("TrackGen-Track-v0", 3, 2, seed=-1, device="cpu")
+    with pytest.raises(TypeError, match=r"shards a trackgen course env .* got 'CartPole-v1' \(vector entry point"):
+        ShardedVectorEnv("CartPole-v1", 4, 2)  # its vector env is not a course env (it takes no seed=)
+    with pytest.raises(gymnasium.error.NameNotFound):
+        ShardedVectorEnv("NoSuchEnv-v0", 4, 2)
+    with pytest.raises(TypeError, match="shards a trackgen course env"):
+        ShardedVectorEnv(gymnasium.spec("CartPole-v1"), 4, 2)
+    for env_id in (gymnasium.spec("TrackGen-Track-v0"), "trackgen_env:TrackGen-Track-v0"):  # as make_vec takes them
+        ShardedVectorEnv(env_id, 2, 2, seed=0, device="cpu").close()
 
 
 def test_bad_actions_raise_one_envs_error_and_leave_every_shard_unchanged():
@@ -360,7 +368,7 @@ def test_a_reset_that_leaves_most_envs_without_a_course_warns_once_for_all_shard
         warnings.simplefilter("error")
         env.reset()
         env.reset(seed=1)
-    env.params["band.width"] = 4.0  # wider than the layout can draw
+    env.params["band.width"] = 3.2  # room for a loop, but none draws
     with pytest.warns(UserWarning) as record:
         env.reset()
     few = [w for w in record if "hold a valid track course" in str(w.message)]

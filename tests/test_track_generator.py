@@ -142,10 +142,39 @@ def test_valid_rate_at_defaults():
     check_geometry(gen)
 
 
+def test_no_room_for_a_loop_is_refused():
+    """layout.size <= (1 + min_turn_radius_factor) * band.width leaves no loop that turns wide
+    enough (it lies in a circle of radius size / 2 - width / 2): refused at construction, live and
+    as a range end, nothing written; the other parameter is taken at its most favourable."""
+    with pytest.raises(ValueError, match=r"stage 'layout': the construction values .* leave no room for a loop: "
+                                         r"layout.size must be > .* = 21 m, got layout.size 20 m and band.width 7 m"):
+        TrackGenerator(presets.track(num_envs=4, device="cpu", size=20.0).with_params({"band.width": 7.0}))
+    with pytest.raises(ValueError, match="no room for a loop"):  # a range reaching below the bound
+        TrackGenerator(presets.track(num_envs=4, device="cpu").with_randomize({"layout.size": (2.0, 10.0)}))
+    gen = TrackGenerator(presets.track(num_envs=4, device="cpu"), seeds=0)
+    for name, value, where in (("layout.size", 0.01, ""), ("layout.size", 2.39, ""), ("band.width", 1e6, ""),
+                               ("band.width", [0.8, 3.4, 0.8, 0.8], " in env 1")):
+        with pytest.raises(ValueError, match=rf"params\['{name}'\] leaves no room for a loop{where}: .*set band.width first"):
+            gen.params[name] = value
+    assert np.all(gen.params["layout.size"].numpy() == 10.0) and np.all(gen.params["band.width"].numpy() == np.float32(0.8))
+    gen.params["layout.size"] = 2.5  # room, in theory: accepted; in practice no draw passes either
+    gen.generate()
+    assert gen.result.valid.numpy().sum() == 0
+    # both randomized: a width end meets the largest size, a size end the narrowest band
+    spec = presets.track(num_envs=4, device="cpu").with_randomize({"layout.size": (8.0, 12.0), "band.width": (0.6, 3.5)})
+    with pytest.warns(UserWarning, match="hold a valid track course"):  # wide bands draw few loops
+        gen = TrackGenerator(spec, seeds=0)
+    with pytest.raises(ValueError, match=r"params\['band.width'\] leaves no room .* got layout.size 12 m and band.width 4.5 m"):
+        gen.params.set_range("band.width", 0.6, 4.5)
+    assert np.all(gen.params.randomize["band.width"][1].numpy() == 3.5)
+    gen.params.set_range("band.width", 0.6, 3.9)
+
+
 def test_impossible_params_mark_envs_invalid_without_crashing():
-    # a 9 m band in a 20 m square cannot turn: every attempt fails the turn-radius check (the
-    # config refuses such a width; a live parameter is not checked against the others)
-    spec = presets.track(num_envs=8, device="cpu", size=20.0).with_randomize({"band.width": (9.0, 9.0)})
+    # a 6.4 m band in a 20 m square has room for a loop (19.2 m would do: refused below it,
+    # test_no_room_for_a_loop_is_refused) but draws none that turns wide enough: every attempt
+    # fails the turn-radius check (the config refuses such a width)
+    spec = presets.track(num_envs=8, device="cpu", size=20.0).with_randomize({"band.width": (6.4, 6.4)})
     with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid track course"):
         gen = TrackGenerator(spec, seeds=0)
     r = gen.result

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
+__all__ = ["check_int", "check_range", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -37,6 +37,22 @@ def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ValueError(f"{name} must be {_range(lo, hi)}, got {value}")
     return int(value)
+
+
+def check_range(name: str, value, lo: float, hi: float | None = None) -> tuple[float, float]:
+    """A ``(low, high)`` pair of floats with ``lo <= low <= high`` (``<= hi`` when given).
+
+    Raises:
+        TypeError: not a pair (a tuple or list of two). ValueError: a bound out of range, or
+            ``low > high``.
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
+    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
+    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
+    if low > high:
+        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
+    return (low, high)
 
 
 def check_num_envs(value) -> int:

@@ -10,14 +10,15 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float
+from ..checks import check_float, check_range, first_bad
 from ..polyline import BIG, wrap_index
 from ..seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..course.presets import WIDTH_PARAM, check_gate_width
-from ..generators.gate_layouts import RaceLayout
+from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
+from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
@@ -38,14 +39,6 @@ LAYOUT_MIN_SPEED = 1.0
 #: share ``random_start_prob`` of episodes on the course line before a random gate.
 START_MODES = ("first_gate", "random_gate")
 
-
-def _check_range(name: str, value, *, lo: float) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high``."""
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo)
-    high = check_float(f"{name}[1]", value[1], lo=low)
-    return (low, high)
 
 #: Observation index ranges ``(name, start, stop)``, in order: the one definition of the
 #: layout, which the kernel's offsets below and the class docstring's table follow.
@@ -376,6 +369,70 @@ def _observe(
         autoreset[e] = wp.where(term or trunc, 1, 0)
 
 
+_OPENING = {"gate_frames.gate_width": ("width", 0), "gate_frames.gate_height": ("height", 1)}
+
+
+def _body_section(quadrotor: QuadrotorParams) -> tuple[float, float]:
+    """[m] the drone's cross-section flying level through a gate, as the float32 the arrays store:
+    its body box's narrower horizontal side (``2 min(hx, hy)``) by its height (``2 hz``)."""
+    hx, hy, hz = (float(np.float32(h)) for h in quadrotor.half_extents)
+    return 2.0 * min(hx, hy), 2.0 * hz
+
+
+def _refuse_small_opening(what: str, side: str, got: str, quadrotor: QuadrotorParams) -> ValueError:
+    w, h = _body_section(quadrotor)
+    return ValueError(f"{what} must be larger than the drone flying level through it ({w:g} m wide, {h:g} m tall: "
+                      f"QuadrotorParams.half_extents {tuple(quadrotor.half_extents)}), got a {side} of {got}: a drone "
+                      f"flying level cannot pass such a gate without touching its frame, and that env would crash at "
+                      f"every gate; pass larger gates or a smaller quadrotor")
+
+
+def _check_drone_fits(source, quadrotor: QuadrotorParams, layout: RaceLayout | None = None) -> None:
+    """Refuse gates whose smallest opening (construction value or randomizer's lo; a race layout's
+    smallest gate, which the course flies) is at most the drone's level cross-section
+    (:func:`_body_section`). Each side on its own (width against width, height against height)."""
+    section = _body_section(quadrotor)
+    if layout is not None:
+        for side, axis, sizes in (("width", 0, layout.width), ("height", 1, layout.height)):
+            g = int(np.argmin(sizes))
+            if np.float32(sizes[g]) <= section[axis]:
+                raise _refuse_small_opening(f"{layout.name}: gate {g}'s opening (the course flies the smallest)", side,
+                                            f"{sizes[g]:g} m", quadrotor)
+        return
+    spec = source.to_spec() if isinstance(source, GateGenConfig) else getattr(source, "spec", source)
+    for name, (side, axis) in _OPENING.items():
+        least = construction_bound(spec, name, "lo")
+        if least is not None and np.float32(least) <= section[axis]:
+            raise _refuse_small_opening(f"the gate opening ({name})", side, f"{least:g} m", quadrotor)
+
+
+def _drone_fits_live(quadrotor: QuadrotorParams):
+    """A ``Params`` validator of the opening's width and height: refuse a live value (or range end)
+    at most the drone's level cross-section, in any env (each side on its own: no order between
+    the two sets)."""
+    section = _body_section(quadrotor)
+
+    def check(name: str, values: np.ndarray) -> None:
+        side, axis = _OPENING[name]
+        small = np.asarray(values) <= section[axis]
+        if np.any(small):
+            raise _refuse_small_opening(f"params[{name!r}]", side, first_bad(values, small, " m"), quadrotor)
+
+    return check
+
+
+def _check_above_ground(layout: RaceLayout) -> None:
+    """Refuse a race layout with a gate whose opening lies wholly at or below the ground (z = 0)."""
+    side, up = gate_axes(layout.orientation)
+    top = layout.position[:, 2] + 0.5 * (layout.width * np.abs(side[:, 2]) + layout.height * np.abs(up[:, 2]))
+    low = np.flatnonzero(top <= 0.0)
+    if low.size:
+        g = int(low[0])
+        raise ValueError(f"{layout.name}: gate {g}'s opening lies below the ground (its highest point is at z = "
+                         f"{top[g]:.3g} m; the gates env's ground is z = 0, z up): no drone can fly through it. A layout "
+                         f"in z-down coordinates (NED) needs its z negated")
+
+
 class GatesVectorEnv(CourseVectorEnv):
     """A quadrotor racing through procedurally generated gate courses; every finished env gets a new course.
 
@@ -632,8 +689,8 @@ class GatesVectorEnv(CourseVectorEnv):
             raise ValueError(f"start must be one of {START_MODES}, got {start!r}")
         self.start = start
         self.random_start_prob = check_float("random_start_prob", random_start_prob, lo=0.0, hi=1.0)
-        self.start_distance = _check_range("start_distance", start_distance, lo=0.0)
-        self.start_speed = _check_range("start_speed", start_speed, lo=0.0)
+        self.start_distance = check_range("start_distance", start_distance, lo=0.0)
+        self.start_speed = check_range("start_speed", start_speed, lo=0.0)
         self.start_offset = check_float("start_offset", start_offset, lo=0.0)
         self.start_tilt = check_float("start_tilt", start_tilt, lo=0.0, hi=1.0)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=3.2)
@@ -648,7 +705,14 @@ class GatesVectorEnv(CourseVectorEnv):
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)
 
+        if layout is not None:
+            _check_above_ground(layout)
+        _check_drone_fits(source, quadrotor, layout)
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
+        params = self.course.generator.params
+        for name in _OPENING:
+            if name in params:  # a live set (or range) of the opening meets the same rule
+                params.add_validator(name, _drone_fits_live(quadrotor))
         if layout is not None:
             self.gates_config = source.config
         self.layout = layout  # the race layout flown (None: generated courses)

@@ -40,7 +40,7 @@ from ..checks import check_int
 from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
-from .base import check_seed
+from .base import CourseVectorEnv, check_seed
 from .io import check_actions
 
 __all__ = ["ShardedVectorEnv"]
@@ -225,6 +225,29 @@ def _rows(given: np.ndarray, a: int, b: int) -> np.ndarray:
     return given if given.ndim == 0 else given[a:b]
 
 
+def _course_env_refusal(env_id, entry) -> TypeError:
+    return TypeError(f"ShardedVectorEnv shards a trackgen course env (an id whose vector entry point is a "
+                     f"CourseVectorEnv: 'TrackGen-Track-v0', 'TrackGen-Gates-v0'), got {env_id!r} (vector entry point "
+                     f"{entry!r})")
+
+
+def _check_course_env(env_id) -> None:
+    """Refuse, before any shard is built, a registered id (or ``EnvSpec``) whose vector entry point is
+    a class other than a :class:`CourseVectorEnv` (the shards' step, outputs and seeds are a course
+    env's); gymnasium's error for an unregistered id. A ``"module:Id"`` or a factory entry point is
+    checked on the first shard built (``__init__``)."""
+    if isinstance(env_id, gymnasium.envs.registration.EnvSpec):
+        spec = env_id
+    elif isinstance(env_id, str) and ":" not in env_id:
+        spec = gymnasium.spec(env_id)
+    else:
+        return
+    entry = spec.vector_entry_point
+    made = gymnasium.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    if made is None or (isinstance(made, type) and not issubclass(made, CourseVectorEnv)):
+        raise _course_env_refusal(env_id, entry)
+
+
 class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` envs of ``env_id`` as ``num_shards`` shard envs stepped in parallel threads.
 
@@ -252,7 +275,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
 
     Raises:
         TypeError / ValueError: bad ``num_envs`` / ``num_shards`` / ``seed``, ``output`` other
-            than ``"numpy"``; in ``step`` actions one env would refuse (another shape, not real
+            than ``"numpy"``, an ``env_id`` that is not a course env (gymnasium's error for an
+            unregistered one); in ``step`` actions one env would refuse (another shape, not real
             floats, NaN) and in ``reset`` options one env would refuse, both before any shard
             changes. RuntimeError: a step before ``reset()`` or after ``close()``. The shard
             env's own errors as it raises them.
@@ -265,14 +289,19 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.num_shards = check_int("num_shards", num_shards, lo=1, hi=self.num_envs)
         if kwargs.get("output", "numpy") != "numpy":
             raise ValueError(f"ShardedVectorEnv writes NumPy outputs: output must be 'numpy', got {kwargs['output']!r}")
+        _check_course_env(env_id)
         E, S = self.num_envs, self.num_shards
         self.bounds = [(k * E // S, (k + 1) * E // S) for k in range(S)]
         self._rows = [slice(a, b) for a, b in self.bounds]
         seeds = _shard_seeds(seed, E, self.bounds)
         with warnings.catch_warnings(record=True) as caught:  # each shard's few-valid warning: once, below
             warnings.simplefilter("always")
-            self.shards = [gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs)
-                           for (a, b), s in zip(self.bounds, seeds)]
+            self.shards = []
+            for (a, b), s in zip(self.bounds, seeds):
+                self.shards.append(gymnasium.make_vec(env_id, num_envs=b - a, seed=s, **kwargs))
+                if not isinstance(self.shards[0].unwrapped, CourseVectorEnv):  # a factory's, or "module:Id"'s
+                    self.shards[0].close()
+                    raise _course_env_refusal(env_id, type(self.shards[0].unwrapped).__name__)
         seen = set()
         for w in caught:  # the others as the shards raised them, each once
             key = (str(w.message), w.category, w.filename, w.lineno)

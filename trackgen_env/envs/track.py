@@ -9,11 +9,12 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float, check_int, first_bad
+from ..checks import check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
+from ..pipeline.stages.track import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
@@ -279,6 +280,16 @@ def _source_spec(source) -> PipelineSpec | None:
     return spec if isinstance(spec, PipelineSpec) else None
 
 
+def _longest_loop(source) -> float | None:
+    """[m] the longest loop ``source`` (a config, a spec, a built program or generator) declares
+    it can draw (``TrackLayout.max_loop_length``), None where it declares none (hills)."""
+    layout = getattr(source, "layout", None)
+    if layout is None:
+        spec = _source_spec(source)
+        layout = None if spec is None else TRACK.layout(spec)
+    return None if layout is None else layout.max_loop_length
+
+
 def _on_hills_or_banked(source) -> bool:
     """Whether the courses of ``source`` (a config, a spec or a built generator) can leave the ground
     plane: a ``layout.elevation`` that can be > 0, or a ``banking`` stage."""
@@ -295,11 +306,14 @@ def _check_car_fits(source, car: CarParams) -> None:
     narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
     # as the float32 values the band is drawn and the body stored in (0.20000001 is 0.2)
     if narrowest is not None and np.float32(car.width) >= np.float32(narrowest):
+        smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
+        narrower = f"a narrower car (car={smallest[0]!r} is {smallest[1].width:g} m wide) or " if smallest[1].width < car.width else ""
+        wider = ("a randomize range of band.width whose lo is a few car widths" if "band.width" in spec.randomize
+                 else "track=TrackGenConfig(width=...), a few car widths")
         raise ValueError(
             f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m (band.width): "
-            f"its body would be off such a band from the start, and that env would end at every step; pass a "
-            f"narrower car (car='rc10' is {CAR_PRESETS['rc10'].width:g} m wide) or wider tracks "
-            f"(track=TrackGenConfig(width=...), a few car widths)"
+            f"its body would be off such a band from the start, and that env would end at every step; pass "
+            f"{narrower}wider tracks ({wider})"
         )
 
 
@@ -472,8 +486,9 @@ class TrackVectorEnv(CourseVectorEnv):
       given: its rows are checked (finite, widths > 0 m), but not its shape, so a line whose
       band crosses itself (a figure-8, or Suzuka's bridge) is valid: the band is not tested
       against itself, as a generated track's is.
-    * ``checkpoint_spacing``: [m] spacing of the progress checkpoints; default twice the
-      distance the car covers in one step at ``max_speed``.
+    * ``checkpoint_spacing``: [m] spacing of the progress checkpoints, at least the
+      centreline's point spacing; default twice the distance the car covers in one step at
+      ``max_speed``, or the point spacing if that is larger.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -495,10 +510,13 @@ class TrackVectorEnv(CourseVectorEnv):
       without a new checkpoint (see Episode End).
     * ``num_lookahead``, ``lookahead_horizon``: the lookahead points of the observation
       (default 10 points up to ``max(15 * wheelbase, max_speed^2 / (2 max_brake))`` [m], the
-      braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car).
+      braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
+      given horizon must be at most the longest loop the tracks declare (a flat procedural
+      track's bound; a given centreline's and a hilly track's are not checked).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
-    Bad arguments raise TypeError / ValueError before anything is allocated; a construction
+    Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
+    program and a ``centerline=``'s generator are built first: some checks read them); a construction
     whose memory estimate (:meth:`memory_estimate`) exceeds what the device has free raises
     MemoryError. After construction every attribute is read-only (AttributeError naming the
     constructor argument) except ``render_mode`` and ``render_size``; ``close()`` releases
@@ -570,14 +588,14 @@ class TrackVectorEnv(CourseVectorEnv):
             raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
         self.random_start = bool(random_start)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
-        self.start_speed = _check_range("start_speed", start_speed, 0.0, self.car.max_speed)
+        self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
         horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
-        cp = 2.0 * self.car.max_speed * self.car.dt if checkpoint_spacing is None else checkpoint_spacing
-        self.checkpoint_spacing = check_float("checkpoint_spacing", cp, lo=0.0, lo_open=True)
+        if checkpoint_spacing is not None:
+            checkpoint_spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
         self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
         self.registry = registry
@@ -598,6 +616,22 @@ class TrackVectorEnv(CourseVectorEnv):
                 seeds=seed,
             )
         _check_car_fits(source, self.car)
+        if checkpoint_spacing is None:  # no closer than the points (a slow car covers less than one per step)
+            self.checkpoint_spacing = max(2.0 * self.car.max_speed * self.car.dt, spacing)
+        elif checkpoint_spacing < spacing:
+            raise ValueError(
+                f"checkpoint_spacing must be >= the centreline's point spacing ({spacing:g} m): checkpoints closer than "
+                f"the points carry no more progress (each is interpolated between the same two points) and take "
+                f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {checkpoint_spacing:g}")
+        else:
+            self.checkpoint_spacing = checkpoint_spacing
+        longest = _longest_loop(source)
+        # only a given horizon: the default, the car's braking distance (241 m for the full-size car),
+        # may exceed a small loop, whose far lookahead points then wrap past the start
+        if lookahead_horizon is not None and longest is not None and self.lookahead_horizon > longest:
+            raise ValueError(f"lookahead_horizon must be <= the longest loop these tracks hold ({longest:.4g} m): its "
+                             f"farthest points would lie past the start again, a lap or more ahead, got "
+                             f"{self.lookahead_horizon:g}")
         # the warm-started searches only need to cover one step of travel at top speed (a
         # longer jump falls back to a global search): a small window is the cheap one
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
@@ -702,21 +736,6 @@ class TrackVectorEnv(CourseVectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
-
-
-def _check_range(name: str, value, lo: float, hi: float) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high <= hi``.
-
-    Raises:
-        TypeError: not a pair. ValueError: a bound out of ``[lo, hi]``, or ``low > high``.
-    """
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
-    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
-    if low > high:
-        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
-    return (low, high)
 
 
 def _check_scale_range(name: str, value) -> tuple[float, float] | None:

@@ -465,6 +465,12 @@ def _matrix_from_quat(q: np.ndarray) -> np.ndarray:
     ])
 
 
+def gate_axes(quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[G, 4]`` unit quaternions (x, y, z, w) -> the gates' local y (across the opening, its
+    width) and local z (up the opening, its height) in the world, ``[G, 3]`` each."""
+    return _rotate(quats, np.array([0.0, 1.0, 0.0])), _rotate(quats, np.array([0.0, 0.0, 1.0]))
+
+
 def _rotate(quats: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([_matrix_from_quat(q) @ v for q in quats])
 
@@ -623,7 +629,9 @@ def write_gate_layout(generator, layout: RaceLayout, mask: np.ndarray | None = N
     width = generator.params["gate_frames.gate_width"].numpy().astype(np.float64)
     height = generator.params["gate_frames.gate_height"].numpy().astype(np.float64)
     width[sel], height[sel] = layout.course_width, layout.course_height
-    generator.params["gate_frames.gate_width"] = width
-    generator.params["gate_frames.gate_height"] = height
+    params = generator.params  # both checked before either is written (a refused height leaves the width)
+    staged = [params.stage_set("gate_frames.gate_width", width), params.stage_set("gate_frames.gate_height", height)]
+    for each in staged:
+        params.commit(each)
     pose.assign(wp.array(rows.astype(np.float32), dtype=wp.transform, device="cpu"))
     count.assign(counts.astype(np.int32))

@@ -96,7 +96,7 @@ class TrackGenerator(Program):
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
-            raise ValueError(f"points must be [N >= 3, 4] (x, y, w_right, w_left), got shape {pts.shape}")
+            raise ValueError(f"a centreline must be [N >= 3, 4] (x, y, w_right, w_left) [m], got shape {pts.shape}")
         pts = check_centerline(pts, name="points")  # the one check of a closed centreline (names the bad row)
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)

@@ -18,7 +18,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from ..checks import install_hint
+from ..checks import check_int, install_hint
 from ..envs.sharded import ShardedVectorEnv
 
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
@@ -251,10 +251,15 @@ def _build_adapter_class():
             return obs, np.asarray(reward, dtype=np.float32), dones, infos
 
         def seed(self, seed: int | None = None) -> list[int | None]:
-            """Use ``seed`` (an int >= 0; None: draw one) at the next ``reset()``; returns it once per env."""
+            """Use ``seed`` (an int >= 0; None: draw one) at the next ``reset()``; returns it once per env.
+
+            Raises:
+                TypeError / ValueError: ``seed`` is not None or an int >= 0 (a float, a bool, a negative
+                    int); the seed set before stays in place.
+            """
             if seed is None:
                 seed = int(np.random.randint(0, 2**31 - 1))
-            self._seed = int(seed)
+            self._seed = check_int("SB3VecEnv.seed(seed)", seed, lo=0)
             return [self._seed] * self.num_envs
 
         def close(self) -> None:
@@ -287,6 +292,10 @@ def _build_adapter_class():
                     f"set for all envs (indices=None), got indices={indices!r}"
                 )
             setattr(self.env, attr_name, value)
+            if attr_name == "render_mode":  # live in the env: the adapter's render() follows it, as SB3's __init__ set it
+                self.render_mode = self.env.render_mode
+                self.metadata = {"render_modes": [] if self.render_mode is None else
+                                 ["human", "rgb_array"] if self.render_mode == "rgb_array" else [self.render_mode]}
 
         def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
             n = self._count(indices)

@@ -37,17 +37,20 @@ def _is_number(x) -> bool:
     return isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, (bool, np.bool_))
 
 
-def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> str:
-    """For a refusal of ``check`` that float32 caused (the given numbers pass it): ``" (given 1e-50,
-    which float32 stores as 0)"``, or ``" (env 3 was given 1e-50, ...)"`` for ``[E]`` values, the
-    env whose given value alone makes the stored ones pass (else the first that float32 changed
-    by more than its rounding); ``""`` when the given numbers are refused too."""
+def _refusal(exc: ValueError, check, name: str, stored: np.ndarray, given: np.ndarray) -> ValueError:
+    """``exc`` (``check``'s refusal of the ``stored`` float32 values) as the caller's error; when
+    float32 caused it (the ``given`` numbers pass), it says so: ``"... (given 1e-50, which float32
+    stores as 0)"``, or for ``[E]`` values ``"... (env 3 was given 1e-50, ...)"`` about the env whose
+    given value alone makes the stored ones pass (else the first that float32 changed by more than
+    its rounding), in place of the refusal's own ``" (env 3)"``."""
+    message = str(exc)
     try:
         check(name, given)
     except ValueError:
-        return ""  # refused as given too: the message is about the given numbers
+        return ValueError(message)  # refused as given too: the message is about the given numbers
     if np.ndim(given) == 0:
-        return _stored_note("given", float(given), float(stored))
+        return ValueError(message + _stored_note("given", float(given), float(stored)))
+    env = None
     for i in np.flatnonzero(stored != given):
         trial = stored.copy()
         trial[i] = given[i]
@@ -55,12 +58,15 @@ def _float32_caused(check, name: str, stored: np.ndarray, given: np.ndarray) -> 
             check(name, trial)
         except ValueError:
             continue
-        return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
-    changed = np.flatnonzero(~np.isclose(stored, given, rtol=1e-6, atol=0.0))  # more than rounding
-    if changed.size == 0:
-        return ""
-    i = int(changed[0])
-    return _stored_note(f"env {i} was given", float(given[i]), float(stored[i]))
+        env = int(i)
+        break
+    if env is None:
+        changed = np.flatnonzero(~np.isclose(stored, given, rtol=1e-6, atol=0.0))  # more than rounding
+        if changed.size == 0:
+            return ValueError(message)
+        env = int(changed[0])
+    message = message.removesuffix(f" (env {env})")  # said once, in the note
+    return ValueError(message + _stored_note(f"env {env} was given", float(given[env]), float(stored[env])))
 
 
 def check_as_stored(param, what: str, value) -> None:
@@ -82,7 +88,7 @@ def check_as_stored(param, what: str, value) -> None:
     try:
         check(what, stored)
     except ValueError as exc:
-        raise ValueError(f"{exc}{_float32_caused(check, what, stored, given)}") from None
+        raise _refusal(exc, check, what, stored, given) from None
 
 
 def _stored_note(who: str, given: float, stored: float) -> str:
@@ -314,7 +320,7 @@ class Params(Mapping):
                 try:
                     notice = check(name, values)
                 except ValueError as exc:
-                    raise ValueError(f"{exc}{_float32_caused(check, name, values, given)}") from None
+                    raise _refusal(exc, check, name, values, given) from None
                 if notice and notice not in notices:  # the same notice of both ends: once
                     notices.append(notice)
         return notices

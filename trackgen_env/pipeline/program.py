@@ -165,6 +165,8 @@ class StageContext:
         fields: the working set, ``name -> wp.array`` (env axis first).
         in_place: the fields that are the result's own arrays (``Family.in_place_fields``
             when every stage is a built-in; empty otherwise).
+        all_builtin: every stage of the program is a built-in (a built-in stage may then rely
+            on what the others do, e.g. where the built-in layout puts the gates).
         inputs: generator inputs by name (stable arrays the user writes).
     """
 
@@ -182,6 +184,7 @@ class StageContext:
         self._launches = Launches()
         self.fields: dict[str, wp.array] = {}
         self.in_place: frozenset[str] = frozenset()
+        self.all_builtin = False
         self.inputs: dict[str, wp.array] = {}
         # scratch sharing (Program sets them around each stage's allocate): the fields read by
         # the stage being allocated, the later ones or the commit; bytes of a donor row in use
@@ -338,7 +341,7 @@ class Program:
             if name in given:  # the caller's array, holding the same initial values
                 wp.copy(given[name], arrays[name])
                 arrays[name] = given[name]
-        builtin = all(is_builtin(cls) for _, cls, _ in found)
+        builtin = ctx.all_builtin = all(is_builtin(cls) for _, cls, _ in found)
         if builtin:
             # no plugin writes rows it was not asked to: the stages may write the result in place
             ctx.in_place = frozenset(family.in_place_fields)

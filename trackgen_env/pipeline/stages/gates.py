@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import warp as wp
 
 from ... import env_loop
@@ -409,11 +410,69 @@ class Start(Stage):
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
+_ROOM_PARAMS = ("layout.size", "gate_frames.gate_width", "gate_frames.gate_height", "layout.max_turn")
+
+
+def _gates_have_room(params, settings):
+    """A check of :data:`_ROOM_PARAMS` (live sets, range ends, and the construction values at build)
+    where the built-in layout and checks run: refuse values with which no draw can pass the checks,
+    in any env, the others taken at their most favourable (the largest size and turn, the smallest
+    opening a generation can use).
+
+    * Spacing: the layout puts every gate centre within ``size / 2`` of the course's centre, so two
+      gates are at most ``size`` apart (horizontally), and the checks want every pair
+      ``max(min_gate_spacing, 2 hypot(gate_width, gate_height))`` apart.
+    * Turn: the heading changes of a closed loop of ``num_gates`` legs add up to at least 2 pi
+      (Fenchel's theorem, for a closed polygon: do Carmo, *Differential Geometry of Curves and
+      Surfaces*, 1976, section 5-7), so one is at least ``2 pi / num_gates``, and the checks want
+      each at most ``layout.max_turn``."""
+    spacing_floor, num_gates = settings["min_gate_spacing"], settings["num_gates"]
+    least_turn = 2.0 * math.pi / num_gates
+
+    def favourable(name, values):
+        got = {n: (params.least(n) if n.startswith("gate_frames") else params.most(n)) for n in _ROOM_PARAMS}
+        got[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
+        return got
+
+    def check(name, values, what=None):
+        v = favourable(name, values)
+        subject = what or f"params[{name!r}] leaves"
+        spacing = np.maximum(spacing_floor, 2.0 * np.hypot(v["gate_frames.gate_width"], v["gate_frames.gate_height"]))
+        crowded = spacing > v["layout.size"]
+        if np.any(crowded):
+            e = int(np.flatnonzero(crowded)[0])
+            where = "" if np.all(crowded) else f" in env {e}"
+            raise ValueError(
+                f"{subject} no room for the gates{where}: they lie within layout.size / 2 of the centre, so at most "
+                f"layout.size = {v['layout.size'][e]:g} m apart, and the checks want every two max(min_gate_spacing, "
+                f"2 * hypot(gate_width, gate_height)) = {spacing[e]:.6g} m apart (min_gate_spacing "
+                f"{spacing_floor:g} m, openings {v['gate_frames.gate_width'][e]:g} x "
+                f"{v['gate_frames.gate_height'][e]:g} m): every draw would fail and the env would hold no course")
+        tight = v["layout.max_turn"] < least_turn
+        if np.any(tight):
+            e = int(np.flatnonzero(tight)[0])
+            where = "" if np.all(tight) else f" in env {e}"
+            raise ValueError(
+                f"{subject} no closed loop{where}: layout.max_turn must be >= 2 pi / num_gates = {least_turn:.6g} rad "
+                f"(the turns of a closed loop of {num_gates} legs add up to at least 2 pi), got "
+                f"{v['layout.max_turn'][e]:g}: every draw would fail and the env would hold no course")
+
+    return check
+
+
 class Checks(Stage):
     """Rejects a course whose gates overlap, turn or climb too much, or crowd the start or the ground."""
 
     name, family = "checks", "gates"
     reads = ("gate_position", "start_position")
+
+    def allocate(self, ctx):
+        if ctx.all_builtin and all(name in ctx.params for name in _ROOM_PARAMS):
+            room = _gates_have_room(ctx.params, ctx.settings)
+            room("layout.size", ctx.params.most("layout.size"),
+                 "stage 'checks': the construction values (or randomize ranges) of " + ", ".join(_ROOM_PARAMS) + " leave")
+            for name in _ROOM_PARAMS:
+                ctx.params.add_validator(name, room)
 
     def enqueue(self, ctx, pending):
         p, f, s = ctx.params, ctx.fields, ctx.settings

@@ -1024,6 +1024,13 @@ class Layout(Stage):
         for name in _LOOP_LENGTH_PARAMS:
             if name in ctx.params:
                 ctx.params.add_validator(name, warn)
+        if "layout.size" in ctx.params and "band.width" in ctx.params:
+            room = _loop_has_room(ctx.params, ctx.settings)
+            what = "stage 'layout': the construction values (or randomize ranges) of layout.size and band.width leave"
+            room("layout.size", ctx.params.least("layout.size"), what)
+            room("band.width", ctx.params.most("band.width"), what)
+            for name in ("layout.size", "band.width"):
+                ctx.params.add_validator(name, room)
         ctx.field("ctrl", (_e(ctx), c), wp.vec3)
         ctx.field("ctrl_count", _e(ctx), wp.int32)
 
@@ -1092,6 +1099,41 @@ def _warn_over_capacity(params, settings):
                 f"1.4x every draw is: an env then holds no course (valid 0, every step ends); build with the final "
                 f"values (layout.size, band.width, layout.radius_jitter), or pass max_points")
         return None
+
+    return check
+
+
+def _loop_has_room(params, settings):
+    """A check of ``"layout.size"`` and ``"band.width"`` (live sets, range ends, and the
+    construction values at build): refuse values with which no draw can pass the turn-radius
+    bound, in any env. Every control point lies within ``size / 2 - width / 2`` of the centre,
+    so the loop (in their convex hull) lies in that circle, and a closed curve inside a circle
+    of radius R turns tighter than R somewhere (do Carmo, *Differential Geometry of Curves and
+    Surfaces*, 1976, section 1-7): with ``size / 2 - width / 2 <= min_turn_radius_factor *
+    width / 2`` every draw is rejected and the env holds no course. The other parameter is
+    taken at its most favourable (the largest size, the narrowest band a generation can use)."""
+    factor = settings["min_turn_radius_factor"]
+
+    def check(name, values, what=None):
+        given = np.asarray(values, dtype=np.float64)
+        values = np.broadcast_to(given, (params.num_envs,))
+        if name == "layout.size":
+            size, width = values, params.least("band.width")
+        else:
+            size, width = params.most("layout.size"), values
+        short = size <= (1.0 + factor) * width
+        if np.any(short):
+            e = int(np.flatnonzero(short)[0])
+            where = "" if np.all(short) else f" in env {e}"
+            order = "" if what else (" (to move both, set band.width first when shrinking layout.size, layout.size "
+                                     "first when widening band.width)")
+            raise ValueError(
+                f"{what or f'params[{name!r}] leaves'} no room for a loop{where}: layout.size must be > (1 + "
+                f"min_turn_radius_factor) * band.width = {(1.0 + factor) * width[e]:.6g} m, got layout.size {size[e]:g} m "
+                f"and band.width {width[e]:g} m. The loop lies within size / 2 - width / 2 of the centre, and a closed "
+                f"curve inside a circle turns tighter than its radius somewhere, so every draw would turn tighter than "
+                f"min_turn_radius_factor * width / 2 = {factor * width[e] / 2.0:.6g} m and the env would hold no "
+                f"course{order}")
 
     return check
 
@@ -1396,8 +1438,9 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         widest = v["size"] / (2.0 * v["min_turn_radius_factor"] + 1.0)
         if v["width"] > widest:
             raise ValueError(
-                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m (the loop's outer "
-                f"radius size / 2 - width / 2 must be >= 2 least turn radii), got {v['width']}"
+                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m for size {v['size']:g} m "
+                f"(the loop's outer radius size / 2 - width / 2 must be >= 2 least turn radii): got width {v['width']}; "
+                f"pass a narrower width or a larger size"
             )
         if v["elevation"] > v["size"] / 5.0:
             raise ValueError(f"elevation must be in [0, size / 5] = [0, {v['size'] / 5.0:.6g}] m, got {v['elevation']}")
@@ -1423,5 +1466,11 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         mp = v["max_points"]
     v["max_points"] = check_int("max_points", mp, lo=8)
     if v["max_points"] > MAX_POINTS:
-        raise ValueError(f"max_points = {v['max_points']} is over 65536: raise point_spacing or lower max_loop_length")
+        if fields["max_points"] is not None:
+            raise ValueError(f"max_points must be <= {MAX_POINTS}, got {v['max_points']}")
+        origin = ", 4 * size when not given" if fields["max_loop_length"] is None else ""
+        raise ValueError(
+            f"max_points = {v['max_points']} is over {MAX_POINTS}: the longest loop of these settings (size "
+            f"{v['size']:g} m, max_loop_length {v['max_loop_length']:g} m{origin}) needs that many points every "
+            f"point_spacing = {v['point_spacing']:g} m: raise point_spacing, or lower size or max_loop_length")
     return v
