@@ -252,8 +252,9 @@ def test_default_course_is_micro_drone_scale():
 
 
 def test_impossible_config_marks_envs_invalid_without_crashing():
-    # a live size past the config's range: 7 gates in a 3 m disc cannot be 1.5 m apart
-    spec = gates(8, max_retries=2).with_randomize({"layout.size": (3.0, 3.0)})
+    # a size past the config's range: 7 gates in a 3.6 m disc have room to be 1.5 m apart (in 3 m they would
+    # not: refused, test_gates_without_room_or_a_closed_loop_are_refused), but no draw fits
+    spec = gates(8, max_retries=2).with_randomize({"layout.size": (3.6, 3.6)})
     with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid gates course"):
         gen = GateGenerator(spec, seeds=0)
     r = gen.result
