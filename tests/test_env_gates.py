@@ -289,6 +289,10 @@ def test_gates_the_drone_cannot_pass_are_refused():
         GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6)))
     sunk[2, 2] = -0.29  # its top edge above the ground
     GatesVectorEnv(2, "cpu", layout=RaceLayout(sunk, level, np.full(4, 0.6), np.full(4, 0.6))).close()
+    low = square.copy()
+    low[0, 2] = -0.1  # gate 0's opening reaches above the floor, but the start (at its height) does not
+    with pytest.raises(ValueError, match=r"the start, behind gate 0 .* lies at or below the ground"):
+        GatesVectorEnv(2, "cpu", layout=RaceLayout(low, level, np.full(4, 1.5), np.full(4, 1.5)))
     with pytest.raises(ValueError, match=r"layout: gate 1's opening \(the course flies the smallest\) .* width of 0.1 m"):
         GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.array([0.6, 0.1, 0.6, 0.6]), np.full(4, 0.6)))
     # a layout written live: both openings are checked before either is written

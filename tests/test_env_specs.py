@@ -144,9 +144,9 @@ def test_a_spec_with_a_host_stage_steps_eagerly_with_one_warning():
      r"only 0 of 3 envs \(0.0%\) hold a valid track course"),
     (lambda: TrackVectorEnv(4, "cpu", track=presets.track().with_params({"band.width": 3.0}), seed=0),
      r"only 0 of 4 envs \(0.0%\) hold a valid track course"),
-    # 7 gates in a 3 m disc cannot be 1.5 m apart
+    # 7 gates in a 4 m disc: room for neighbours 1.7 m apart (a 3 m disc is refused), but no draw fits
     (lambda: GatesVectorEnv(3, "cpu", gates=presets.gates(gate_width=0.6, max_retries=2).with_params(
-        {"layout.size": 3.0}), seed=0), r"only 0 of 3 envs \(0.0%\) hold a valid gates course"),
+        {"layout.size": 4.0}), seed=0), r"only 0 of 3 envs \(0.0%\) hold a valid gates course"),
 ])
 def test_a_spec_of_invalid_courses_warns_at_env_construction(make, match):
     # the env builds the spec's program without its first generation (the course runs it):

@@ -252,8 +252,9 @@ def test_default_course_is_micro_drone_scale():
 
 
 def test_impossible_config_marks_envs_invalid_without_crashing():
-    # a live size past the config's range: 7 gates in a 3 m disc cannot be 1.5 m apart
-    spec = gates(8, max_retries=2).with_randomize({"layout.size": (3.0, 3.0)})
+    # a size past the config's range: 7 gates in a 3.6 m disc have room to be 1.5 m apart (in 3 m they would
+    # not: refused, test_gates_without_room_or_a_closed_loop_are_refused), but no draw fits
+    spec = gates(8, max_retries=2).with_randomize({"layout.size": (3.6, 3.6)})
     with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid gates course"):
         gen = GateGenerator(spec, seeds=0)
     r = gen.result
@@ -364,24 +365,35 @@ def test_a_live_altitude_min_above_altitude_max_is_refused():
 
 def test_gates_without_room_or_a_closed_loop_are_refused():
     """Values no draw of the built-in layout can pass the checks with: gates that must be farther
-    apart than the disc they lie in (layout.size) allows, or a max_turn under 2 pi / num_gates
-    (a closed loop turns by 2 pi in all). Refused at build, live and as a range end, nothing written;
-    the other values taken at their most favourable."""
+    apart than two neighbouring gates of the layout can be, or a max_turn under 2 pi / num_gates (a
+    closed loop turns by 2 pi in all). Refused at build (a range's either end), live and as a range
+    end, nothing written; the other values taken at their most favourable. The spacing bound is
+    tight: a regular loop (no jitter) just under it is valid."""
+    base = presets.gates(num_envs=64, device="cpu", gate_width=0.6)
     with pytest.raises(ValueError, match=r"stage 'checks': the construction values .* leave no room for the gates: "
-                                         r".* layout.size = 1 m apart, .* = 1.69706 m apart"):
-        GateGenerator(presets.gates(num_envs=2, device="cpu", gate_width=0.6).with_params({"layout.size": 1.0}))
-    gen = GateGenerator(presets.gates(num_envs=4, device="cpu", gate_width=0.6), seeds=0)
+                                         r".* = 1.69706 m apart .* at most 0.433884 m apart"):
+        GateGenerator(base.with_params({"layout.size": 1.0}))
+    with pytest.raises(ValueError, match=r"leave no closed loop: layout.max_turn must be >= 2 pi / num_gates"):
+        GateGenerator(base.with_randomize({"layout.max_turn": (0.5, 1.75)}))  # its lo end
+    gen = GateGenerator(base, seeds=0)
     p = gen.params
     for name, value, match in (("layout.size", 0.01, "no room for the gates: "),
-                               ("gate_frames.gate_width", [0.6, 1e6, 0.6, 0.6], "no room for the gates in env 1: "),
+                               ("gate_frames.gate_width", [0.6] * 10 + [3.0] + [0.6] * 53, "no room for the gates in env 10: "),
                                ("layout.max_turn", 0.5, r"no closed loop: layout.max_turn must be >= 2 pi / num_gates")):
         with pytest.raises(ValueError, match=rf"params\['{name}'\] leaves {match}"):
             p[name] = value
     assert np.all(p["layout.size"].numpy() == 8.0) and np.all(p["gate_frames.gate_width"].numpy() == np.float32(0.6))
-    p["layout.size"] = 1.7  # room for two gates 1.697 m apart, in theory: accepted
-    spec = presets.gates(num_envs=4, device="cpu", gate_width=0.6).with_randomize({"layout.size": (6.0, 10.0)})
-    drawn = GateGenerator(spec, seeds=0)
+    p["layout.size"] = 4.0  # neighbours up to 1.736 m apart, 1.697 wanted: accepted
+    drawn = GateGenerator(base.with_randomize({"layout.size": (6.0, 10.0)}), seeds=0)
     with pytest.raises(ValueError, match="no room for the gates"):
-        drawn.params.set_range("layout.size", 0.5, 1.0)
+        drawn.params.set_range("layout.size", 2.0, 10.0)
     assert np.all(drawn.params.randomize["layout.size"][0].numpy() == 6.0)
-    drawn.params.set_range("layout.size", 2.0, 10.0)  # both ends with room
+    drawn.params.set_range("layout.size", 4.0, 10.0)
+    # a regular heptagon in an 8 m disc: neighbours 2 * 4 * sin(pi / 7) = 3.4711 m apart
+    regular = {"layout.radius_jitter": 0.0, "layout.angle_jitter": 0.0, "layout.max_turn": 3.1}
+    side = 3.4711 / (2.0 * math.sqrt(2.0))
+    under = GateGenerator(base.with_params({**regular, "gate_frames.gate_width": 0.995 * side,
+                                            "gate_frames.gate_height": 0.995 * side}), seeds=0)
+    assert under.result.valid.numpy().all()
+    with pytest.raises(ValueError, match="no room for the gates"):
+        GateGenerator(base.with_params({**regular, "gate_frames.gate_width": 1.01 * side, "gate_frames.gate_height": 1.01 * side}))

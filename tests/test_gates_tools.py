@@ -10,7 +10,7 @@ from trackgen_env.pipeline import presets
 from trackgen_env.types import CheckpointSet, Contacts, CourseLine
 
 W, H, R = 0.1, 0.1, 0.02  # the spec's gate width, a square opening, the spec's post radius
-NO_FIT = {"layout.size": (3.0, 3.0)}  # a live size past the config's fit rules: no course fits
+NO_FIT = {"layout.size": (3.6, 3.6)}  # room for two gates 1.5 m apart, but no course fits (the config refuses it)
 
 
 def make(num_envs=4, device="cpu", *components, seeds=1, randomize=None, **kwargs):

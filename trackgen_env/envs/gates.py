@@ -421,8 +421,14 @@ def _drone_fits_live(quadrotor: QuadrotorParams):
     return check
 
 
-def _check_above_ground(layout: RaceLayout) -> None:
-    """Refuse a race layout with a gate whose opening lies wholly at or below the ground (z = 0)."""
+def _check_above_ground(layout: RaceLayout, generator: GateGenerator) -> None:
+    """Refuse a race layout with a gate whose opening lies wholly at or below the ground (z = 0), or
+    whose start pose (``generator``'s, behind gate 0) does: the drone would start in the ground."""
+    start = generator.result.start_position.numpy()[0]
+    if start[2] <= 0.0:
+        raise ValueError(f"{layout.name}: the start, behind gate 0 at ({start[0]:.3g}, {start[1]:.3g}, {start[2]:.3g}) m, lies at or below "
+                         f"the ground (the gates env's ground is z = 0, z up): the drone would crash at every start; "
+                         f"raise gate 0 (its centre is at z = {layout.position[0, 2]:g} m)")
     side, up = gate_axes(layout.orientation)
     top = layout.position[:, 2] + 0.5 * (layout.width * np.abs(side[:, 2]) + layout.height * np.abs(up[:, 2]))
     low = np.flatnonzero(top <= 0.0)
@@ -706,7 +712,7 @@ class GatesVectorEnv(CourseVectorEnv):
         self._spaces(OBS_DIM, 4)
 
         if layout is not None:
-            _check_above_ground(layout)
+            _check_above_ground(layout, source)
         _check_drone_fits(source, quadrotor, layout)
         self.course = Course.gates(source, collision=tools.FrameCollision(self.bar_thickness), **seeds)
         params = self.course.generator.params

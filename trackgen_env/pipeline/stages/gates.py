@@ -410,18 +410,35 @@ class Start(Stage):
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
-_ROOM_PARAMS = ("layout.size", "gate_frames.gate_width", "gate_frames.gate_height", "layout.max_turn")
+_ROOM_PARAMS = ("layout.size", "layout.radius_jitter", "gate_frames.gate_width", "gate_frames.gate_height",
+                "layout.max_turn")
+#: the end of each that leaves the most room: the largest size, jitter and turn, the smallest opening
+_FAVOURABLE = {"layout.size": "most", "layout.radius_jitter": "most", "gate_frames.gate_width": "least",
+               "gate_frames.gate_height": "least", "layout.max_turn": "most"}
+
+
+def _widest_neighbours(size: np.ndarray, radius_jitter: np.ndarray, num_gates: int) -> np.ndarray:
+    """[m] the largest distance two angularly neighbouring gates of the built-in layout can be
+    apart: the centres lie at radii in ``[R (1 - j), R]`` (``R = size / 2``, ``j`` the radius
+    jitter, clamped to 0.9 as the layout does), and of ``num_gates`` angles around the centre two
+    neighbours are at most the mean ``2 pi / num_gates`` apart. The distance is convex in each
+    radius, so its largest value is at the ends."""
+    R = 0.5 * np.maximum(size, 0.0)
+    inner = R * (1.0 - np.clip(radius_jitter, 0.0, 0.9))
+    angle = 2.0 * math.pi / num_gates
+    same = 2.0 * R * math.sin(0.5 * angle)
+    mixed = np.sqrt(np.maximum(R * R + inner * inner - 2.0 * R * inner * math.cos(angle), 0.0))
+    return np.maximum(same, mixed)
 
 
 def _gates_have_room(params, settings):
     """A check of :data:`_ROOM_PARAMS` (live sets, range ends, and the construction values at build)
     where the built-in layout and checks run: refuse values with which no draw can pass the checks,
-    in any env, the others taken at their most favourable (the largest size and turn, the smallest
-    opening a generation can use).
+    in any env, the others taken at their most favourable (:data:`_FAVOURABLE`).
 
-    * Spacing: the layout puts every gate centre within ``size / 2`` of the course's centre, so two
-      gates are at most ``size`` apart (horizontally), and the checks want every pair
-      ``max(min_gate_spacing, 2 hypot(gate_width, gate_height))`` apart.
+    * Spacing: the checks want every two gates ``max(min_gate_spacing, 2 hypot(gate_width,
+      gate_height))`` apart (horizontally), and two neighbouring gates of the layout are at most
+      :func:`_widest_neighbours` apart.
     * Turn: the heading changes of a closed loop of ``num_gates`` legs add up to at least 2 pi
       (Fenchel's theorem, for a closed polygon: do Carmo, *Differential Geometry of Curves and
       Surfaces*, 1976, section 5-7), so one is at least ``2 pi / num_gates``, and the checks want
@@ -429,25 +446,23 @@ def _gates_have_room(params, settings):
     spacing_floor, num_gates = settings["min_gate_spacing"], settings["num_gates"]
     least_turn = 2.0 * math.pi / num_gates
 
-    def favourable(name, values):
-        got = {n: (params.least(n) if n.startswith("gate_frames") else params.most(n)) for n in _ROOM_PARAMS}
-        got[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
-        return got
-
     def check(name, values, what=None):
-        v = favourable(name, values)
+        v = {n: getattr(params, _FAVOURABLE[n])(n) for n in _ROOM_PARAMS}
+        v[name] = np.broadcast_to(np.asarray(values, dtype=np.float64), (params.num_envs,))
         subject = what or f"params[{name!r}] leaves"
         spacing = np.maximum(spacing_floor, 2.0 * np.hypot(v["gate_frames.gate_width"], v["gate_frames.gate_height"]))
-        crowded = spacing > v["layout.size"]
+        widest = _widest_neighbours(v["layout.size"], v["layout.radius_jitter"], num_gates)
+        crowded = spacing > widest
         if np.any(crowded):
             e = int(np.flatnonzero(crowded)[0])
             where = "" if np.all(crowded) else f" in env {e}"
             raise ValueError(
-                f"{subject} no room for the gates{where}: they lie within layout.size / 2 of the centre, so at most "
-                f"layout.size = {v['layout.size'][e]:g} m apart, and the checks want every two max(min_gate_spacing, "
-                f"2 * hypot(gate_width, gate_height)) = {spacing[e]:.6g} m apart (min_gate_spacing "
-                f"{spacing_floor:g} m, openings {v['gate_frames.gate_width'][e]:g} x "
-                f"{v['gate_frames.gate_height'][e]:g} m): every draw would fail and the env would hold no course")
+                f"{subject} no room for the gates{where}: the checks want every two max(min_gate_spacing, 2 * "
+                f"hypot(gate_width, gate_height)) = {spacing[e]:.6g} m apart (min_gate_spacing {spacing_floor:g} m, "
+                f"openings {v['gate_frames.gate_width'][e]:g} x {v['gate_frames.gate_height'][e]:g} m), and two "
+                f"neighbouring gates of {num_gates} within layout.size / 2 = {0.5 * v['layout.size'][e]:g} m of the "
+                f"centre (radius jitter {v['layout.radius_jitter'][e]:g}) are at most {widest[e]:.6g} m apart: every "
+                f"draw would fail and the env would hold no course")
         tight = v["layout.max_turn"] < least_turn
         if np.any(tight):
             e = int(np.flatnonzero(tight)[0])
@@ -469,8 +484,9 @@ class Checks(Stage):
     def allocate(self, ctx):
         if ctx.all_builtin and all(name in ctx.params for name in _ROOM_PARAMS):
             room = _gates_have_room(ctx.params, ctx.settings)
-            room("layout.size", ctx.params.most("layout.size"),
-                 "stage 'checks': the construction values (or randomize ranges) of " + ", ".join(_ROOM_PARAMS) + " leave")
+            what = "stage 'checks': the construction values (or randomize ranges) of " + ", ".join(_ROOM_PARAMS) + " leave"
+            for name, end in _FAVOURABLE.items():  # each one's least favourable end (as a live range end is)
+                room(name, getattr(ctx.params, "least" if end == "most" else "most")(name), what)
             for name in _ROOM_PARAMS:
                 ctx.params.add_validator(name, room)
 
