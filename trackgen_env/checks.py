@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_range", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
+__all__ = ["check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -156,6 +156,14 @@ def first_bad(values, bad, unit: str = "") -> str:
         return f"{float(v):g}{unit}"
     e = int(np.flatnonzero(bad)[0])
     return f"{float(v.ravel()[e]):g}{unit} (env {e})"
+
+
+def refused_env(bad) -> tuple[int, str]:
+    """``(e, where)`` for a refusal of ``[E]`` values (``bad``: True where refused): the first refused
+    env, and ``" in env e"`` for the message, or ``""`` when every env is refused."""
+    bad = np.asarray(bad)
+    e = int(np.flatnonzero(bad)[0])
+    return e, "" if np.all(bad) else f" in env {e}"
 
 
 def resolve_device(device=None) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 import warp as wp
 
 from ... import env_loop
-from ...checks import check_float, check_int, resolve_device
+from ...checks import check_float, check_int, refused_env, resolve_device
 from ...polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import GateLayout, GateResult
@@ -454,8 +454,7 @@ def _gates_have_room(params, settings):
         widest = _widest_neighbours(v["layout.size"], v["layout.radius_jitter"], num_gates)
         crowded = spacing > widest
         if np.any(crowded):
-            e = int(np.flatnonzero(crowded)[0])
-            where = "" if np.all(crowded) else f" in env {e}"
+            e, where = refused_env(crowded)
             raise ValueError(
                 f"{subject} no room for the gates{where}: the checks want every two max(min_gate_spacing, 2 * "
                 f"hypot(gate_width, gate_height)) = {spacing[e]:.6g} m apart (min_gate_spacing {spacing_floor:g} m, "
@@ -465,8 +464,7 @@ def _gates_have_room(params, settings):
                 f"draw would fail and the env would hold no course")
         tight = v["layout.max_turn"] < least_turn
         if np.any(tight):
-            e = int(np.flatnonzero(tight)[0])
-            where = "" if np.all(tight) else f" in env {e}"
+            e, where = refused_env(tight)
             raise ValueError(
                 f"{subject} no closed loop{where}: layout.max_turn must be >= 2 pi / num_gates = {least_turn:.6g} rad "
                 f"(the turns of a closed loop of {num_gates} legs add up to at least 2 pi), got "

@@ -39,7 +39,7 @@ import numpy as np
 import warp as wp
 
 from ... import env_loop
-from ...checks import check_float, check_int, first_bad, resolve_device
+from ...checks import check_float, check_int, refused_env, first_bad, resolve_device
 from ...polyline import BIG, TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ...types import TrackLayout, TrackResult
@@ -1123,8 +1123,7 @@ def _loop_has_room(params, settings):
             size, width = params.most("layout.size"), values
         short = size <= (1.0 + factor) * width
         if np.any(short):
-            e = int(np.flatnonzero(short)[0])
-            where = "" if np.all(short) else f" in env {e}"
+            e, where = refused_env(short)
             order = "" if what else (" (to move both, set band.width first when shrinking layout.size, layout.size "
                                      "first when widening band.width)")
             raise ValueError(
