@@ -146,6 +146,30 @@ def test_reset_without_a_seed_draws_new_tracks():
     assert all(x.shape != y["centerline"].shape or not np.array_equal(x, y["centerline"]) for x, y in zip(before, after))
 
 
+def _centerlines(env):
+    return [t["centerline"].copy() for t in env.tracks()]
+
+
+def test_a_live_set_before_the_first_reset_is_in_the_courses_it_draws():
+    """The first plain reset keeps the construction's courses only while they still describe the
+    parameters: after a live set it draws new ones, as a later reset after the same set would."""
+    kept = TrackVectorEnv(E, "cpu", seed=6)
+    construction = _centerlines(kept)
+    kept.reset()
+    assert all(np.array_equal(x, y) for x, y in zip(construction, _centerlines(kept)))
+    kept.course.generator.params["band.width"] = 1.6
+    kept.reset()
+    set_first = TrackVectorEnv(E, "cpu", seed=6)
+    set_first.course.generator.params["band.width"] = 1.6
+    set_first.reset()
+    assert np.all(set_first.course.generator.params["band.width"].numpy() == np.float32(1.6))
+    drawn = _centerlines(set_first)
+    assert all(x.shape != y.shape or not np.array_equal(x, y) for x, y in zip(construction, drawn))
+    assert all(np.array_equal(x, y) for x, y in zip(_centerlines(kept), drawn))
+    kept.close()
+    set_first.close()
+
+
 def test_graph_replay_equals_eager_step():
     replay = TrackVectorEnv(E, "cpu", seed=7, max_episode_steps=25)
     eager = TrackVectorEnv(E, "cpu", seed=7, max_episode_steps=25, capture=False)

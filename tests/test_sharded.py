@@ -249,6 +249,20 @@ def test_params_set_every_shard_as_one_envs_params_would():
     one.close()
 
 
+def test_a_live_set_before_the_first_reset_draws_new_courses_in_every_shard_as_in_one_env():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 6, 2, seed=3, device="cpu")
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=6, seed=3, device="cpu")
+    env.params["band.width"] = 1.5
+    one.unwrapped.course.generator.params["band.width"] = 1.5
+    obs, _ = env.reset()
+    _same(one.reset(), (obs, _))
+    untouched = gymnasium.make_vec("TrackGen-Track-v0", num_envs=6, seed=3, device="cpu")
+    assert not np.array_equal(untouched.reset()[0], obs)  # the construction's courses were not kept
+    env.close()
+    one.close()
+    untouched.close()
+
+
 _BAD_SETS = [  # (name, value): one env refuses each; so does a sharded env, with the same error
     ("band.width", "np.where(np.arange(7) == 5, 0.0, 1.2)"), ("band.width", "np.where(np.arange(7) == 5, 1e-50, 1.2)"),
     ("band.width", "np.where(np.arange(7) == 0, np.nan, 1.2)"), ("band.width", "np.ones(6)"),

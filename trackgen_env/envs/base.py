@@ -439,6 +439,7 @@ class CourseVectorEnv(VectorEnv):
         self._frames = None  # [E, H, W, 3] uint8, allocated at the first render()
         self._needs_reset = True
         self._fresh = True  # the courses of the construction are not used yet
+        self._commits_at_construction = self.course.generator.params.commits
 
         # warm-up: load every module outside any capture (the course is prepared already), then
         # record; no regeneration here, so that the first reset() keeps the construction's courses
@@ -547,7 +548,8 @@ class CourseVectorEnv(VectorEnv):
 
         Args:
             seed: None (the next courses of each env's stream; the first reset after
-                construction keeps the construction's courses), an int ``s`` (env i's
+                construction keeps the construction's courses, unless a live parameter was
+                set or moved in between), an int ``s`` (env i's
                 courses restart from seed ``hash(s, i)``: the same as constructing with
                 ``seed=s``), or ``E`` ints (env i's courses restart from seed ``seed[i]``).
             options: None, or (``autoreset_mode=DISABLED`` only) ``{"reset_mask": m}`` with
@@ -585,13 +587,14 @@ class CourseVectorEnv(VectorEnv):
             self._warn_if_few_valid(mask)
             return self._io.masked_reset_outputs(mask)
         super().reset(seed=seed if isinstance(seed, int) else None)
+        fresh = self._keeps_construction_courses
         if seed is not None:
             self.course.generate(seeds=seed)
-        elif not self._fresh:
+        elif not fresh:
             self.course.regenerate(advance=True)
         else:
             self.course.reset()  # the construction's courses (checked then)
-        if seed is not None or not self._fresh:
+        if seed is not None or not fresh:
             # a live parameter may have been set since (a band too wide for the layout): say so
             # here rather than as envs that end at every step
             self._warn_if_few_valid(None)
@@ -600,6 +603,13 @@ class CourseVectorEnv(VectorEnv):
         self._needs_reset = False
         obs, _, _, _, info = self._io.outputs(final=False)
         return obs, info
+
+    @property
+    def _keeps_construction_courses(self) -> bool:
+        """Whether a plain ``reset()`` now would keep the courses generated at construction:
+        no reset has used them yet and no live parameter was set or moved since (a set since
+        means they no longer describe the parameters, so the reset draws new ones)."""
+        return self._fresh and self.course.generator.params.commits == self._commits_at_construction
 
     #: whether a reset warns of few valid courses itself (a ShardedVectorEnv warns once for its shards)
     _warn_on_reset = True

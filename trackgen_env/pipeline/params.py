@@ -225,6 +225,9 @@ class Params(Mapping):
             for name, (lo, hi) in randomize.items()
         })
         self._streams = {name: stream_id(name, p) for name, p in dynamic.items()}
+        #: how many sets and range moves were committed (an env's first plain reset compares it
+        #: with its construction's count: a change since means those courses are out of date)
+        self.commits = 0
         clash = sorted(n for n in self._streams if list(self._streams.values()).count(self._streams[n]) > 1)
         if clash:
             raise ValueError(f"parameters {clash} share a random stream: rename one of them")
@@ -304,6 +307,7 @@ class Params(Mapping):
         (a UserWarning each, at the user's line)."""
         for arr, values in staged.writes:
             arr.assign(values)
+        self.commits += 1
         for notice in staged.notices:  # at the user's line: once per line under the default filter
             warnings.warn(notice, UserWarning, stacklevel=user_stacklevel())
 
