@@ -438,8 +438,8 @@ class CourseVectorEnv(VectorEnv):
                          final_obs=self._final_obs, final_info=self._final_info)
         self._frames = None  # [E, H, W, 3] uint8, allocated at the first render()
         self._needs_reset = True
-        self._fresh = True  # the courses of the construction are not used yet
-        self._commits_at_construction = self.course.generator.params.commits
+        # the params' commit count the construction's courses were drawn with; None once a reset used them
+        self._construction_commits = self.course.generator.params.commits
 
         # warm-up: load every module outside any capture (the course is prepared already), then
         # record; no regeneration here, so that the first reset() keeps the construction's courses
@@ -598,7 +598,7 @@ class CourseVectorEnv(VectorEnv):
             # a live parameter may have been set since (a band too wide for the layout): say so
             # here rather than as envs that end at every step
             self._warn_if_few_valid(None)
-        self._fresh = False
+        self._construction_commits = None
         self._advance(self._all_envs)
         self._needs_reset = False
         obs, _, _, _, info = self._io.outputs(final=False)
@@ -609,7 +609,7 @@ class CourseVectorEnv(VectorEnv):
         """Whether a plain ``reset()`` now would keep the courses generated at construction:
         no reset has used them yet and no live parameter was set or moved since (a set since
         means they no longer describe the parameters, so the reset draws new ones)."""
-        return self._fresh and self.course.generator.params.commits == self._commits_at_construction
+        return self._construction_commits == self.course.generator.params.commits
 
     #: whether a reset warns of few valid courses itself (a ShardedVectorEnv warns once for its shards)
     _warn_on_reset = True

@@ -357,7 +357,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
         mask = self.check_reset_options(options, seed)
         out = first.new_outputs(self.num_envs, final=False)
-        # the first plain reset keeps the construction's courses (checked then), as one env's does
+        # the first plain reset keeps the construction's courses (checked then) unless a live
+        # parameter was set since, as one env's does
         fresh = seed is None and mask is None and all(shard._keeps_construction_courses for shard in self.shards)
         # in turn, not in the threads: a reset may record a graph, and Warp's CPU capture state is
         # one per process (a capture in one thread would take in another thread's launches)
