@@ -227,12 +227,17 @@ class FusedWarpStep:
     """The floor: the step as one Warp kernel, on the tracks of ``env`` (a :class:`TrackVectorEnv`).
 
     ``capture=True`` records the launch (and the action copy in) as a graph, as the env does.
-    ``step(actions [E, 2] float32) -> (obs [E, D], reward [E], terminated [E], truncated [E])``
-    host copies. ``env`` must stay open while this is used (its track arrays are read).
+    ``step(actions [E, 2] float32) -> (obs [E, D], reward [E], terminated [E], truncated [E])``:
+    host NumPy copies (``output="numpy"``, as the env's NumPy outputs), or with ``output="torch"``
+    (as the env's torch outputs) zero-copy torch views of the device buffers, the actions then a
+    torch tensor on the env's device, copied on the device. ``env`` must stay open while this is
+    used (its track arrays are read).
     """
 
-    def __init__(self, env, capture: bool = True):
-        self.num_envs, self.device = env.num_envs, env.device
+    def __init__(self, env, capture: bool = True, output: str = "numpy"):
+        if output not in ("numpy", "torch"):
+            raise ValueError(f'output must be "numpy" or "torch", got {output!r}')
+        self.num_envs, self.device, self.output = env.num_envs, env.device, output
         E, dev, r, c = env.num_envs, env.device, env.course.result, env.car
         m = car_model(c)
         self._car = [m.wheelbase, m.l_r, m.max_steer, m.max_accel, m.max_brake, m.max_speed,
@@ -253,6 +258,10 @@ class FusedWarpStep:
                        z(wp.int32), wp.ones(E, dtype=wp.int32, device=dev)]  # done = 1: the first step resets
         self.obs = wp.zeros((E, OBS_LOOKAHEAD + 3 * len(look)), dtype=float, device=dev)
         self.reward, self.terminated, self.truncated = z(float), z(wp.bool), z(wp.bool)
+        self._views = None
+        if output == "torch":
+            self._views = tuple(wp.to_torch(a) for a in (self.obs, self.reward, self.terminated, self.truncated))
+            self._action_view = wp.to_torch(self._action)  # [E, 2] float32, as the env's torch action view
         self._body()  # load the module outside the capture
         self._state[-1].fill_(1)
         self.graph = None
@@ -262,7 +271,8 @@ class FusedWarpStep:
             self.graph = cap.graph
 
     def _body(self):
-        wp.copy(self._action, self._host_action)
+        if self.output == "numpy":  # torch: the actions are copied on the device before the body
+            wp.copy(self._action, self._host_action)
         wp.launch(_fused_step, self.num_envs, inputs=[*self._car, *self._track, *self._settings, self._action,
                                                       *self._state],
                   outputs=[self.obs, self.reward, self.terminated, self.truncated], device=self.device)
@@ -270,14 +280,22 @@ class FusedWarpStep:
     def reset(self):
         """Every car back at its start (the next step is the reset step); returns the zero obs."""
         self._state[-1].fill_(1)
-        return self.step(np.zeros((self.num_envs, 2), np.float32))[0]
+        zeros = np.zeros((self.num_envs, 2), np.float32)
+        if self.output == "torch":
+            zeros = self._action_view.new_zeros(self._action_view.shape)
+        return self.step(zeros)[0]
 
-    def step(self, actions: np.ndarray):
-        self._host_action.numpy()[:] = np.asarray(actions, np.float32)
+    def step(self, actions):
+        if self.output == "torch":
+            self._action_view.copy_(actions, non_blocking=True)  # on the device, as the env's write_actions
+        else:
+            self._host_action.numpy()[:] = np.asarray(actions, np.float32)
         if self.graph is not None:
             wp.capture_launch(self.graph)
         else:
             self._body()
+        if self._views is not None:
+            return self._views
         return (self.obs.numpy().copy(), self.reward.numpy().copy(), self.terminated.numpy().copy(),
                 self.truncated.numpy().copy())
 

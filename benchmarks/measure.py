@@ -6,6 +6,8 @@
   NumPy or torch outputs);
 * :func:`courses_per_second`: checked, valid courses per second of a generator (retries included);
 * :func:`reset_cost`: a step's time with a given share of envs auto-resetting;
+* :func:`regeneration_cost`: a recorded masked regeneration alone, and what one that regenerates
+  nothing adds to a recorded step;
 * :func:`breakdown`: where an eager step's time goes;
 * :func:`memory_per_env`, :func:`first_use`: device memory per env per part, and import +
   construction + first step in a fresh interpreter on a cold / warm kernel cache, from the
@@ -212,6 +214,67 @@ def reset_cost(env_id: str, num_envs: int, device: str, fractions=(0.0, 0.01, 1.
     out = {str(f): {"envs": masks[f][0], "step_us": 1e6 * float(np.median(times[f]))} for f in fractions}
     if "0.0" in out and "1.0" in out:
         out["regeneration_us_per_env"] = (out["1.0"]["step_us"] - out["0.0"]["step_us"]) / num_envs
+    return out
+
+
+def _replay_us(graph, device: str, before=None) -> float:
+    """Microseconds of one replay of ``graph``, between device synchronisations (``before()`` runs first, untimed)."""
+    if before is not None:
+        before()
+    wp.synchronize_device(device)
+    t0 = time.perf_counter()
+    wp.capture_launch(graph)
+    wp.synchronize_device(device)
+    return 1e6 * (time.perf_counter() - t0)
+
+
+def regeneration_cost(env_id: str, num_envs: int, device: str, replays: int = 50, seed: int = 0) -> dict:
+    """Microseconds of recorded graph replays (each between device synchronisations; the variants
+    take turns, a replay each, and each figure is the median of its ``replays``):
+
+    * ``"step_with_regeneration"``: the env's step graph with the masked regeneration recorded
+      (``autoreset_mode=NEXT_STEP``), its auto-reset mask cleared before each replay, so that no
+      env regenerates; ``"step_without_regeneration"``: the same step recorded without it
+      (``DISABLED``); ``"idle_regeneration_us"``: their difference, what a step in which no env
+      ends pays for the regeneration it carries (the ``any(mask)`` test and the skipped
+      conditional node). Both envs hold the same courses and step with zero actions.
+    * ``"masked"``: ``{str(k): us}`` of a recorded ``course.regenerate(mask, advance=True)`` alone,
+      with ``k`` envs masked (0, 1 and 1 % of ``num_envs``, random envs), each replay drawing those
+      envs' next courses (retry rounds included); ``"masked_1pct_us"``: the 1 % figure.
+    """
+    envs = {mode: ENVS[env_id](num_envs, device, seed=seed, autoreset_mode=mode) for mode in ("NextStep", "Disabled")}
+    for env in envs.values():
+        env.reset(seed=seed)
+    nxt = envs["NextStep"]
+    rng = np.random.default_rng(seed)
+    one_pct = max(1, int(round(0.01 * num_envs)))
+    masked = {}
+    for k in dict.fromkeys((0, 1, one_pct)):
+        mask = np.zeros(num_envs, np.int32)
+        mask[rng.choice(num_envs, k, replace=False)] = 1
+        mask = wp.array(mask, dtype=wp.int32, device=device)
+        with wp.ScopedCapture(device=device) as cap:
+            nxt.course.regenerate(mask=mask, advance=True)
+        masked[k] = (mask, cap.graph)  # the graph holds the mask's pointer: keep the array alive
+    variants = {"step_with_regeneration": (nxt.graph, nxt._autoreset.zero_),
+                "step_without_regeneration": (envs["Disabled"].graph, None)}
+    variants.update({f"masked_{k}": (graph, None) for k, (_, graph) in masked.items()})
+    times = {name: [] for name in variants}
+    for i in range(replays + 3):
+        for name, (graph, before) in variants.items():
+            dt = _replay_us(graph, device, before)
+            if i >= 3:
+                times[name].append(dt)
+    for env in envs.values():
+        env.close()
+    med = {name: float(np.median(t)) for name, t in times.items()}
+    out = {"num_envs": num_envs, "replays": replays,
+           "step_with_regeneration": med["step_with_regeneration"],
+           "step_without_regeneration": med["step_without_regeneration"],
+           "masked": {str(k): med[f"masked_{k}"] for k in masked}}
+    out["idle_regeneration_us"] = out["step_with_regeneration"] - out["step_without_regeneration"]
+    out["masked_1pct_envs"] = one_pct
+    out["masked_1pct_us"] = out["masked"][str(one_pct)]
     return out
 
 

@@ -77,8 +77,10 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert {"results.json", "results.md", "throughput.png"} <= set(os.listdir(tmp_path))
     result = json.loads((tmp_path / "results.json").read_text())
-    for section in ("throughput", "generation", "resets", "breakdown", "memory", "first_use", "carracing", "sharding"):
+    for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "first_use",
+                    "carracing", "sharding"):
         assert section in result, section
+    assert result["not_run"] == {}  # the CPU runs every section
     for env_id in measure.ENVS:
         rows = result["throughput"]["rows"][env_id]
         assert [r["num_envs"] for r in rows] == [1, 64]
@@ -87,6 +89,11 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
         assert all(r["same_step"]["reset_steps"] == 0 and r["same_step"]["transitions_per_s"] > 0 for r in rows)
     track = result["throughput"]["rows"]["TrackGen-Track-v0"]
     assert all(r["floor"]["transitions_per_s"] > 0 and r["numpy_step"]["transitions_per_s"] > 0 for r in track)
+    assert all(r["floor_torch"]["transitions_per_s"] > 0 for r in track)
+    for env_id in measure.ENVS:  # 0, 1 and 1 % of 64 envs (1) masked
+        regen = result["regeneration"][env_id]
+        assert set(regen["masked"]) == {"0", "1"} and regen["masked_1pct_envs"] == 1, regen
+        assert all(v > 0 for v in regen["masked"].values()) and math.isfinite(regen["idle_regeneration_us"])
     assert result["generation"]["track"]["courses_per_s"] > 0
     assert {"0.0", "0.01", "1.0"} <= set(result["resets"]["TrackGen-Track-v0"])
     assert result["first_use"]["TrackGen-Track-v0"]["warm"]["total_s"] > 0
@@ -96,7 +103,9 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert "stepped in turn in one thread" in (tmp_path / "results.md").read_text()
     ratios = result["ratios"]
     expected = {"track_step_time_over_floor_64", "track_over_numpy_step_64", "track_replay_over_eager_64",
-                "track_courses_per_s_64", "sharding_speedup_2", "track_device_bytes_per_env"}
+                "track_courses_per_s_64", "sharding_speedup_2", "track_device_bytes_per_env",
+                "track_torch_transitions_per_s_64", "track_torch_step_time_over_floor_64",
+                "track_masked_regeneration_1pct_us_64"}
     if "skipped" in result["carracing"]:
         assert "gymnasium[box2d]" in result["carracing"]["skipped"]
         assert "Skipped: CarRacing-v3 unavailable" in (tmp_path / "results.md").read_text()
@@ -104,7 +113,9 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
         expected |= {"track_over_carracing_pixels", "track_over_carracing_physics", "track_over_carracing_sync_vector",
                      "track_generation_over_carracing"}
     assert expected <= set(ratios)
-    assert all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in ratios.values()), ratios
+    # the idle regeneration is a difference of two timings: near 0, either sign
+    assert all(isinstance(v, float) and math.isfinite(v) and (v > 0 or k.startswith("track_idle_regeneration"))
+               for k, v in ratios.items()), ratios
     text = (tmp_path / "results.md").read_text()
     assert "python benchmarks/run.py --quick --only throughput" in text and "| 4096 |" not in text
     assert text.strip() in run.stdout
@@ -123,3 +134,66 @@ def test_steal_is_a_share_of_the_cpu_time_between_two_readings(tmp_path, monkeyp
     real_open = open
     monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(stat if path == "/proc/stat" else path, *a, **k))
     assert measure.cpu_times() == (30, 1000)  # guest time is inside user: not counted twice
+
+
+def test_the_floor_with_torch_outputs_steps_as_with_numpy_outputs():
+    """The floor of the torch column does the NumPy floor's work, its outputs views of the device buffers."""
+    torch = pytest.importorskip("torch")
+    env = TrackVectorEnv(8, "cpu", seed=2)
+    env.reset(seed=2)
+    host, views = FusedWarpStep(env), FusedWarpStep(env, output="torch")
+    obs, t_obs = host.reset(), views.reset()
+    pursuit = PurePursuit(env.car)
+    for _ in range(30):
+        action = pursuit(obs)
+        out, t_out = host.step(action), views.step(torch.from_numpy(action))
+        assert all(isinstance(t, torch.Tensor) for t in t_out)
+        for a, b in zip(out, t_out):
+            np.testing.assert_array_equal(a, b.numpy())
+        obs = out[0]
+    assert np.abs(obs[:, 0]).max() > 0.5  # the cars drove
+    with pytest.raises(ValueError, match='"numpy" or "torch"'):
+        FusedWarpStep(env, output="jax")
+    env.close()
+
+
+def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
+    """Each CUDA target is read off a ratio that ``ratios`` names the same way at 131072 envs (a
+    misspelt name would leave a target unmeasured), and a GPU run leaves out the CPU-only sections."""
+    from benchmarks import run
+
+    E = run.WORK_ENVS["cuda"]
+    tp = lambda x: {"transitions_per_s": float(x)}  # noqa: E731
+    row = {"num_envs": E, **{k: tp(1e8) for k in ("replay_numpy", "eager_numpy", "replay_torch", "floor",
+                                                  "floor_torch", "numpy_step")}}
+    result = {"throughput": {"rows": {"TrackGen-Track-v0": [row]}},
+              "generation": {"track": {"courses_per_s": 2e7}},
+              "regeneration": {"TrackGen-Track-v0": {"idle_regeneration_us": 4.0, "masked_1pct_us": 150.0}},
+              "memory": {"TrackGen-Track-v0": {"device_total_per_env": 15_000.0}}}
+    ratios = run.ratios(result, E)
+    assert set(run.TARGETS["cuda"]) <= set(ratios)
+    assert {run.met_target(ratios[k], t) for k, t in run.TARGETS["cuda"].items()} == {False, True}  # 1e8 < 6e8
+    assert run.met_target(ratios[f"track_masked_regeneration_1pct_us_{E}"], run.TARGETS["cuda"][
+        f"track_masked_regeneration_1pct_us_{E}"])
+    assert run.default_sections("cpu") == list(run.SECTIONS)
+    assert set(run.SECTIONS) - set(run.default_sections("cuda:0")) == set(run.CPU_ONLY) == {"first_use", "sharding"}
+    # the CPU targets too
+    cpu = {**result, "throughput": {"rows": {"TrackGen-Track-v0": [{**row, "num_envs": 4096}]}}}
+    cpu_ratios = run.ratios(cpu, run.WORK_ENVS["cpu"])
+    assert {k for k in run.TARGETS["cpu"] if k in cpu_ratios} == {"track_step_time_over_floor_4096",
+                                                                   "track_courses_per_s_4096", "track_device_bytes_per_env"}
+
+
+def test_the_device_check_script_writes_its_logs_and_results(tmp_path):
+    """benchmarks/device_check.sh, the GPU session's one command, run here on the CPU with a quick
+    benchmark: its files land under $OUT, where the device tool brings them back from."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "BENCH_ARGS": "--quick --only generation",
+           "TESTS_LIMIT_S": "120"}
+    run = subprocess.run(["bash", os.path.join(ROOT, "benchmarks", "device_check.sh")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {"device.txt", "run.log", "pytest-cuda.log", "run"} == set(os.listdir(tmp_path))
+    assert "warp " in (tmp_path / "device.txt").read_text()
+    assert "benchmarks/run.py exit 0" in (tmp_path / "run.log").read_text()
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["generation"]["track"]["courses_per_s"] > 0
+    assert "pytest exit" in (tmp_path / "pytest-cuda.log").read_text()
