@@ -232,20 +232,24 @@ def regeneration_cost(env_id: str, num_envs: int, device: str, replays: int = 50
     """Microseconds of recorded graph replays (each between device synchronisations; the variants
     take turns, a replay each, and each figure is the median of its ``replays``):
 
-    * ``"step_with_regeneration"``: the env's step graph with the masked regeneration recorded
-      (``autoreset_mode=NEXT_STEP``), its auto-reset mask cleared before each replay, so that no
-      env regenerates; ``"step_without_regeneration"``: the same step recorded without it
-      (``DISABLED``); ``"idle_regeneration_us"``: their difference, what a step in which no env
-      ends pays for the regeneration it carries (the ``any(mask)`` test and the skipped
-      conditional node). Both envs hold the same courses and step with zero actions.
+    * ``"step_with_regeneration"``: the env's step graph (``autoreset_mode=NEXT_STEP``: the masked
+      regeneration, then the step), its auto-reset mask cleared before each replay, so that no env
+      regenerates; ``"step_without_regeneration"``: the same step recorded on the same env without
+      the regeneration; ``"idle_regeneration_us"``: their difference, what a step in which no env
+      ends pays for the regeneration it carries (the ``any(mask)`` test and the skipped conditional
+      node). Zero actions.
     * ``"masked"``: ``{str(k): us}`` of a recorded ``course.regenerate(mask, advance=True)`` alone,
       with ``k`` envs masked (0, 1 and 1 % of ``num_envs``, random envs), each replay drawing those
-      envs' next courses (retry rounds included); ``"masked_1pct_us"``: the 1 % figure.
+      envs' next courses (retry rounds included); ``"masked_1pct_us"``: the 1 % figure. A second env
+      regenerates, so that the stepped one keeps its courses (a car whose course changed under it
+      is off its band, and its step searches the whole line).
     """
-    envs = {mode: ENVS[env_id](num_envs, device, seed=seed, autoreset_mode=mode) for mode in ("NextStep", "Disabled")}
-    for env in envs.values():
+    stepped, regenerated = (ENVS[env_id](num_envs, device, seed=seed) for _ in range(2))
+    for env in (stepped, regenerated):
         env.reset(seed=seed)
-    nxt = envs["NextStep"]
+    with wp.ScopedCapture(device=device) as cap:
+        stepped._advance(stepped._autoreset)  # the NEXT_STEP step body less its first line, the regeneration
+    without = cap.graph
     rng = np.random.default_rng(seed)
     one_pct = max(1, int(round(0.01 * num_envs)))
     masked = {}
@@ -254,10 +258,10 @@ def regeneration_cost(env_id: str, num_envs: int, device: str, replays: int = 50
         mask[rng.choice(num_envs, k, replace=False)] = 1
         mask = wp.array(mask, dtype=wp.int32, device=device)
         with wp.ScopedCapture(device=device) as cap:
-            nxt.course.regenerate(mask=mask, advance=True)
+            regenerated.course.regenerate(mask=mask, advance=True)
         masked[k] = (mask, cap.graph)  # the graph holds the mask's pointer: keep the array alive
-    variants = {"step_with_regeneration": (nxt.graph, nxt._autoreset.zero_),
-                "step_without_regeneration": (envs["Disabled"].graph, None)}
+    variants = {"step_with_regeneration": (stepped.graph, stepped._autoreset.zero_),
+                "step_without_regeneration": (without, stepped._autoreset.zero_)}
     variants.update({f"masked_{k}": (graph, None) for k, (_, graph) in masked.items()})
     times = {name: [] for name in variants}
     for i in range(replays + 3):
@@ -265,7 +269,7 @@ def regeneration_cost(env_id: str, num_envs: int, device: str, replays: int = 50
             dt = _replay_us(graph, device, before)
             if i >= 3:
                 times[name].append(dt)
-    for env in envs.values():
+    for env in (stepped, regenerated):
         env.close()
     med = {name: float(np.median(t)) for name, t in times.items()}
     out = {"num_envs": num_envs, "replays": replays,

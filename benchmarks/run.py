@@ -582,9 +582,10 @@ def markdown(result: dict, command: str) -> str:
         add("us per graph replay between device synchronisations, the median of the replays (the variants take "
             "turns). Masked k: a recorded `course.regenerate(mask, advance=True)` alone with k envs masked (random "
             "envs; each replay draws their next courses, retry rounds included). Step with / without: the env's "
-            "step graph recorded with the masked regeneration (NEXT_STEP, its auto-reset mask cleared before each "
-            "replay, so nothing regenerates) and without it (DISABLED), zero actions; idle: their difference, what "
-            "a step in which no env ends pays for the regeneration it carries.\n")
+            "step graph with the masked regeneration (NEXT_STEP, its auto-reset mask cleared before each replay, so "
+            "nothing regenerates) and the same step recorded on the same env without it, zero actions (another env "
+            "regenerates); idle: their difference, what a step in which no env ends pays for the regeneration it "
+            "carries.\n")
         first = next(iter(result["regeneration"].values()))
         counts = list(first["masked"])
         add("| env | num_envs | " + " | ".join(f"masked {k}" for k in counts) + " | step with | step without | idle |")
