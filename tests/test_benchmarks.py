@@ -175,6 +175,14 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     assert {run.met_target(ratios[k], t) for k, t in run.TARGETS["cuda"].items()} == {False, True}  # 1e8 < 6e8
     assert run.met_target(ratios[f"track_masked_regeneration_1pct_us_{E}"], run.TARGETS["cuda"][
         f"track_masked_regeneration_1pct_us_{E}"])
+    text = run.markdown({"device": "cuda:0", "machine": "x86_64", "warp": "1.19.0", "date": "2026-12-03",
+                         "load_average_before": 0.0, "load_average_after": 0.0, "ratios": ratios,
+                         "config": {"quick": False, "num_envs": [E], "work_envs": E, "memory_envs": E},
+                         "not_run": {k: run.CPU_ONLY[k] for k in run.CPU_ONLY}},
+                        "python benchmarks/run.py --device cuda:0")
+    assert f"| track_torch_transitions_per_s_{E} | 100,000,000.00 | >= 6e+08 | no |" in text
+    assert f"| track_masked_regeneration_1pct_us_{E} | 150.00 | <= 200 | yes |" in text
+    assert "Sections not run on this device: `first_use`" in text and "Not measured in this run" not in text
     assert run.default_sections("cpu") == list(run.SECTIONS)
     assert set(run.SECTIONS) - set(run.default_sections("cuda:0")) == set(run.CPU_ONLY) == {"first_use", "sharding"}
     # the CPU targets too
