@@ -59,8 +59,9 @@ from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
 
 NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 131072, 262144)
-#: the largest num_envs on the CPU: a 65536-env step takes ~0.2 s a core, its construction
-#: (generation of every track) seconds more; the curve is flat from 4096 on
+#: the largest num_envs on the CPU, for the run's time (65536 would fit in memory): the table builds
+#: 9 envs a size, each generating every track (~1-2 s at 65536), and times ~20 steps of each (a
+#: 65536-env step takes ~70-200 ms a core); the curve is flat from 4096 on
 CPU_MAX_ENVS = 16384
 QUICK_NUM_ENVS = (1, 64)
 #: the num_envs of the per-size sections (generation, resets, regeneration, breakdown, memory, the
@@ -116,13 +117,20 @@ def _torch():
     return torch
 
 
+#: envs of one num_envs that the throughput table holds at once: the four timed columns, and for the
+#: Track env the references' env (the floors' packed tracks, 4 KB per env each, are in the margin)
+ENVS_AT_ONCE = {"TrackGen-Track-v0": 5, "TrackGen-Gates-v0": 4}
+
+
 def _fits(env_id: str, num_envs: int, device: str) -> bool:
-    """Whether ``num_envs`` envs are worth building here: CPU up to :data:`CPU_MAX_ENVS`; a GPU
-    while the memory estimate stays under 60 % of its free memory."""
+    """Whether the throughput table's envs of ``num_envs`` are worth building here: CPU up to
+    :data:`CPU_MAX_ENVS` (time, not memory); a GPU while the envs built at once (:data:`ENVS_AT_ONCE`,
+    by the memory estimate, plus 25 %) stay under 60 % of its free memory."""
     dev = wp.get_device(device)
     if dev.is_cpu:
         return num_envs <= CPU_MAX_ENVS
-    return measure.ENVS[env_id].memory_estimate(num_envs, device=device).total < 0.6 * dev.free_memory
+    one = measure.ENVS[env_id].memory_estimate(num_envs, device=device).total
+    return 1.25 * ENVS_AT_ONCE[env_id] * one < 0.6 * dev.free_memory
 
 
 # -- the sections ------------------------------------------------------------------------------
@@ -552,7 +560,7 @@ def markdown(result: dict, command: str) -> str:
                 f"{_f(v(g, 'replay_torch'))} | {_f(v(g, 'same_step'))} |")
         for env_id, skipped in tp["num_envs_skipped"].items():
             add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
-                f"({'CPU cap ' + str(CPU_MAX_ENVS) if result['device'] == 'cpu' else 'over 60 % of free memory'}).")
+                f"({'CPU cap ' + str(CPU_MAX_ENVS) if result['device'] == 'cpu' else 'its envs built at once over 60 % of free memory'}).")
         if "torch" in tp:
             add(f"\nTorch outputs {tp['torch']}.")
         add("")
@@ -747,23 +755,43 @@ def write(result: dict, out: str, command: str) -> str:
     return text
 
 
+def _positive(kind):
+    """An argparse type: ``kind(text)``, refused unless > 0."""
+    what = "an int" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} > 0, got {text!r}") from None
+        if not value > 0:  # also NaN
+            raise argparse.ArgumentTypeError(f"expected {what} > 0, got {text!r}")
+        return value
+
+    return parse
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and times (seconds; for tests)")
     parser.add_argument("--out", default=None, help="output folder (default benchmarks/results/latest/, untracked)")
-    parser.add_argument("--seconds", type=float, default=None,
+    parser.add_argument("--seconds", type=_positive(float), default=None,
                         help="time per measurement (default 1 on the CPU, 0.5 on a GPU, --quick 0.05)")
-    parser.add_argument("--work-envs", type=int, default=None,
+    parser.add_argument("--work-envs", type=_positive(int), default=None,
                         help="num_envs of the per-size sections and the ratios (default 4096 on the CPU, 131072 on a "
                              "GPU: the issue's targets; --quick 64)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=None,
                         help="sections to run (default: all; on a GPU all but first_use and sharding)")
     args = parser.parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING
-    device = str(wp.get_device(args.device))
+    try:
+        device = str(wp.get_device(args.device))
+    except (RuntimeError, ValueError) as exc:
+        parser.error(f"--device {args.device}: {exc} (the devices here: "
+                     f"{', '.join(str(d) for d in wp.get_devices())})")
     kind = _kind(device)
-    work_envs = args.work_envs or (64 if args.quick else WORK_ENVS[kind])
+    work_envs = args.work_envs if args.work_envs is not None else (64 if args.quick else WORK_ENVS[kind])
     seconds = args.seconds if args.seconds is not None else (0.05 if args.quick else 1.0 if kind == "cpu" else 0.5)
     cfg = argparse.Namespace(
         device=device, quick=args.quick, seconds=seconds,

@@ -205,3 +205,19 @@ def test_the_device_check_script_writes_its_logs_and_results(tmp_path):
     assert "benchmarks/run.py exit 0" in (tmp_path / "run.log").read_text()
     assert json.loads((tmp_path / "run" / "results.json").read_text())["generation"]["track"]["courses_per_s"] > 0
     assert "pytest exit" in (tmp_path / "pytest-cuda.log").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--work-envs", "0"], "--work-envs: expected an int > 0, got '0'"),
+    (["--work-envs", "2.5"], "--work-envs: expected an int > 0, got '2.5'"),
+    (["--seconds", "-1"], "--seconds: expected a number > 0, got '-1'"),
+    (["--seconds", "nan"], "--seconds: expected a number > 0, got 'nan'"),
+    (["--device", "tpu"], "--device tpu: Invalid device identifier"),
+])
+def test_run_refuses_bad_arguments_before_measuring(args, message, tmp_path, capsys):
+    from benchmarks import run
+
+    with pytest.raises(SystemExit) as exc:
+        run.main([*args, "--quick", "--only", "memory", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
