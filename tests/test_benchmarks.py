@@ -204,20 +204,37 @@ def test_the_device_check_script_writes_its_logs_and_results(tmp_path):
     assert "warp " in (tmp_path / "device.txt").read_text()
     assert "benchmarks/run.py exit 0" in (tmp_path / "run.log").read_text()
     assert json.loads((tmp_path / "run" / "results.json").read_text())["generation"]["track"]["courses_per_s"] > 0
-    assert "pytest exit" in (tmp_path / "pytest-cuda.log").read_text()
+    tests = (tmp_path / "pytest-cuda.log").read_text()
+    assert "pytest exit 0" in tests and " deselected" in tests and "error" not in tests.lower()
 
 
 @pytest.mark.parametrize("args, message", [
     (["--work-envs", "0"], "--work-envs: expected an int > 0, got '0'"),
     (["--work-envs", "2.5"], "--work-envs: expected an int > 0, got '2.5'"),
-    (["--seconds", "-1"], "--seconds: expected a number > 0, got '-1'"),
-    (["--seconds", "nan"], "--seconds: expected a number > 0, got 'nan'"),
+    (["--seconds", "-1"], "--seconds: expected a finite number > 0, got '-1'"),
+    (["--seconds", "nan"], "--seconds: expected a finite number > 0, got 'nan'"),
+    (["--seconds", "inf"], "--seconds: expected a finite number > 0, got 'inf'"),
     (["--device", "tpu"], "--device tpu: Invalid device identifier"),
+    (["--work-envs", "1", "--only", "sharding"], "needs at least 2"),
+    (["--work-envs", "100000000"], "GiB by their memory estimate, and cpu has"),
+    (["--out", ""], "--out: expected a folder, got an empty string"),
 ])
 def test_run_refuses_bad_arguments_before_measuring(args, message, tmp_path, capsys):
     from benchmarks import run
 
     with pytest.raises(SystemExit) as exc:
-        run.main([*args, "--quick", "--only", "memory", "--out", str(tmp_path)])
+        run.main(["--quick", "--only", "memory", "--out", str(tmp_path), *args])
     assert exc.value.code == 2 and message in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+def test_run_refuses_an_output_folder_it_cannot_write_before_measuring(tmp_path, capsys):
+    from benchmarks import run
+
+    taken = tmp_path / "a_file"
+    taken.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        run.main(["--quick", "--only", "generation", "--out", str(taken)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"--out {taken}: cannot write there" in err
+    assert "generation:" not in err and sorted(os.listdir(tmp_path)) == ["a_file"]

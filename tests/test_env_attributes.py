@@ -6,10 +6,14 @@ import dataclasses
 import gymnasium
 import numpy as np
 import pytest
+import warp as wp
 
 import trackgen_env  # noqa: F401  (registers the envs)
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
 from trackgen_env.envs.base import CourseVectorEnv
+
+if not wp.is_cpu_available():  # a GPU host's Warp without its CPU compiler: the lists below build CPU envs
+    pytest.skip("builds CPU envs at collection, and this Warp has no CPU backend", allow_module_level=True)
 
 ENVS = [TrackVectorEnv, GatesVectorEnv]
 _BUILT = {cls: cls(2, "cpu", seed=0) for cls in ENVS}  # 2 envs: no memory probes, cheap
