@@ -8,8 +8,8 @@ Usage::
 Sections (``--only`` runs a subset; every section's figures come from the same run otherwise):
 
 * ``throughput``: env-steps/s (transitions: the NEXT_STEP reset steps left out) of ``env.step``
-  for num_envs in {1, 64, 1024, 4096, 16384, 65536, 262144} (CPU: up to 16384, see
-  :data:`CPU_MAX_ENVS`; CUDA: those whose memory estimate fits), graph replay and eager with
+  for num_envs in {1, 64, 1024, 4096, 16384, 65536, 131072, 262144}, those whose envs fit the memory
+  (the CPU: up to 65536, :data:`CPU_MAX_ENVS`, for the run's time), graph replay and eager with
   NumPy outputs, graph replay with torch outputs; for TrackGen-Track-v0 also the floor (one
   fused plain-Warp kernel, :class:`benchmarks.floor.FusedWarpStep`) and a NumPy-vectorised
   step (:class:`benchmarks.floor.NumpyStep`) on the same tracks, with the same controller;
@@ -60,10 +60,10 @@ from trackgen_env.course.memory import available_bytes  # noqa: E402
 from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
 
 NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 131072, 262144)
-#: the largest num_envs on the CPU, for the run's time (65536 would fit in memory): the table builds
-#: 9 envs a size, each generating every track (~1-2 s at 65536), and times ~20 steps of each (a
-#: 65536-env step takes ~70-200 ms a core); the curve is flat from 4096 on
-CPU_MAX_ENVS = 16384
+#: the largest num_envs on the CPU, for the run's time (131072 would fit in 24 GB): the table builds
+#: 9 envs a size, each generating every track, and times ~20 steps of each; 65536 took 85 s of a
+#: quiet VM (a step ~70 ms a core), 131072 would take twice that
+CPU_MAX_ENVS = 65536
 QUICK_NUM_ENVS = (1, 64)
 #: the num_envs of the per-size sections (generation, resets, regeneration, breakdown, memory, the
 #: ratios): the issue's targets are set at 4096 envs on one CPU core and at 131072 on a GPU
@@ -124,14 +124,13 @@ ENVS_AT_ONCE = {"TrackGen-Track-v0": 5, "TrackGen-Gates-v0": 4}
 
 
 def _fits(env_id: str, num_envs: int, device: str) -> bool:
-    """Whether the throughput table's envs of ``num_envs`` are worth building here: CPU up to
-    :data:`CPU_MAX_ENVS` (time, not memory); a GPU while the envs built at once (:data:`ENVS_AT_ONCE`,
-    by the memory estimate, plus 25 %) stay under 60 % of its free memory."""
-    dev = wp.get_device(device)
-    if dev.is_cpu:
-        return num_envs <= CPU_MAX_ENVS
+    """Whether the throughput table's envs of ``num_envs`` are worth building here: while the envs
+    built at once (:data:`ENVS_AT_ONCE`, by the memory estimate, plus 25 %) stay under 60 % of the
+    memory available, and on the CPU up to :data:`CPU_MAX_ENVS` (the run's time)."""
+    if wp.get_device(device).is_cpu and num_envs > CPU_MAX_ENVS:
+        return False
     one = measure.ENVS[env_id].memory_estimate(num_envs, device=device).total
-    return 1.25 * ENVS_AT_ONCE[env_id] * one < 0.6 * dev.free_memory
+    return 1.25 * ENVS_AT_ONCE[env_id] * one < 0.6 * available_bytes(device)
 
 
 def _work_bytes(work_envs: int, device: str) -> int:
@@ -569,7 +568,8 @@ def markdown(result: dict, command: str) -> str:
                 f"{_f(v(g, 'replay_torch'))} | {_f(v(g, 'same_step'))} |")
         for env_id, skipped in tp["num_envs_skipped"].items():
             add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
-                f"({'CPU cap ' + str(CPU_MAX_ENVS) if result['device'] == 'cpu' else 'its envs built at once over 60 % of free memory'}).")
+                f"(over the CPU's cap of {CPU_MAX_ENVS}, for the run's time, or its envs built at once over 60 % of the "
+                "available memory).")
         if "torch" in tp:
             add(f"\nTorch outputs {tp['torch']}.")
         add("")
