@@ -258,7 +258,6 @@ class FusedWarpStep:
                        z(wp.int32), wp.ones(E, dtype=wp.int32, device=dev)]  # done = 1: the first step resets
         self.obs = wp.zeros((E, OBS_LOOKAHEAD + 3 * len(look)), dtype=float, device=dev)
         self.reward, self.terminated, self.truncated = z(float), z(wp.bool), z(wp.bool)
-        self._views = None
         if output == "torch":
             self._views = tuple(wp.to_torch(a) for a in (self.obs, self.reward, self.terminated, self.truncated))
             self._action_view = wp.to_torch(self._action)  # [E, 2] float32, as the env's torch action view
@@ -294,7 +293,7 @@ class FusedWarpStep:
             wp.capture_launch(self.graph)
         else:
             self._body()
-        if self._views is not None:
+        if self.output == "torch":
             return self._views
         return (self.obs.numpy().copy(), self.reward.numpy().copy(), self.terminated.numpy().copy(),
                 self.truncated.numpy().copy())

@@ -129,15 +129,13 @@ def _fits(env_id: str, num_envs: int, device: str) -> bool:
     memory available, and on the CPU up to :data:`CPU_MAX_ENVS` (the run's time)."""
     if wp.get_device(device).is_cpu and num_envs > CPU_MAX_ENVS:
         return False
-    one = measure.ENVS[env_id].memory_estimate(num_envs, device=device).total
-    return 1.25 * ENVS_AT_ONCE[env_id] * one < 0.6 * available_bytes(device)
+    return 1.25 * _bytes_at_once(env_id, num_envs, device) < 0.6 * available_bytes(device)
 
 
-def _work_bytes(work_envs: int, device: str) -> int:
-    """Bytes the per-size sections may hold at once at ``work_envs`` envs: the throughput table's
-    Track envs of that size (:data:`ENVS_AT_ONCE`, the most any section builds), by the memory estimate."""
-    return ENVS_AT_ONCE["TrackGen-Track-v0"] * measure.ENVS["TrackGen-Track-v0"].memory_estimate(
-        work_envs, device=device).total
+def _bytes_at_once(env_id: str, num_envs: int, device: str) -> int:
+    """Bytes of the :data:`ENVS_AT_ONCE` envs of ``num_envs`` that the throughput table builds for
+    ``env_id``, by the memory estimate (for TrackGen-Track-v0, the most any section holds at once)."""
+    return ENVS_AT_ONCE[env_id] * measure.ENVS[env_id].memory_estimate(num_envs, device=device).total
 
 
 # -- the sections ------------------------------------------------------------------------------
@@ -221,7 +219,7 @@ def run_breakdown(cfg) -> dict:
 
 
 def run_memory(cfg) -> dict:
-    return {env_id: measure.memory_per_env(env_id, cfg.memory_envs, cfg.device) for env_id in ENV_IDS}
+    return {env_id: measure.memory_per_env(env_id, cfg.work_envs, cfg.device) for env_id in ENV_IDS}
 
 
 def run_first_use(cfg) -> dict:
@@ -625,7 +623,7 @@ def markdown(result: dict, command: str) -> str:
     if "memory" in result:
         mem = result["memory"]
         add(f"## Memory per env (`{command} --only memory`)\n")
-        add(f"Bytes per env of each part of `memory_estimate(num_envs={cfg['memory_envs']})`, default capacities; "
+        add(f"Bytes per env of each part of `memory_estimate(num_envs={cfg['work_envs']})`, default capacities; "
             f"target for TrackGen-Track-v0: <= {measure.TARGET_BYTES_PER_ENV:,} B without the output copies.\n")
         add("| part | " + " | ".join(mem) + " |")
         add("|---|" + "---:|" * len(mem))
@@ -804,7 +802,7 @@ def main(argv=None) -> dict:
     seconds = args.seconds if args.seconds is not None else (0.05 if args.quick else 1.0 if kind == "cpu" else 0.5)
     cfg = argparse.Namespace(
         device=device, quick=args.quick, seconds=seconds,
-        num_envs=list(QUICK_NUM_ENVS if args.quick else NUM_ENVS), work_envs=work_envs, memory_envs=work_envs)
+        num_envs=list(QUICK_NUM_ENVS if args.quick else NUM_ENVS), work_envs=work_envs)
     command = ("python benchmarks/run.py" + (f" --device {device}" if device != "cpu" else "")
                + (" --quick" if args.quick else "")
                + (f" --work-envs {work_envs}" if args.work_envs is not None else "")
@@ -813,11 +811,11 @@ def main(argv=None) -> dict:
     if "sharding" in sections and work_envs < 2:
         parser.error(f"--work-envs {work_envs}: the sharding section splits the envs over 2 shards, so it needs "
                      "at least 2 (or leave it out with --only)")
-    need = _work_bytes(work_envs, device)
-    if need > available_bytes(device):
+    need, available = _bytes_at_once("TrackGen-Track-v0", work_envs, device), available_bytes(device)
+    if need > available:
         parser.error(f"--work-envs {work_envs}: the per-size sections hold up to {ENVS_AT_ONCE['TrackGen-Track-v0']} "
                      f"Track envs of {work_envs} at once, ~{need / 2**30:.1f} GiB by their memory estimate, and "
-                     f"{device} has {available_bytes(device) / 2**30:.1f} GiB available")
+                     f"{device} has {available / 2**30:.1f} GiB available")
     if args.out == "":
         parser.error("--out: expected a folder, got an empty string")
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest")
@@ -840,10 +838,7 @@ def main(argv=None) -> dict:
             _say(f"{section}: {time.perf_counter() - t0:.1f} s")
             result["load_average_after"] = os.getloadavg()[0]
             result["steal_percent"] = measure.steal_percent(started, measure.cpu_times())
-            write(result, out, command)
-    result["load_average_after"] = os.getloadavg()[0]
-    result["steal_percent"] = measure.steal_percent(started, measure.cpu_times())
-    text = write(result, out, command)
+            text = write(result, out, command)  # the last section's write is the run's
     print("\n" + text)
     print(f"\nwrote {out}/results.json, results.md" + (", throughput.png" if "throughput" in result else ""))
     return result

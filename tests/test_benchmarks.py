@@ -142,7 +142,8 @@ def test_the_floor_with_torch_outputs_steps_as_with_numpy_outputs():
     env = TrackVectorEnv(8, "cpu", seed=2)
     env.reset(seed=2)
     host, views = FusedWarpStep(env), FusedWarpStep(env, output="torch")
-    obs, t_obs = host.reset(), views.reset()
+    obs = host.reset()
+    views.reset()
     pursuit = PurePursuit(env.car)
     for _ in range(30):
         action = pursuit(obs)
@@ -177,7 +178,7 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
         f"track_masked_regeneration_1pct_us_{E}"])
     text = run.markdown({"device": "cuda:0", "machine": "x86_64", "warp": "1.19.0", "date": "2026-12-03",
                          "load_average_before": 0.0, "load_average_after": 0.0, "ratios": ratios,
-                         "config": {"quick": False, "num_envs": [E], "work_envs": E, "memory_envs": E},
+                         "config": {"quick": False, "num_envs": [E], "work_envs": E},
                          "not_run": {k: run.CPU_ONLY[k] for k in run.CPU_ONLY}},
                         "python benchmarks/run.py --device cuda:0")
     assert f"| track_torch_transitions_per_s_{E} | 100,000,000.00 | >= 6e+08 | no |" in text
