@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prefill import prefill
 
+from trackgen_env.polyline import segment_param
 from trackgen_env.seeding import SeedState
 from trackgen_env.tools import BandCollision, Checkpoints, Component, ComponentContext, Localizer, Progress
 from trackgen_env.types import CheckpointSet, CourseLine, TrackLayout, TrackResult
@@ -985,3 +986,37 @@ def test_checkpoint_sampler_index_is_optional_and_outputs_are_checked(device):
         cp.utility.sample(None, pos.numpy(), quat)
     with pytest.raises(ValueError, match="shape"):
         cp.utility.sample(None, wp.zeros(2, dtype=wp.vec3, device=device), quat)
+
+
+@wp.kernel
+def _segment_params(p: wp.array(dtype=wp.vec3), a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3),
+                    fast: wp.array(dtype=float), textbook: wp.array(dtype=float)):
+    i = wp.tid()
+    fast[i] = segment_param(p[i], a[i], b[i])
+    ab = b[i] - a[i]
+    l2 = wp.dot(ab, ab)
+    t = float(0.0)
+    if l2 > 0.0:
+        t = wp.clamp(wp.dot(p[i] - a[i], ab) / l2, 0.0, 1.0)
+    textbook[i] = t
+
+
+def test_segment_param_is_the_clamped_quotient_bit_for_bit(device):
+    """segment_param divides only where the quotient is not clamped: the same float32 as
+    clamp(dot(p - a, b - a) / |b - a|^2, 0, 1) everywhere, on and past the ends, on a point
+    segment, and for a NaN position (every collision and localizer search goes through it)."""
+    rng = np.random.default_rng(5)
+    n = 20000
+    a = rng.normal(size=(n, 3)).astype(np.float32)
+    b = (a + rng.normal(size=(n, 3)) * rng.choice([1e-3, 1.0, 100.0], size=(n, 1))).astype(np.float32)
+    u = rng.choice([-1.0, 0.0, 1.0, 2.0], size=(n, 1)) * rng.random((n, 1))
+    p = (a + (b - a) * u + rng.normal(size=(n, 3)) * 0.3).astype(np.float32)
+    p[:200], p[200:400] = a[:200], b[200:400]  # on an end: along = 0 and along = l2
+    b[400:600] = a[400:600]  # a point segment
+    p[600:650] = np.nan
+    arrays = [wp.array(x, dtype=wp.vec3, device=device) for x in (p, a, b)]
+    fast, textbook = (wp.zeros(n, dtype=float, device=device) for _ in range(2))
+    wp.launch(_segment_params, n, inputs=arrays, outputs=[fast, textbook], device=device)
+    f, t = fast.numpy(), textbook.numpy()
+    assert np.array_equal(f.view(np.uint32), t.view(np.uint32))
+    assert (f[:200] == 0.0).all() and (f[200:400] == 1.0).all() and 0.05 < (f == 0.0).mean() < 0.9

@@ -76,7 +76,15 @@ def segment_param(p: wp.vec3, a: wp.vec3, b: wp.vec3) -> float:
     l2 = wp.dot(ab, ab)
     if l2 <= 0.0:
         return 0.0
-    return wp.clamp(wp.dot(p - a, ab) / l2, 0.0, 1.0)
+    # the division only where it does not clamp, the same float: where along >= l2 > 0 the
+    # correctly rounded quotient is >= 1. A closest-segment search evaluates a segment's
+    # neighbours too, and their closest points are mostly their ends (benchmarks/NOTES.md)
+    along = wp.dot(p - a, ab)
+    if along <= 0.0:
+        return 0.0
+    if along >= l2:
+        return 1.0
+    return wp.clamp(along / l2, 0.0, 1.0)  # clamps only a NaN now, as before
 
 
 @wp.func
