@@ -78,6 +78,28 @@ def test_rollout_steps_are_whole_rollouts():
     assert train_module._rollout_steps(4097, 16, 256) == 8192
 
 
+@pytest.mark.parametrize("batch, rollout, expected", [(512, 4096, 512), (512, 1024, 512), (512, 256, 256),
+                                                     (2048, 512, 512), (512, 768, 384), (512, 4352, 272)])
+def test_the_default_minibatch_is_the_largest_whole_one(batch, rollout, expected):
+    assert train_module.minibatch_size(batch, rollout) == expected
+
+
+def test_train_fits_the_default_minibatch_to_a_small_rollout_and_keeps_a_given_one(tmp_path):
+    """3 envs x 256 steps: the default 512 would leave a truncated minibatch of 256 (SB3 warns);
+    the run uses 384 and records it. A batch_size the caller gives is used as given."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*mini-batch.*")  # SB3's truncated-minibatch warning
+        train_module.train("TrackGen-Track-v0", 768, num_envs=3, seed=1, device="cpu", out=tmp_path / "a",
+                           progress=False)
+    assert json.loads((tmp_path / "a" / "train.json").read_text())["ppo"]["batch_size"] == 384
+    with pytest.warns(UserWarning, match="mini-batch size of 48"):  # SB3's, for the caller's choice
+        train_module.train("TrackGen-Track-v0", 64, num_envs=2, seed=1, device="cpu", out=tmp_path / "b",
+                           progress=False, ppo_kwargs={"n_steps": 32, "batch_size": 48})
+    assert json.loads((tmp_path / "b" / "train.json").read_text())["ppo"]["batch_size"] == 48
+
+
 @pytest.mark.parametrize("argv, expected", [([], 1), (["--torch-threads", "2"], 2)])
 def test_eval_sets_torch_threads_while_it_runs(trained, monkeypatch, argv, expected):
     seen = []

@@ -55,7 +55,7 @@ from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env, require_sb3
 
-__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
+__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate", "minibatch_size",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
            "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
@@ -459,6 +459,15 @@ def learning_rate(value):
     return LinearSchedule(rate) if linear else rate
 
 
+def minibatch_size(batch_size: int, rollout: int) -> int:
+    """The default minibatch for a rollout of ``rollout`` transitions (``num_envs * n_steps``): the
+    largest divisor of ``rollout`` not above ``batch_size``, so every minibatch is whole (SB3
+    warns of a truncated last one) and a rollout smaller than ``batch_size`` (few envs) is one."""
+    if rollout <= batch_size:
+        return rollout
+    return max(d for d in range(1, batch_size + 1) if rollout % d == 0)
+
+
 def _rollout_steps(steps: int, num_envs: int, n_steps: int) -> int:
     """The env steps SB3's ``learn(steps)`` trains: whole rollouts of ``num_envs * n_steps``, at least one."""
     rollout = num_envs * n_steps
@@ -544,7 +553,9 @@ def train(
         progress: show a tqdm progress bar.
         ppo_kwargs: overrides of :data:`PPO_DEFAULTS`, the env's :data:`ENV_DEFAULTS` and the
             preset's ``"ppo"`` (SB3 ``PPO`` arguments; ``learning_rate`` a number or
-            ``"lin_<number>"``, linear to 0 over the run: :func:`learning_rate`).
+            ``"lin_<number>"``, linear to 0 over the run: :func:`learning_rate`). Without a
+            ``batch_size`` here, the default one is fitted to the rollout (:func:`minibatch_size`:
+            whole minibatches, at most the rollout with few envs); ``train.json`` records the one used.
         env_kwargs: env constructor arguments over the env's :data:`ENV_DEFAULTS` (e.g.
             ``max_episode_steps``).
         torch_threads: torch's thread count while training (:func:`torch_threads_for`: default 1
@@ -598,6 +609,8 @@ def train(
     check_int("num_envs", num_envs, lo=1)
     _check_seed("seed", seed)
     hyper = {**PPO_DEFAULTS, **defaults["ppo"], **recipe_ppo, **(ppo_kwargs or {})}
+    if "batch_size" not in (ppo_kwargs or {}):  # the default, fitted to this rollout; a given one as given
+        hyper["batch_size"] = minibatch_size(int(hyper["batch_size"]), num_envs * int(hyper["n_steps"]))
     rate = learning_rate(hyper["learning_rate"])  # ValueError before anything is written
     env_device = str(wp.get_device(resolve_device(device)))
     policy_device = _torch_device(env_device)
