@@ -54,6 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from benchmarks import carracing, measure  # noqa: E402
 from benchmarks.floor import FusedWarpStep, NumpyStep  # noqa: E402
+from trackgen_env.checks import resolve_device  # noqa: E402
 from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
 from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.course.memory import available_bytes  # noqa: E402
@@ -793,10 +794,9 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING
     try:
-        device = str(wp.get_device(args.device))
-    except (RuntimeError, ValueError) as exc:
-        parser.error(f"--device {args.device}: {exc} (the devices here: "
-                     f"{', '.join(str(d) for d in wp.get_devices())})")
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        parser.error(f"--device: {exc}")
     kind = _kind(device)
     work_envs = args.work_envs if args.work_envs is not None else (64 if args.quick else WORK_ENVS[kind])
     seconds = args.seconds if args.seconds is not None else (0.05 if args.quick else 1.0 if kind == "cpu" else 0.5)
@@ -840,7 +840,7 @@ def main(argv=None) -> dict:
             result["steal_percent"] = measure.steal_percent(started, measure.cpu_times())
             text = write(result, out, command)  # the last section's write is the run's
     print("\n" + text)
-    print(f"\nwrote {out}/results.json, results.md" + (", throughput.png" if "throughput" in result else ""))
+    print(f"\nwrote {os.path.join(out, 'results.json')}, results.md" + (", throughput.png" if "throughput" in result else ""))
     return result
 
 

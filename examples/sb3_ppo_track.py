@@ -24,6 +24,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 from trackgen_env.integrations.sb3 import make_sb3_vec_env
+from trackgen_env.integrations.train import minibatch_size
 
 
 def main() -> None:
@@ -39,8 +40,9 @@ def main() -> None:
 
     venv = make_sb3_vec_env("TrackGen-Track-v0", args.num_envs, device=args.device, seed=args.seed)
     venv = VecNormalize(VecMonitor(venv, info_keywords=("laps",)), gamma=0.99)
-    model = PPO("MlpPolicy", venv, n_steps=256, batch_size=512, n_epochs=10, learning_rate=3e-4, seed=args.seed,
-                device="cpu", verbose=1)
+    # minibatches of 512, or the largest whole ones below with a rollout 256 x num_envs they do not divide
+    model = PPO("MlpPolicy", venv, n_steps=256, batch_size=minibatch_size(512, 256 * args.num_envs), n_epochs=10,
+                learning_rate=3e-4, seed=args.seed, device="cpu", verbose=1)
     model.learn(total_timesteps=args.steps)
 
     # a deterministic lap on tracks the policy has never seen (another seed)

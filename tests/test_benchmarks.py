@@ -215,7 +215,7 @@ def test_the_device_check_script_writes_its_logs_and_results(tmp_path):
     (["--seconds", "-1"], "--seconds: expected a finite number > 0, got '-1'"),
     (["--seconds", "nan"], "--seconds: expected a finite number > 0, got 'nan'"),
     (["--seconds", "inf"], "--seconds: expected a finite number > 0, got 'inf'"),
-    (["--device", "tpu"], "--device tpu: Invalid device identifier"),
+    (["--device", "tpu"], "--device: device must be one of ['cpu'"),
     (["--work-envs", "1", "--only", "sharding"], "needs at least 2"),
     (["--work-envs", "100000000"], "GiB by their memory estimate, and cpu has"),
     (["--out", ""], "--out: expected a folder, got an empty string"),

@@ -1,6 +1,7 @@
 """The demo command answers bad values with one line on stderr and exit status 2, before simulating."""
 
 import pytest
+import warp as wp
 
 from trackgen_env.__main__ import main
 
@@ -56,3 +57,17 @@ def test_a_bad_device_names_the_flag_for_train_and_eval(command, capsys):
     assert main([*command, "--device", "nope"]) == 2
     err = capsys.readouterr().err
     assert "error: --device must be one of [" in err and "got 'nope'" in err and "or None" not in err
+
+
+@pytest.mark.skipif(wp.get_cuda_device_count() > 0, reason="a machine without a GPU")
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_a_cuda_device_without_a_gpu_is_refused_without_warps_driver_errors(device, capfd):
+    """A bare "cuda" sent Warp to the driver first, which printed C-level errors before the refusal."""
+    from trackgen_env.checks import resolve_device
+
+    capfd.readouterr()
+    with pytest.raises(ValueError, match=r"device must be one of \['cpu'\] or None \(Warp sees no CUDA device\)"):
+        resolve_device(device)
+    assert main(["demo", "--device", device, "--no-progress"]) == 2
+    out, err = capfd.readouterr()
+    assert "CUDA error" not in out + err and f"got {device!r}" in err

@@ -108,6 +108,9 @@ def test_the_seed_error_states_the_ranges_the_check_applies():
         with pytest.raises(TypeError, match=expected):
             env.reset(seed=bad)
     assert env.reset(seed=[3, 4])[0].shape[0] == 2  # the env still resets after the refusals
+    one = r"seed must be None, an int >= 0, or a list of 1 int in \[0, 2\*\*32\) \(one per env\)"
+    with pytest.raises(ValueError, match=one):
+        TrackVectorEnv(1, "cpu", seed=0).reset(seed=-1)
 
 
 @pytest.mark.parametrize("copy_it", ["pickle", "deepcopy", "copy"])

@@ -372,9 +372,10 @@ def test_sb3_example_trains_and_drives_new_tracks():
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "examples" / "sb3_ppo_track.py"
-    out = subprocess.run([sys.executable, str(script), "--steps", "4096", "--device", "cpu"],
+    out = subprocess.run([sys.executable, str(script), "--steps", "3072", "--num-envs", "3", "--device", "cpu"],
                          check=True, capture_output=True, text=True, timeout=300)
-    assert "laps completed on 16 new tracks" in out.stdout
+    assert "laps completed on 3 new tracks" in out.stdout
+    assert "mini-batch" not in out.stderr  # 3 x 256 transitions: minibatches of 384, none truncated (SB3 warns)
     assert "torch threads: 1" in out.stdout  # the CPU policy's default (issue 9, item 8)
 
 

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -70,6 +71,12 @@ def test_train_rounds_steps_up_to_whole_rollouts_and_says_so(trained):
     record = json.loads((out / "train.json").read_text())
     assert (record["steps_requested"], record["steps"], record["rollout_steps"]) == (512, 1024, 1024)
     assert "trained 1024 env steps: --steps 512 rounded up to whole rollouts of 1024 (4 envs x 256 steps)" in text
+
+
+def test_train_says_one_env_in_the_singular(tmp_path, capsys):
+    assert main(["train", "--steps", "10", "--num-envs", "1", "--device", "cpu", "--out", str(tmp_path / "r"),
+                 "--no-progress"]) == 0
+    assert "rounded up to whole rollouts of 256 (1 env x 256 steps)" in capsys.readouterr().out
 
 
 def test_rollout_steps_are_whole_rollouts():
@@ -364,6 +371,23 @@ def test_an_out_that_is_a_file_is_refused_naming_the_flag(tmp_path, capsys):
     (tmp_path / "run.json").write_text("{}")
     assert main(["train", "--steps", "10", "--out", str(tmp_path / "run.json")]) == 2
     assert "--out " + str(tmp_path / "run.json") + ": expected a folder for the run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["train", "--steps", "10"], ["demo", "--steps", "2", "--no-progress"]])
+def test_an_out_folder_that_cannot_be_made_is_refused_naming_the_flag(command, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    out = blocker / "run"  # under a file: no folder can be made there
+    assert main([*command, "--out", str(out)]) == 2
+    assert f"error: --out {out}: cannot make the folder (" in capsys.readouterr().err
+
+
+def test_train_checks_its_out_folder_before_training_and_leaves_none_made(tmp_path, monkeypatch):
+    made = []
+    monkeypatch.setattr("trackgen_env.__main__.train", lambda *a, **k: made.append(os.path.isdir(k["out"])) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["train", "--steps", "10", "--out", str(tmp_path / "new" / "run")])
+    assert made == [False] and not (tmp_path / "new").exists()  # checked, then removed: train() makes it
 
 
 def test_train_refuses_a_spec_and_env_kwargs_that_set_the_courses_too(tmp_path):

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 
 import warp as wp
@@ -169,15 +170,40 @@ def _train(args) -> int:
     out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
     if os.path.exists(out) and not os.path.isdir(out):
         raise OSError(f"--out {out}: expected a folder for the run (model.zip, train.json, ...), but it is a file")
+    _make_folder(out, keep=False)  # refused before training; train() makes it once its env is built
     path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                  logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
                  plugin=args.plugin, preset=args.preset)
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
-              f"of {record['rollout_steps']} ({record['num_envs']} envs x {record['ppo']['n_steps']} steps)")
+              f"of {record['rollout_steps']} ({_count(record['num_envs'], 'env')} x {record['ppo']['n_steps']} steps)")
     print(f"saved {path} (TensorBoard: tensorboard --logdir {args.logdir or os.path.join(out, 'tb')})")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 env"``, ``"3 envs"``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _make_folder(path: str, *, keep: bool = True) -> None:
+    """Make the ``--out`` folder ``path`` (and its parents); ``keep=False``: only check that it can
+    be made, removing what this made.
+
+    Raises:
+        OSError: it cannot be made (naming the flag, the folder and why).
+    """
+    top = os.path.abspath(path)
+    while not os.path.exists(os.path.dirname(top)):
+        top = os.path.dirname(top)  # the outermost folder this makes
+    made = not os.path.exists(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"--out {path}: cannot make the folder ({exc.strerror or exc})") from None
+    if made and not keep:
+        shutil.rmtree(top)
 
 
 def _check_writable(path: str | None, flag: str) -> None:
@@ -284,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args)
         if args.command == "eval":
             return _eval(args)
-        os.makedirs(args.out, exist_ok=True)  # before the simulation, not after it
+        _make_folder(args.out)  # before the simulation, not after it
         demo = importlib.import_module(f"trackgen_env.demos.{args.env}")
         return int(demo.run(args) or 0)
     except (ValueError, OSError, ImportError, MemoryError) as exc:

@@ -174,10 +174,13 @@ def resolve_device(device=None) -> str:
     """
     if device is None:
         return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+    names = [str(d) for d in wp.get_devices()]
+    if isinstance(device, str) and device.startswith("cuda") and wp.get_cuda_device_count() == 0:
+        # Warp would print driver errors before refusing a bare "cuda" on a machine without a GPU
+        raise ValueError(f"device must be one of {names} or None (Warp sees no CUDA device), got {device!r}")
     try:
         return str(wp.get_device(device))
     except Exception as exc:  # Warp raises RuntimeError/ValueError depending on the name
-        names = [str(d) for d in wp.get_devices()]
         raise ValueError(f"device must be one of {names} or None, got {device!r}") from exc
 
 

@@ -106,7 +106,8 @@ def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
     """
     if seed is None:
         return None
-    expected = f"seed must be None, an int >= 0, or {num_envs} ints in [0, 2**32) (one per env)"
+    per_env = "a list of 1 int" if num_envs == 1 else f"{num_envs} ints"
+    expected = f"seed must be None, an int >= 0, or {per_env} in [0, 2**32) (one per env)"
     if isinstance(seed, (list, tuple, np.ndarray)):
         values = np.asarray(seed)
         if values.size and not np.issubdtype(values.dtype, np.integer):
