@@ -79,7 +79,14 @@ def test_building_signatures_of_the_course_and_its_presets():
 
 def test_building_stream_is_the_default_stream_else_the_generators():
     """"stream= is the course's default stream (the generator's own default stream when not given)"."""
-    theirs, mine = object(), object()
+    class Sentinel(wp.Stream):  # stands for a stream on the CPU, which has none
+        def __init__(self):
+            pass
+
+        def __del__(self):
+            pass
+
+    theirs, mine = Sentinel(), Sentinel()
     gen = FakeGenerator(E)
     gen.stream = theirs
     assert Course(gen, [Log("a")], prepare=False).stream is theirs

@@ -30,6 +30,7 @@ from trackgen_env.course import Course, CourseConfig, StepResult
 from trackgen_env.course import presets as course_presets
 from trackgen_env.generators import GateGenConfig
 from trackgen_env.pipeline import build, presets
+from trackgen_env.seeding import SeedState
 from trackgen_env.tools import InputSpec
 
 E = 4
@@ -464,6 +465,72 @@ def test_order_context_add_refuses_a_missing_required_read_and_frees_the_others(
     Course(FakeGenerator(E), [first])  # reusable
 
 
+class _Duck:
+    """A component of the contract alone: the five methods, a name and after; no result, no source."""
+
+    after = ()
+
+    def __init__(self, name, fail_on_generate=False):
+        self.name, self.fail, self.context = name, fail_on_generate, None
+
+    def attach(self, ctx):
+        pass
+
+    def bind(self, **arrays):
+        pass
+
+    def on_generate(self, ctx, mask):
+        if self.fail:
+            raise ValueError("a bug of the duck's own")
+
+    def step(self, ctx):
+        pass
+
+    def reset(self, ctx, mask):
+        pass
+
+
+def test_order_a_component_of_the_contract_alone_needs_no_result_or_source():
+    course, _ = fake_course(components=[Log("a"), _Duck("acme.duck")])
+    res = course.step()
+    assert "acme.duck" in res and res["acme.duck"] is None and res.clone()["acme.duck"] is None
+
+
+def test_order_a_construction_that_fails_after_attach_frees_every_component():
+    """A failure in the warm-up (after every component attached) left them attached: the next
+    course refused them as "already attached"."""
+    a, duck = Log("a"), _Duck("acme.duck", fail_on_generate=True)
+    with pytest.raises(ValueError, match="the duck's own"):
+        fake_course(components=[a, duck])
+    assert a.context is None and duck.context is None
+    duck.fail = False
+    course, _ = fake_course(components=[a, duck])
+    assert a.context is not None and list(course.components) == ["a", "acme.duck"]
+
+
+def test_a_stream_that_is_no_wp_stream_is_a_type_error():
+    with pytest.raises(TypeError, match="stream must be None or a wp.Stream, got str 'foo'"):
+        fake_course(stream="foo")
+    with pytest.raises(TypeError, match="stream must be None or a wp.Stream, got str 'foo'"):
+        Course.track(track_cfg(), checkpoint_spacing=0.6, stream="foo")
+    course, _ = fake_course()
+    before = snapshot(course)
+    for call in (course.regenerate, course.enqueue_generate, course.generate, course.prepare):
+        with pytest.raises(TypeError, match="stream must be None or a wp.Stream, got str 'bar'"):
+            call(stream="bar")
+    assert snapshot(course) == before
+
+
+def test_generate_seeds_with_a_generator_without_seeds_is_a_type_error():
+    gen = FakeGenerator(E, "cpu", seeds=3)
+    course = Course(gen, [Log("a")])
+    state, gen.seeds = gen.seeds, None  # the producer protocol's seeds are optional
+    with pytest.raises(TypeError, match=r"generate\(seeds=...\) reseeds the generator's seeds, and FakeGenerator has none"):
+        course.generate(seeds=3)
+    gen.seeds = state
+    assert np.array_equal(state.seeds.numpy(), SeedState(E, "cpu", 3).seeds.numpy())  # not reseeded
+
+
 def test_order_conflicting_input_declarations_are_refused_at_construction():
     class Other(Log):
         inputs = (InputSpec("position", wp.vec2),)
@@ -736,6 +803,39 @@ def test_results_clone_of_an_uncopyable_entry_names_the_component():
         course._result.clone()
 
 
+def test_results_a_shallow_copy_has_entries_of_its_own(stepped):
+    """copy.copy shared the entries' mapping: a field assigned on the copy changed the course's result."""
+    import copy as copy_module
+
+    course, res = stepped
+    cp = copy_module.copy(res)
+    assert cp.events is res.events and list(cp.keys()) == list(res.keys())
+    cp.events, cp.frame = "replaced", None
+    assert res["progress"] is res.events is course.components["progress"].result and "localizer" in res
+    assert cp["progress"] == "replaced" and "localizer" not in cp
+
+
+def test_results_a_deep_copy_clones_the_arrays_and_keeps_what_memo_holds():
+    """copy.deepcopy clones every entry's arrays (wp.array itself cannot be deep-copied); an
+    object in ``memo`` stays shared, as Lightning's apply_to_collection passes the fields (its
+    deep copy of a result with a plugin entry failed: ctypes objects cannot be pickled)."""
+    import copy as copy_module
+
+    course = Course.track(track_cfg(), checkpoint_spacing=0.6, extra=[Counter("acme.c")])
+    course.bind(position=vec3s(E, x=1.0))
+    res = course.step()
+    deep = copy_module.deepcopy(res)
+    assert deep.events is not res.events and deep.events.laps is not res.events.laps
+    assert deep["acme.c"].count is not res["acme.c"].count
+    assert np.array_equal(deep["acme.c"].count.numpy(), res["acme.c"].count.numpy())
+    memo = {id(getattr(res, f.name)): getattr(res, f.name) for f in dataclasses.fields(res)}
+    shared = copy_module.deepcopy(res, memo)  # what apply_to_collection does before mapping the fields
+    assert shared.events is res.events and shared.valid is res.valid
+    assert shared["acme.c"].count is not res["acme.c"].count
+    shared.events = "mapped"
+    assert shared["progress"] == "mapped" and res["progress"] is res.events
+
+
 # --- Regeneration: one body, one graph ------------------------------------------------------
 
 
@@ -754,6 +854,28 @@ def test_regeneration_one_body_for_the_three_calls():
     eager = snapshot(course)
     course.regenerate()
     assert snapshot(course) == {**eager, "gen.generation": snapshot(course)["gen.generation"]}
+
+
+def test_regeneration_a_components_own_error_keeps_its_type_under_a_masked_regeneration():
+    """Every exception raised while the masked body recorded became a CaptureError; only what a
+    capture raises (RuntimeError) is, the component's own error is raised as it is eagerly."""
+    duck = _Duck("acme.duck")
+    course, _ = fake_course(components=[Log("a"), duck])
+    mask = wp.array(np.array([1, 0, 0, 0], np.int32), device="cpu")
+    duck.fail = True
+    for call in (lambda: course.enqueue_generate(mask=mask), lambda: course.regenerate(mask=mask)):
+        with pytest.raises(ValueError, match="the duck's own"):
+            call()
+
+    class CaptureRefusal(_Duck):
+        def on_generate(self, ctx, mask):
+            if wp.get_device(ctx.device).is_capturing:  # stands for an operation a capture cannot hold
+                raise RuntimeError("operation not permitted when stream is capturing")
+
+    course, _ = fake_course(components=[Log("a"), CaptureRefusal("acme.refusal")])
+    with pytest.raises(CaptureError, match="acme.refusal.on_generate could not be recorded in the conditional body"):
+        course.regenerate(mask=mask)
+    course.enqueue_generate(mask=mask)  # eagerly it runs
 
 
 def test_regeneration_all_zero_mask_is_an_exact_identity(device):

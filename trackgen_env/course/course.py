@@ -38,7 +38,7 @@ from .graphs import VariantGraphs, load_kernel_modules
 from .order import as_component_list, sort_components
 from .presets import GatesPreset, TrackPreset, preset_for_family
 from .result import StepResult
-from .streams import OnStream, resolve_stream
+from .streams import OnStream, check_stream, resolve_stream
 
 __all__ = ["Course", "POSITIONAL_INPUTS"]
 
@@ -83,7 +83,8 @@ class Course:
     Raises:
         TypeError: a config or spec as ``generator`` (use the preset it names), an object
             without the generator surface, a non-sequence ``components``, a bad component
-            name or a component lacking a method of the contract.
+            name or a component lacking a method of the contract, a ``stream`` that is not a
+            ``wp.Stream`` (here and in every call that takes one).
         ValueError: duplicate names, an unknown after / source, a cycle, a component
             attached elsewhere, a missing required read, conflicting input declarations.
     """
@@ -192,6 +193,7 @@ class Course:
         return cls(generator, preset.components, prepare=prepare)
 
     def _setup(self, generator, components: list, stream, prepare: bool) -> None:
+        check_stream(stream)
         self.generator = generator
         self.stream = stream if stream is not None else getattr(generator, "stream", None)
         ctx = ComponentContext(generator, stream=self.stream)
@@ -206,11 +208,16 @@ class Course:
             for c in components:
                 ctx.add(c)
                 attached.append(c)
+            self._attach(generator, ctx, components, prepare)
         except BaseException:
             # a refused construction leaves every component free to be used again
             for c in attached:
                 c.context = None
             raise
+        _take_over(self)
+
+    def _attach(self, generator, ctx, components: list, prepare: bool) -> None:
+        """The rest of the construction, once every component is attached."""
         self._ctx = ctx
         self.num_envs = ctx.num_envs
         self.device = ctx.device
@@ -228,16 +235,12 @@ class Course:
         self._prepared = False
         self._taken_over = False
         self._running: tuple[str, str] | None = None
-        self._result = StepResult._from_entries({c.name: c.result for c in self._step_order}, generator.result.valid)
-        try:
-            if prepare:
-                self._warm_up()
-                self._check_capacity()
-        except BaseException:
-            for c in self._order:
-                c.context = None
-            raise
-        _take_over(self)
+        # a component of the contract need not have a result (its entry is then None)
+        self._result = StepResult._from_entries({c.name: getattr(c, "result", None) for c in self._step_order},
+                                                generator.result.valid)
+        if prepare:
+            self._warm_up()
+            self._check_capacity()
 
     # -- attributes ---------------------------------------------------------------------
     @property
@@ -471,6 +474,8 @@ class Course:
             ``course.result``.
 
         Raises:
+            TypeError: ``seeds=`` with a generator that has no ``seeds`` (the producer
+                protocol's optional member).
             RuntimeError: seeds bound to your array with no rng (the library never writes a
                 bound seed array: write it, then ``regenerate()``).
             CaptureError: ``seeds=`` under a capture (it writes from the host).
@@ -482,6 +487,10 @@ class Course:
                 raise CaptureError("generate(seeds=...) writes the seeds from the host: call it outside a capture "
                                    f"(recorded at {caller()})")
             state = self.seeds
+            if state is None:
+                raise TypeError(f"generate(seeds=...) reseeds the generator's seeds, and {type(self.generator).__name__} "
+                                "has none (no seeds attribute, docs/producer-protocol.md): reseed it yourself, then "
+                                "call regenerate()")
             if getattr(state, "rng", None) is None and not getattr(state, "owned", True):
                 raise RuntimeError(
                     "the seeds are bound to your array and there is no rng: the library never writes a bound "
@@ -502,6 +511,7 @@ class Course:
         Raises:
             CaptureError: called while a capture records.
         """
+        check_stream(stream)
         if self._prepared:
             return
         self._check_driver()
@@ -558,15 +568,18 @@ class Course:
             self._body(advance, mask)
         else:
             exec_modes.any_set(mask, self._flag)
+            self._running = None
             try:
                 wp.capture_if(self._flag, on_true=lambda: self._body(advance, mask))
             except CaptureError:
                 raise
-            except Exception as exc:
-                if self._running is None or not self.device.is_capturing:
+            except RuntimeError as exc:
+                # what Warp (and torch) raise for an operation a capture cannot hold; any other
+                # exception is the component's own, raised as it would be eagerly
+                running, self._running = self._running, None
+                if running is None or not self.device.is_capturing:
                     raise
-                who, phase = self._running
-                self._running = None
+                who, phase = running
                 raise CaptureError(
                     f"{who}.{phase} could not be recorded in the conditional body of the masked regeneration: {exc}. "
                     "tools.check_component finds which operation a conditional body cannot hold; "

@@ -18,6 +18,7 @@ from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import Params, PipelineSpec, build
 from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
+from .streams import check_stream
 
 __all__ = ["TrackPreset", "GatesPreset", "check_gate_width", "source_family", "preset_for_family", "WIDTH_PARAM"]
 
@@ -78,6 +79,7 @@ class _Preset:
                 "seeds= and stream= configure the generator a preset builds; this source is a built generator: "
                 "pass them when you build it"
             )
+        check_stream(stream)
         self.source, self.seeds, self.stream = source, seeds, stream
 
     def _finish(self, own: list, extra) -> None:

@@ -99,6 +99,30 @@ class StepResult:
         return self._entries.get(name, default)
 
     # -- copies ----------------------------------------------------------------------------
+    def __copy__(self) -> "StepResult":
+        """A shallow copy: the same entries, in a mapping of its own (assigning a field of the
+        copy changes the copy only)."""
+        return type(self)._from_entries(self._entries, self.valid)
+
+    def __deepcopy__(self, memo) -> "StepResult":
+        """A deep copy: each entry and ``valid`` copied as :meth:`clone` copies them (a
+        ``wp.array`` with ``wp.clone``, which ``copy.deepcopy`` cannot copy), anything else
+        with ``copy.deepcopy``; an object ``memo`` holds already is used as it is. Lightning's
+        ``apply_to_collection`` deep-copies a dataclass with its fields in ``memo``: those stay
+        shared and the other entries are cloned."""
+        def deep(name, value):
+            if id(value) in memo:
+                return memo[id(value)]
+            try:
+                copied = _clone_entry(name, value)
+            except TypeError:
+                copied = copy.deepcopy(value, memo)
+            memo[id(value)] = copied
+            return copied
+
+        return type(self)._from_entries({name: deep(name, v) for name, v in self._entries.items()},
+                                        deep("valid", self.valid))
+
     def clone(self) -> "StepResult":
         """A deep copy of every entry and of ``valid`` (allocates: call it outside a graph).
 
@@ -114,6 +138,8 @@ class StepResult:
 
 
 def _clone_entry(name: str, value):
+    if value is None:  # a per-step component without a result
+        return None
     if isinstance(value, wp.array):
         return wp.clone(value)
     if callable(getattr(value, "clone", None)):

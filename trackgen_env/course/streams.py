@@ -6,7 +6,14 @@ import warp as wp
 
 from ..capture import CaptureError, caller
 
-__all__ = ["resolve_stream", "OnStream"]
+__all__ = ["check_stream", "resolve_stream", "OnStream"]
+
+
+def check_stream(stream) -> None:
+    """Raises TypeError unless ``stream`` is None or a ``wp.Stream`` (on any device: a CPU
+    course takes a stream argument as a CUDA one does, and ignores it)."""
+    if stream is not None and not isinstance(stream, wp.Stream):
+        raise TypeError(f"stream must be None or a wp.Stream, got {type(stream).__name__} {stream!r}")
 
 
 def resolve_stream(device, default, stream):
@@ -15,9 +22,11 @@ def resolve_stream(device, default, stream):
     The call's ``stream``, else the course's ``default``, else the current stream.
 
     Raises:
+        TypeError: ``stream`` is neither None nor a ``wp.Stream``.
         CaptureError: the course has a default stream, no ``stream=`` was passed, and the
             current stream records while the default one does not.
     """
+    check_stream(stream)
     if device.is_cpu:
         return None, bool(device.is_capturing)
     s = stream if stream is not None else default

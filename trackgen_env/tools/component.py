@@ -204,9 +204,10 @@ class ComponentContext:
 
     def source(self, component: Component):
         """The result ``component`` reads: its ``source`` component's, else the generator's."""
-        if component.source is None:
+        source = getattr(component, "source", None)  # a component of the contract need not have one
+        if source is None:
             return self.generator.result
-        return self.components[component.source].result
+        return self.components[source].result
 
     def lanes(self, count: int) -> int:
         """Threads per env of a per-generation kernel looping over ``count`` items (points,
