@@ -294,6 +294,18 @@ def test_sdf_warning_fires_when_its_cells_are_too_coarse_at_the_largest_size():
         Course.track(spec, checkpoint_spacing=0.6, collision=tools.BandCollision("sdf", resolution=64), size_hi=12.0)
 
 
+def test_the_grid_warnings_check_the_components_in_extra_too():
+    """A coarse sdf collision or a small height field passed in extra= (under another name) warned
+    nothing; the message names the component and its fix."""
+    wide = presets.track(num_envs=E, device="cpu", elevation=1.0).with_randomize({"layout.size": (8.0, 12.0)})
+    with pytest.warns(UserWarning, match=r"height field 'acme.hf' covers a course square of 10 m.*build 'acme.hf' with size=12"):
+        Course.track(wide, checkpoint_spacing=0.6, extra=[tools.HeightFieldBake(32, size=10.0, name="acme.hf")])
+    with pytest.warns(UserWarning, match=r"grid of 'acme.sdf', 64 nodes.*build 'acme.sdf' with resolution=70"):
+        Course.track(wide, checkpoint_spacing=0.6, extra=[tools.BandCollision("sdf", resolution=64, name="acme.sdf")])
+    _no_warnings(lambda: Course.track(wide, checkpoint_spacing=0.6, extra=[
+        tools.HeightFieldBake(32, size=12.0, name="acme.hf"), tools.BandCollision("sdf", resolution=70, name="acme.sdf")]))
+
+
 # --- the docs page -------------------------------------------------------------------------
 
 

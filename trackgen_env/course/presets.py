@@ -139,10 +139,10 @@ class TrackPreset(_Preset):
 
 
     def check_resolution(self, generator) -> None:
-        """Warn (one ``UserWarning`` each) when a grid of the preset does not cover the largest
-        course the generator can draw: ``size_hi`` when given, else a ``"layout.size"``
-        randomizer's construction hi, else the construction size (the larger of the two
-        when both are known).
+        """Warn (one ``UserWarning`` each) when a grid of the course's components (the preset's
+        slots and ``extra``) does not cover the largest course the generator can draw:
+        ``size_hi`` when given, else a ``"layout.size"`` randomizer's construction hi, else the
+        construction size (the larger of the two when both are known).
 
         * ``BandCollision("sdf")``: its grid spans each env's band with ``resolution - 9``
           cells, and a procedural band lies inside the course square, so at size ``S`` a
@@ -162,25 +162,28 @@ class TrackPreset(_Preset):
         if self._own_heightfield:
             self._heightfield.size = largest
         width_lo = construction_bound(generator, "band.width", "lo")
-        if self._sdf is not None and width_lo is not None:
-            cell = largest / (self._sdf.resolution - 9)
-            if cell > width_lo / 4:
-                need = math.floor(4 * largest / width_lo) + 10  # cells strictly under the bound
+        for c in self.components:
+            if isinstance(c, tools.BandCollision) and c.backend == "sdf" and width_lo is not None:
+                cell = largest / (c.resolution - 9)
+                if cell > width_lo / 4:
+                    need = math.floor(4 * largest / width_lo) + 10  # cells strictly under the bound
+                    fix = (f'collision=tools.BandCollision("sdf", resolution={need})' if c is self._sdf else
+                           f'build {c.name!r} with resolution={need}')
+                    warnings.warn(
+                        f'the "sdf" collision grid of {c.name!r}, {c.resolution} nodes per side, has cells of up to '
+                        f"{cell:.3g} m at the largest course size {largest:g} m, coarser than half the narrowest band's "
+                        f"half width ({width_lo / 4:.3g} m): pass {fix} (or more)",
+                        stacklevel=4,
+                    )
+            covered = c.covered_size(generator) if isinstance(c, tools.HeightFieldBake) else None
+            if covered is not None and covered < largest:
+                fix = (f"heightfield=tools.HeightFieldBake(size={largest:g}) (or size_hi={largest:g} to Course.track "
+                       "for its own)" if c is self._heightfield else f"build {c.name!r} with size={largest:g}")
                 warnings.warn(
-                    f'the "sdf" collision grid of {self._sdf.resolution} nodes per side has cells of up to {cell:.3g} m '
-                    f"at the largest course size {largest:g} m, coarser than half the narrowest band's half width "
-                    f'({width_lo / 4:.3g} m): pass collision=tools.BandCollision("sdf", resolution={need}) (or more)',
+                    f"the height field {c.name!r} covers a course square of {covered:g} m, but the generator can draw "
+                    f"courses up to {largest:g} m: pass {fix}",
                     stacklevel=4,
                 )
-        hf = self._heightfield
-        covered = hf.covered_size(generator) if isinstance(hf, tools.HeightFieldBake) else None
-        if covered is not None and covered < largest:
-            warnings.warn(
-                f"the height field's grid covers a course square of {covered:g} m, but the generator can draw courses "
-                f"up to {largest:g} m: pass heightfield=tools.HeightFieldBake(size={largest:g}) (or size_hi={largest:g} "
-                "to Course.track for its own)",
-                stacklevel=4,
-            )
 
 
 def _heightfield_component(value) -> tuple:
