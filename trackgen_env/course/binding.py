@@ -6,7 +6,7 @@ import contextlib
 
 import warp as wp
 
-from ..tools.contract import restore_probes, take_probes, validate_inputs
+from ..tools.contract import restore_probes, take_probes, validate_inputs, warn_stale
 
 __all__ = ["POSITIONAL_INPUTS", "route_inputs", "apply_bindings"]
 
@@ -56,13 +56,14 @@ def route_inputs(course, args: tuple, arrays: dict) -> dict[str, dict[str, wp.ar
 def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> dict:
     """Bind ``routed`` to every component of ``bind_order``; returns the new bindings.
 
-    Warns :class:`RebindAfterCaptureWarning` once when a capture recorded ``step()`` of a
-    component since the last bind. If a component's ``bind`` raises, every component bound
+    Warns :class:`RebindAfterCaptureWarning` once, when the bind succeeded, if a capture recorded
+    ``step()`` of a component since the last bind. If a component's ``bind`` raises, every component bound
     by this call (the one that raised included) gets ``previous`` back (no arrays on a
     first bind), the probes are restored (a later rebind still warns), and the error
     propagates.
     """
-    stale = take_probes(order, stacklevel=3)  # warned here: the components' own bind must not warn again
+    # cleared here, so that the components' own bind does not warn again; warned once it is done
+    stale = take_probes(order, stacklevel=None)
     done = []
     try:
         for c in bind_order:
@@ -75,4 +76,5 @@ def apply_bindings(order, bind_order, previous: dict | None, routed: dict) -> di
                 c.bind(**(previous[c.name] if previous is not None else {}))
         restore_probes(order, stale)
         raise
+    warn_stale(stale, stacklevel=3)
     return routed

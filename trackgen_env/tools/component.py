@@ -31,6 +31,7 @@ from .contract import (
     InputSpec,
     restore_probes,
     take_probes,
+    warn_stale,
     validate_declarations,
     validate_inputs,
     validate_structure,
@@ -86,10 +87,10 @@ class Component:
             TypeError / ValueError: a declared input of another type, dtype, shape or device.
 
         Warns:
-            RebindAfterCaptureWarning: once per recorded capture, when a capture recorded
-                this component's ``step()`` since the last bind.
+            RebindAfterCaptureWarning: once per recorded capture, when the bind succeeded and a
+                capture recorded this component's ``step()`` since the last bind.
         """
-        stale = take_probes([self], stacklevel=2)
+        stale = take_probes([self], stacklevel=None)
         try:
             ctx = self.context
             checked = validate_inputs(self, arrays, num_envs=None if ctx is None else ctx.num_envs,
@@ -98,6 +99,7 @@ class Component:
         except BaseException:
             restore_probes([self], stale)
             raise
+        warn_stale(stale, stacklevel=2)
 
     def on_bind(self, arrays: BoundInputs) -> None:
         """Take the bound arrays; the default keeps them in ``self.bound``."""

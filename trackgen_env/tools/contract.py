@@ -38,6 +38,7 @@ __all__ = [
     "validate_declarations",
     "validate_inputs",
     "take_probes",
+    "warn_stale",
     "restore_probes",
     "mark_recorded",
 ]
@@ -226,13 +227,24 @@ def _check_input(component_name: str, spec: InputSpec, arr, via: str, num_envs, 
 
 
 # -- rebind after a capture -----------------------------------------------------------------
-def take_probes(components, *, stacklevel: int) -> list[str]:
-    """Clear the rebind-after-capture probes of ``components``; warn once if any was set.
+def take_probes(components, *, stacklevel: int | None) -> list[str]:
+    """Clear the rebind-after-capture probes of ``components``; warn once if any was set
+    (``stacklevel=None``: not yet, :func:`warn_stale` once the bind succeeded).
 
     Returns the names of the components whose probe was set (give them to
     :func:`restore_probes` if the bind fails).
     """
     stale = [c.name for c in components if getattr(c, "_step_captured", False)]
+    if stacklevel is not None:
+        warn_stale(stale, stacklevel=stacklevel + 1)
+    for c in components:
+        if c.name in stale:
+            c._step_captured = False
+    return stale
+
+
+def warn_stale(stale: list[str], *, stacklevel: int) -> None:
+    """Warn :class:`RebindAfterCaptureWarning` once when ``stale`` (from :func:`take_probes`) names a component."""
     if stale:
         warnings.warn(
             RebindAfterCaptureWarning(
@@ -241,10 +253,6 @@ def take_probes(components, *, stacklevel: int) -> list[str]:
             ),
             stacklevel=stacklevel + 1,
         )
-    for c in components:
-        if c.name in stale:
-            c._step_captured = False
-    return stale
 
 
 def restore_probes(components, stale: list[str]) -> None:
