@@ -363,6 +363,31 @@ def test_a_live_altitude_min_above_altitude_max_is_refused():
     np.testing.assert_array_equal(gen.params["layout.altitude_min"].numpy(), np.float32(0.5))
 
 
+def test_the_room_checks_hold_with_a_plugin_that_leaves_the_gates_where_the_layout_put_them():
+    """Any plugin stage switched the room checks off; only one that writes the gates' positions
+    (or their number) does: the argument is about the built-in layout's gates."""
+    from trackgen_env.pipeline import Registry, Stage, build
+
+    class Tag(Stage):
+        name, family, reads = "acme.tag", "gates", ("gate_position",)
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    class Mover(Tag):
+        name, writes = "acme.mover", ("gate_position",)
+
+    reg = Registry()
+    reg.register(Tag)
+    reg.register(Mover)
+    base = presets.gates(num_envs=8, device="cpu", gate_width=0.6)
+    tagged = build(base.with_stage("acme.tag", after="layout", registry=reg), registry=reg, seeds=0)
+    with pytest.raises(ValueError, match="no closed loop"):
+        tagged.params["layout.max_turn"] = 0.5
+    moved = build(base.with_stage("acme.mover", after="layout", registry=reg), registry=reg, seeds=0)
+    moved.params["layout.max_turn"] = 0.5  # the plugin may put the gates anywhere: not refused
+
+
 def test_gates_without_room_or_a_closed_loop_are_refused():
     """Values no draw of the built-in layout can pass the checks with: gates that must be farther
     apart than two neighbouring gates of the layout can be, or a max_turn under 2 pi / num_gates (a

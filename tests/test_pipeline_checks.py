@@ -494,3 +494,13 @@ def test_a_bound_that_float32_rounds_up_is_still_accepted_at_build_and_live():
     build(presets.track(banking=0.3, num_envs=2, device="cpu").with_randomize({"banking.max_bank": (0.0, MAX_BANK)}))
     with pytest.raises(ValueError, match=r"must be finite and in \[0, 0.785398\], got 0.7854$"):
         program.params["banking.max_bank"] = 0.7854  # over it by more than float32's rounding
+
+
+def test_max_retries_is_fixed_at_build():
+    """A write took effect eagerly while a recorded graph kept the built value: it is refused."""
+    from trackgen_env.pipeline import build, presets
+
+    program = build(presets.track(num_envs=2, device="cpu", max_retries=12), seeds=0)
+    with pytest.raises(AttributeError, match=r"max_retries is fixed when the program is built \(it is 12; got 0\)"):
+        program.max_retries = 0
+    assert program.max_retries == 12

@@ -9,6 +9,7 @@ import pytest
 
 import trackgen_env  # noqa: F401  (registers the envs)
 from trackgen_env.envs.sharded import ShardedVectorEnv, _Workers
+from trackgen_env.pipeline import presets
 
 
 def _same(a, b):
@@ -247,6 +248,21 @@ def test_params_set_every_shard_as_one_envs_params_would():
     assert sorted(env.params) == sorted(one.unwrapped.course.generator.params) and len(env.params) > 0
     env.close()
     one.close()
+
+
+def test_params_copies_are_read_only_as_one_envs_views():
+    """An item written into params[name] (a copy over every shard) changed nothing, silently."""
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=2, device="cpu",
+                           track=presets.track(num_envs=4, device="cpu").with_randomize({"band.width": (1.0, 1.4)}))
+    with pytest.raises(ValueError, match="read-only"):
+        env.params["layout.size"][0] = 3.0
+    lo, hi = env.params.randomize["band.width"]
+    with pytest.raises(ValueError, match="read-only"):
+        lo[0] = 0.5
+    with pytest.raises(TypeError):
+        env.params.randomize["band.width"] = (lo, hi)
+    assert np.all(_live(env, "layout.size") == env.params["layout.size"])
+    env.close()
 
 
 def test_a_live_set_before_the_first_reset_draws_new_courses_in_every_shard_as_in_one_env():

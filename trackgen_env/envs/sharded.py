@@ -31,6 +31,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import gymnasium
 import numpy as np
@@ -154,7 +155,8 @@ class ShardedParams(Mapping):
         self.num_envs = bounds[-1][1]
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return np.concatenate([p[name].numpy() for p in self._params])
+        # read-only, as one env's view: an item written into a copy would change nothing
+        return _read_only(np.concatenate([p[name].numpy() for p in self._params]))
 
     def __iter__(self):
         return iter(self._params[0])
@@ -166,8 +168,9 @@ class ShardedParams(Mapping):
     def randomize(self) -> Mapping:
         """``name -> (lo, hi)``: the live ranges of the randomized parameters, ``[E] float32``
         NumPy copies over every shard (move them with :meth:`set_range`)."""
-        return {name: tuple(np.concatenate([p.randomize[name][i].numpy() for p in self._params]) for i in (0, 1))
-                for name in self._params[0].randomize}
+        return MappingProxyType({
+            name: tuple(_read_only(np.concatenate([p.randomize[name][i].numpy() for p in self._params])) for i in (0, 1))
+            for name in self._params[0].randomize})
 
     def __setitem__(self, name: str, value) -> None:
         first = self._params[0]
@@ -218,6 +221,11 @@ def _same_setting(a, b) -> bool:
 
 # an env's number in a refusal of Params: "(env 3)", "in env 3", "env 3 was given" (checks.first_bad, params)
 _ENV_NUMBER = re.compile(r"\benv (\d+)\b")
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False
+    return values
 
 
 def _rows(given: np.ndarray, a: int, b: int) -> np.ndarray:

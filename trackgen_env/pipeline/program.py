@@ -166,7 +166,10 @@ class StageContext:
         in_place: the fields that are the result's own arrays (``Family.in_place_fields``
             when every stage is a built-in; empty otherwise).
         all_builtin: every stage of the program is a built-in (a built-in stage may then rely
-            on what the others do, e.g. where the built-in layout puts the gates).
+            on what the others do).
+        plugin_writes: the fields that the program's plugin stages declare they write (a
+            built-in stage may rely on the others for the fields outside it, e.g. where the
+            built-in layout puts the gates).
         inputs: generator inputs by name (stable arrays the user writes).
     """
 
@@ -185,6 +188,7 @@ class StageContext:
         self.fields: dict[str, wp.array] = {}
         self.in_place: frozenset[str] = frozenset()
         self.all_builtin = False
+        self.plugin_writes: frozenset[str] = frozenset()
         self.inputs: dict[str, wp.array] = {}
         # scratch sharing (Program sets them around each stage's allocate): the fields read by
         # the stage being allocated, the later ones or the commit; bytes of a donor row in use
@@ -325,9 +329,9 @@ class Program:
         self.params = Params(E, dev, declared, spec.params, spec.randomize)
         _add_order_validators(self.params, found)
         draws = any(cls.draws for _, cls, _ in found)
-        self.max_retries = int(spec.settings["max_retries"]) if draws else 0
+        self._max_retries = int(spec.settings["max_retries"]) if draws else 0
         self._draws = draws
-        ctx = self._ctx = StageContext(spec, self.params, self.seeds, self.max_retries)
+        ctx = self._ctx = StageContext(spec, self.params, self.seeds, self._max_retries)
         self._launches = Launches()
         self._stages = [cls() for _, cls, _ in found]
         self.input_info = {}
@@ -342,6 +346,7 @@ class Program:
                 wp.copy(given[name], arrays[name])
                 arrays[name] = given[name]
         builtin = ctx.all_builtin = all(is_builtin(cls) for _, cls, _ in found)
+        ctx.plugin_writes = frozenset(f for _, cls, _ in found if not is_builtin(cls) for f in cls.writes)
         if builtin:
             # no plugin writes rows it was not asked to: the stages may write the result in place
             ctx.in_place = frozenset(family.in_place_fields)
@@ -400,6 +405,17 @@ class Program:
                 for _ in range(1 + self.max_retries):
                     self._round()
             self._family.commit(w, self.result, m, use_mask)
+
+    @property
+    def max_retries(self) -> int:
+        """The retry bound, from the spec's ``max_retries`` setting (0 when no stage draws)."""
+        return self._max_retries
+
+    @max_retries.setter
+    def max_retries(self, value) -> None:
+        # the stages' kernels and any recorded graph hold it: a write would change eager runs only
+        raise AttributeError(f"max_retries is fixed when the program is built (it is {self._max_retries}; got "
+                             f"{value!r}): pass max_retries= to the preset that makes its spec (presets.track(max_retries=...))")
 
     def _round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""

@@ -480,7 +480,9 @@ class Checks(Stage):
     reads = ("gate_position", "start_position")
 
     def allocate(self, ctx):
-        if ctx.all_builtin and all(name in ctx.params for name in _ROOM_PARAMS):
+        # the argument is about the built-in layout's gates: it holds while no plugin moves them
+        moved = ctx.plugin_writes & {"gate_position", "num_gates"}
+        if not moved and all(name in ctx.params for name in _ROOM_PARAMS):
             room = _gates_have_room(ctx.params, ctx.settings)
             what = "stage 'checks': the construction values (or randomize ranges) of " + ", ".join(_ROOM_PARAMS) + " leave"
             for name, end in _FAVOURABLE.items():  # each one's least favourable end (as a live range end is)
