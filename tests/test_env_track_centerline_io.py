@@ -235,3 +235,14 @@ def test_the_env_refuses_a_centerline_source_config_pointing_at_centerline(as_sp
         assert env.course.result.valid.numpy().all()
     finally:
         env.close()
+
+
+def test_a_circuit_narrower_than_the_car_is_refused_naming_the_row():
+    """A given circuit skipped the car-fits check: a full car on a 1 m band ended at every step."""
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    rows = _circle(n=60, radius=50.0, wr=2.0, wl=2.0)
+    rows[17, 2:] = 0.5  # 1 m wide there; the full car is 2 m wide
+    with pytest.raises(ValueError, match=r"the car is 2 m wide and this circuit's band is 1 m wide at row 17 .*car='rc10'"):
+        TrackVectorEnv(1, "cpu", car="full", centerline=rows)
+    TrackVectorEnv(1, "cpu", car="rc10", centerline=rows)  # 0.2 m wide: it fits

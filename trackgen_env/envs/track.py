@@ -12,6 +12,7 @@ from .. import env_loop, render, tools
 from ..checks import check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
+from ..generators.centerline_io import check_centerline
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
 from ..pipeline.stages.track import TRACK
@@ -317,6 +318,22 @@ def _check_car_fits(source, car: CarParams) -> None:
         )
 
 
+def _check_car_fits_circuit(centerline, car: CarParams) -> None:
+    """:func:`_check_car_fits` for a given circuit: refuse a car at least as wide as the band's
+    narrowest row (``w_tr_right_m + w_tr_left_m``), before anything is built."""
+    data = check_centerline(centerline, name="points")  # as from_centerline names it
+    width = data[:, 2] + data[:, 3]
+    row = int(np.argmin(width))
+    if np.float32(car.width) >= np.float32(width[row]):
+        smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
+        narrower = f"a narrower car (car={smallest[0]!r} is {smallest[1].width:g} m wide) or " if smallest[1].width < car.width else ""
+        raise ValueError(
+            f"the car is {car.width:g} m wide and this circuit's band is {width[row]:g} m wide at row {row} (w_tr_right_m + "
+            f"w_tr_left_m): its body would be off the band there, and the env would end at every pass; pass {narrower}"
+            f"the circuit at a larger scale (a 1:10 circuit is for car='rc10')"
+        )
+
+
 def _car_fits_live(car: CarParams):
     """A ``Params`` validator of ``"band.width"``: refuse a live width (or either end of a live
     range) at most the car's width, in any env (:func:`_check_car_fits` for that env)."""
@@ -611,6 +628,7 @@ class TrackVectorEnv(CourseVectorEnv):
                 raise TypeError("pass either track= (generated tracks, with registry= for a spec's plugins) or "
                                 "centerline= (a given circuit), not both")
             spacing, seeds = self.car.wheelbase / 3.0, {}
+            _check_car_fits_circuit(centerline, self.car)
             source = TrackGenerator.from_centerline(
                 centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
                 seeds=seed,
