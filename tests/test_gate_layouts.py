@@ -443,3 +443,18 @@ def test_the_bounds_hold_the_course_line_where_it_swings_out_past_the_gates():
         assert bool(info["out_of_bounds"][0]) is outside, x
         assert bool(terminated[0]) is (outside or bool(info["missed_gate"][0])), x
     env.close()
+
+
+@pytest.mark.parametrize("quat, match", [
+    ([0.0, math.sqrt(0.5), 0.0, math.sqrt(0.5)], r"gate 0 lies flat"),
+    ([math.sin(math.radians(15.0)), 0.0, 0.0, math.cos(math.radians(15.0))], r"gate 0's opening is rolled by 30.0 deg"),
+])
+def test_a_race_layout_built_in_python_gets_the_loaders_upright_rules(quat, match):
+    """RaceLayout(...) skipped the roll and flat checks of the file loaders: a flat gate 0 ended
+    every episode at its first step, a rolled one was flown as upright."""
+    upright = [[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
+    with pytest.raises(ValueError, match=match):
+        RaceLayout(position=[[0, 0, 2.5], [8, 0, 2.5], [4, 6, 2.5]], orientation=[quat, *upright], width=[1.5] * 3,
+                   height=[1.5] * 3)
+    RaceLayout(position=[[0, 0, 2.5], [8, 0, 2.5], [4, 6, 2.5]], orientation=[[0, 0, 0, 1], *upright], width=[1.5] * 3,
+               height=[1.5] * 3)

@@ -118,7 +118,9 @@ class RaceLayout:
 
     Raises:
         ValueError: a wrong shape, a non-finite value, fewer than 3 gates, a size <= 0, a
-            zero quaternion, or two consecutive gates at the same centre.
+            zero quaternion, two consecutive gates at the same centre, a gate lying flat
+            (normal within 10 deg of vertical) or rolled about its normal by more than
+            ``MAX_ROLL`` (the loaders' rules).
     """
 
     position: np.ndarray
@@ -155,7 +157,21 @@ class RaceLayout:
         bad = np.flatnonzero(step < 1e-6)
         if bad.size:
             raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre {pos[bad[0]].tolist()}")
-        for field, arr in (("position", pos), ("orientation", quat / norm[:, None]), ("width", width), ("height", height)):
+        quat = quat / norm[:, None]
+        x, y, z, w = quat.T
+        normal_z = 2.0 * (x * z - y * w)  # the z of the gate's +x (its normal) and +y (its width axis) in the world
+        lateral_z = 2.0 * (y * z + x * w)
+        bad = np.flatnonzero(np.abs(normal_z) > _FLAT)
+        if bad.size:  # the loaders' upright frames never are: the same rules for a layout built here
+            raise ValueError(f"{n}: gate {bad[0]} lies flat (its normal's z is {normal_z[bad[0]]:.3f}); only upright "
+                             f"gates (normal more than 10 deg from vertical) are modelled")
+        roll = np.arcsin(np.minimum(1.0, np.abs(lateral_z)))
+        bad = np.flatnonzero(roll > MAX_ROLL)
+        if bad.size:
+            raise ValueError(f"{n}: gate {bad[0]}'s opening is rolled by {math.degrees(roll[bad[0]]):.1f} deg about its "
+                             f"normal; only openings with a horizontal width axis are modelled (<= "
+                             f"{math.degrees(MAX_ROLL):g} deg)")
+        for field, arr in (("position", pos), ("orientation", quat), ("width", width), ("height", height)):
             arr.setflags(write=False)
             object.__setattr__(self, field, arr)
 
