@@ -73,6 +73,25 @@ def test_a_flat_track_env_has_no_ground_to_follow():
     env.close()
 
 
+def test_a_flat_track_env_refuses_a_live_hill():
+    """A live layout.elevation > 0 on an env built flat was taken, and its car drove through the hills."""
+    env = TrackVectorEnv(4, "cpu", seed=0)
+    params = env.course.generator.params
+    for value in (1.5, [0.0, 0.0, 0.3, 0.0]):
+        with pytest.raises(ValueError, match=r"must stay 0 in an env built with flat tracks.*presets.track\(elevation"):
+            params["layout.elevation"] = value
+    assert np.all(params["layout.elevation"].numpy() == 0.0)
+    params["layout.elevation"] = 0.0
+    from trackgen_env.pipeline import presets
+
+    drawn = TrackVectorEnv(2, "cpu", seed=0, track=presets.track(num_envs=2, device="cpu").with_randomize(
+        {"layout.elevation": (0.0, 0.0)}))
+    with pytest.raises(ValueError, match=r"must stay 0 in an env built with flat tracks"):
+        drawn.course.generator.params.set_range("layout.elevation", 0.0, 1.0)
+    hills = TrackVectorEnv(2, "cpu", seed=0, track=TrackGenConfig(elevation=1.0))
+    hills.course.generator.params["layout.elevation"] = 1.5  # built with hills: its car follows the ground
+
+
 def test_an_elevated_spec_rides_on_the_ground_as_its_config_does():
     """The env reads elevation and banking from a spec as from a config (both bake the ground)."""
     from trackgen_env.envs.track import TrackVectorEnv

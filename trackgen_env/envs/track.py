@@ -334,6 +334,17 @@ def _check_car_fits_circuit(centerline, car: CarParams) -> None:
         )
 
 
+def _flat_live(name: str, values: np.ndarray) -> None:
+    """A ``Params`` validator of ``"layout.elevation"`` for an env built flat, which keeps its car
+    on the ground plane (no height field is baked): refuse any hill."""
+    v = np.asarray(values)
+    if np.any(v > 0.0):
+        raise ValueError(f"params[{name!r}] must stay 0 in an env built with flat tracks: its car is kept on the "
+                         f"ground plane (no height field is baked), and on hills it would drive through them; build the "
+                         f"env with hills (track=presets.track(elevation=...), or a randomize range of layout.elevation "
+                         f"up to the most a curriculum will ask for), got {first_bad(v, v > 0.0, ' m')}")
+
+
 def _car_fits_live(car: CarParams):
     """A ``Params`` validator of ``"band.width"``: refuse a live width (or either end of a live
     range) at most the car's width, in any env (:func:`_check_car_fits` for that env)."""
@@ -664,6 +675,8 @@ class TrackVectorEnv(CourseVectorEnv):
         params = self.course.generator.params
         if "band.width" in params:  # a live set (or range) of the width meets the same rule
             params.add_validator("band.width", _car_fits_live(self.car))
+        if not ground and "layout.elevation" in params:  # built flat: the car is kept on the plane
+            params.add_validator("layout.elevation", _flat_live)
 
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)
