@@ -246,3 +246,31 @@ def test_a_circuit_narrower_than_the_car_is_refused_naming_the_row():
     with pytest.raises(ValueError, match=r"the car is 2 m wide and this circuit's band is 1 m wide at row 17 .*car='rc10'"):
         TrackVectorEnv(1, "cpu", car="full", centerline=rows)
     TrackVectorEnv(1, "cpu", car="rc10", centerline=rows)  # 0.2 m wide: it fits
+
+
+def _stadium(straight=200.0, radius=30.0, step_deg=5.0, width=6.0):
+    """A stadium whose straights are given by their two ends only, its corners every step_deg."""
+    a = np.radians(np.arange(-90.0, 90.0, step_deg))[1:]
+    right = np.stack([straight + radius * np.cos(a), radius * np.sin(a)], 1)
+    left = np.stack([-radius * np.cos(a), -radius * np.sin(a)], 1)
+    xy = np.concatenate([[[0.0, -radius], [straight, -radius]], right, [[straight, radius], [0.0, radius]], left])
+    return np.concatenate([xy, np.full((len(xy), 2), width / 2)], 1)
+
+
+def test_long_segments_among_short_ones_are_split_so_the_spline_does_not_overshoot():
+    """The spline ran 14 m past a corner on a straight given by its ends, then turned back by 179 deg
+    (and the car left the track there); split evenly, the line keeps to the polyline."""
+    from trackgen_env.generators.centerline_io import split_long_segments
+    from trackgen_env.generators.track import TrackGenerator
+
+    rows = _stadium()
+    split = split_long_segments(check_centerline(rows))
+    seg = np.linalg.norm(np.roll(split[:, :2], -1, 0) - split[:, :2], axis=1)
+    assert len(split) > len(rows) and seg.max() <= 1.5 * np.median(seg) and np.isclose(seg.sum(), centerline_length(rows))
+    gen = TrackGenerator.from_centerline(rows, num_envs=1, device="cpu", point_spacing=0.5, seeds=0)
+    n = int(gen.result.num_points.numpy()[0])
+    line = gen.result.centerline.numpy()[0, :n, :2]
+    assert line[:, 0].max() < 200.0 + 30.0 + 0.05  # never past the corner's outermost point
+    assert abs(float(gen.result.loop_length.numpy()[0]) - centerline_length(rows)) < 0.5
+    even = _circle(n=90)  # evenly spaced rows are given as they are
+    assert len(split_long_segments(check_centerline(even))) == 90

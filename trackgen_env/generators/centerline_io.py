@@ -20,13 +20,15 @@ import warnings
 import numpy as np
 import warp as wp
 
-__all__ = ["load_centerline_csv", "check_centerline", "centerline_length", "write_centerline"]
+__all__ = ["load_centerline_csv", "check_centerline", "split_long_segments", "centerline_length", "write_centerline"]
 
 # A vertex where the path turns back by more than ~177 deg (cos < this) retraces its last
 # segment: an out-and-back's turnaround (real circuits' sharpest vertex: cos 0.73).
 FOLD_COS = -0.999
 # The closing chord (last row -> first) warns when longer than this many median spacings.
 OPEN_GAP_RATIO = 5.0
+# A segment longer than this many median spacings is split evenly (see check_centerline).
+LONG_SEGMENT_RATIO = 1.5
 
 
 def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
@@ -138,6 +140,27 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     return data
 
 
+def split_long_segments(data: np.ndarray) -> np.ndarray:
+    """The rows of a checked centreline (:func:`check_centerline`) with every segment over
+    ``LONG_SEGMENT_RATIO`` median spacings split into ``ceil(length / median)`` equal pieces
+    (the new rows on the chord, widths interpolated): what a generator is given.
+
+    The spline through the rows (uniform Catmull-Rom) overshoots where a long segment meets
+    short ones, by a good part of the long one: a straight given by its two ends, between
+    corners given point by point, ran 14 m past the corner and turned back. A polyline
+    simplified where it is straight (Douglas-Peucker) has such segments; evenly spaced rows
+    (the racetrack databases) have none and are returned as they are.
+    """
+    seg = np.linalg.norm(np.roll(data[:, :2], -1, axis=0) - data[:, :2], axis=1)
+    spacing = float(np.median(seg))
+    pieces = np.where(seg > LONG_SEGMENT_RATIO * spacing, np.ceil(seg / spacing), 1.0).astype(np.int64)
+    if np.all(pieces == 1):
+        return data
+    nxt = np.roll(data, -1, axis=0)
+    rows = [data[i] + (nxt[i] - data[i]) * (k / pieces[i]) for i in range(len(data)) for k in range(pieces[i])]
+    return np.array(rows)
+
+
 def _overlapping_segments(xy: np.ndarray, seg: np.ndarray) -> tuple[int, int]:
     """A pair (i, j) of distinct segments that are parallel and where the midpoint of
     segment i lies on segment j (a run of the polyline traversed twice), else (-1, -1).
@@ -194,7 +217,8 @@ def write_centerline(generator, points: np.ndarray, mask: np.ndarray | None = No
 
     Args:
         generator: a track generator built with ``source="centerline"``.
-        points: ``[N, 4]`` (x, y, width right, width left) [m], checked by :func:`check_centerline`.
+        points: ``[N, 4]`` (x, y, width right, width left) [m], checked by :func:`check_centerline`,
+            its long segments split (:func:`split_long_segments`).
         mask: ``[E]`` bools selecting the envs to write (default: all).
 
     Raises:
@@ -203,11 +227,12 @@ def write_centerline(generator, points: np.ndarray, mask: np.ndarray | None = No
     """
     if "centerline.xy" not in generator.inputs:
         raise KeyError('this generator has no "centerline.xy" input: build it with TrackGenConfig(source="centerline")')
-    data = check_centerline(points)
+    data = split_long_segments(check_centerline(points))
     xy, count = generator.inputs["centerline.xy"], generator.inputs["centerline.count"]
     num_envs, capacity = xy.shape
     if len(data) > capacity:
-        raise ValueError(f"the centreline has {len(data)} points, over the input capacity max_input_points={capacity}")
+        raise ValueError(f"the centreline has {len(data)} points (its long segments split: split_long_segments), over "
+                         f"the input capacity max_input_points={capacity}")
     rows = np.zeros((num_envs, capacity, 4), dtype=np.float32)
     counts = count.numpy().copy()
     sel = np.ones(num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)

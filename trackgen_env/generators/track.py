@@ -14,7 +14,7 @@ import numpy as np
 
 from ..pipeline import PipelineSpec, Program
 from ..pipeline.stages.track import MAX_POINTS
-from .centerline_io import check_centerline
+from .centerline_io import check_centerline, split_long_segments
 from .track_config import TrackGenConfig
 
 __all__ = ["TrackGenConfig", "TrackGenerator", "centerline_scale_limit"]
@@ -85,7 +85,9 @@ class TrackGenerator(Program):
         Args:
             points: ``[N, 4]`` array-like: x [m], y [m], width right [m], width left [m]
                 (the layout of public racetrack databases), a closed loop (a last point that
-                repeats the first is dropped); ``N >= 3``.
+                repeats the first is dropped); ``N >= 3``. A segment over 1.5 median spacings is
+                split evenly first (:func:`~trackgen_env.generators.centerline_io.split_long_segments`):
+                the spline through the points overshoots where a long segment meets short ones.
             point_spacing: [m] resampling spacing (default: the median input spacing).
 
         Raises:
@@ -97,7 +99,8 @@ class TrackGenerator(Program):
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
             raise ValueError(f"a centreline must be [N >= 3, 4] (x, y, w_right, w_left) [m], got shape {pts.shape}")
-        pts = check_centerline(pts, name="points")  # the one check of a closed centreline (names the bad row)
+        # the one check of a closed centreline (names the bad row); long segments split for the spline
+        pts = split_long_segments(check_centerline(pts, name="points"))
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
