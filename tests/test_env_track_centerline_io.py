@@ -274,3 +274,17 @@ def test_long_segments_among_short_ones_are_split_so_the_spline_does_not_oversho
     assert abs(float(gen.result.loop_length.numpy()[0]) - centerline_length(rows)) < 0.5
     even = _circle(n=90)  # evenly spaced rows are given as they are
     assert len(split_long_segments(check_centerline(even))) == 90
+
+
+def test_coordinates_far_from_the_origin_warn_that_float32_loses_them():
+    """A UTM-referenced circuit (northing 5.3e6 m) was 88 m longer and undrivable, silently."""
+    from trackgen_env.generators.gate_layouts import RaceLayout
+
+    rows = _circle(n=37)
+    rows[:, 0] += 5.0e5
+    rows[:, 1] += 5.3e6
+    with pytest.warns(UserWarning, match=r"a coordinate lies 5.3\d*e\+06 m from the origin, where float32 .* steps by 0.5 m"):
+        check_centerline(rows)
+    with pytest.warns(UserWarning, match="subtract an origin near the course first"):
+        RaceLayout(position=[[5e5, 5.3e6, 1.5], [5e5 + 10, 5.3e6, 1.5], [5e5 + 10, 5.3e6 + 10, 1.5]],
+                   orientation=[[0, 0, 0, 1]] * 3, width=[1.0] * 3, height=[1.0] * 3)

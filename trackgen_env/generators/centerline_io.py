@@ -20,14 +20,17 @@ import warnings
 import numpy as np
 import warp as wp
 
-__all__ = ["load_centerline_csv", "check_centerline", "split_long_segments", "centerline_length", "write_centerline"]
+__all__ = ["load_centerline_csv", "check_centerline", "split_long_segments", "warn_far_coordinates", "centerline_length",
+           "write_centerline"]
 
 # A vertex where the path turns back by more than ~177 deg (cos < this) retraces its last
 # segment: an out-and-back's turnaround (real circuits' sharpest vertex: cos 0.73).
 FOLD_COS = -0.999
 # The closing chord (last row -> first) warns when longer than this many median spacings.
 OPEN_GAP_RATIO = 5.0
-# A segment longer than this many median spacings is split evenly (see check_centerline).
+# [m] beyond this distance from the origin float32 steps by 1 mm or more: a warning (warn_far_coordinates).
+FAR_COORDINATE = 1.0e4
+# A segment longer than this many median spacings is split evenly (split_long_segments).
 LONG_SEGMENT_RATIO = 1.5
 
 
@@ -84,7 +87,8 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     Warns:
         UserWarning: the closing chord from the last row to the first is over 5 times the
             median spacing of the points (an open polyline, closed here by a straight chord);
-            once per polyline and process.
+            a coordinate over 10 km from the origin (float32 loses its precision there:
+            :func:`warn_far_coordinates`); each once per polyline and process.
 
     Raises:
         ValueError: a failed check, naming the row and what was expected.
@@ -129,6 +133,7 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
             f"{name}: segments {i}-{(i + 1) % len(data)} and {j}-{(j + 1) % len(data)} overlap (the centreline "
             f"retraces itself, expected a loop that goes round once: a bridge may cross, not run along)"
         )
+    warn_far_coordinates(data[:, :2], name)
     spacing = float(np.median(seg[:-1]))
     if seg[-1] > OPEN_GAP_RATIO * spacing and _first_time(data):
         warnings.warn(
@@ -159,6 +164,21 @@ def split_long_segments(data: np.ndarray) -> np.ndarray:
     nxt = np.roll(data, -1, axis=0)
     rows = [data[i] + (nxt[i] - data[i]) * (k / pieces[i]) for i in range(len(data)) for k in range(pieces[i])]
     return np.array(rows)
+
+
+def warn_far_coordinates(xyz: np.ndarray, name: str) -> None:
+    """Warn (once per set of points and process) when a coordinate lies over ``FAR_COORDINATE``
+    from the origin: the courses are float32, whose step there is a centimetre or more (0.5 m
+    at a UTM northing of 5e6 m), and the spline, the band and the car's position lose it."""
+    far = float(np.abs(xyz).max())
+    if far > FAR_COORDINATE and _first_time(np.ascontiguousarray(xyz)):
+        warnings.warn(
+            f"{name}: a coordinate lies {far:.6g} m from the origin, where float32 (the courses' type) steps by "
+            f"{float(np.spacing(np.float32(far))):.3g} m: subtract an origin near the course first (e.g. its first "
+            f"point or its centroid)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _overlapping_segments(xy: np.ndarray, seg: np.ndarray) -> tuple[int, int]:

@@ -70,6 +70,7 @@ import numpy as np
 import warp as wp
 
 from ..checks import install_hint
+from .centerline_io import warn_far_coordinates
 
 try:  # the standard library's TOML reader from Python 3.11; its backport before
     import tomllib
@@ -157,6 +158,7 @@ class RaceLayout:
         bad = np.flatnonzero(step < 1e-6)
         if bad.size:
             raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre {pos[bad[0]].tolist()}")
+        warn_far_coordinates(pos, n)
         quat = quat / norm[:, None]
         x, y, z, w = quat.T
         normal_z = 2.0 * (x * z - y * w)  # the z of the gate's +x (its normal) and +y (its width axis) in the world
