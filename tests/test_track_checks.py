@@ -37,6 +37,10 @@ def _point_by_point(
     total = loop_length[e]
     for i in range(lane, count, lanes):
         hw = half_width[e, i]
+        p = centerline[e, i]
+        if not wp.isfinite(p[0] + p[1] + p[2] + arc_length[e, i] + curvature[e, i] + hw):
+            ok[e] = 0  # a non-finite value: no course
+            return
         # turn radius >= factor * half width (the inner band edge must not fold over)
         if wp.abs(curvature[e, i]) * min_turn_radius_factor * hw > 1.0:
             ok[e] = 0
@@ -85,6 +89,8 @@ def _random_loops(E: int, P: int, seed: int):
         hw[e, :n] = rng.uniform(0.1, 0.9) if rng.random() < 0.5 else rng.uniform(0.1, 0.9, n)
         if rng.random() < 0.05:
             centerline[e, rng.integers(0, n), rng.integers(0, 2)] = np.nan
+        if rng.random() < 0.03:
+            hw[e, rng.integers(0, n)] = np.inf if rng.random() < 0.5 else np.nan
     return count, total, centerline, arc, curvature, hw
 
 
@@ -254,3 +260,29 @@ def test_the_checks_stage_by_block_lanes_gives_the_one_pass_verdict():
         verdicts.append(ctx.ok.numpy().copy())
     assert np.array_equal(verdicts[0], verdicts[1])
     assert 0.2 * E < np.count_nonzero(verdicts[0] == 0) < 0.8 * E  # both verdicts are common
+
+
+@wp.kernel
+def _nan_at_point_3(pending: wp.array(dtype=wp.int32), half_width: wp.array2d(dtype=float)):
+    e = wp.tid()
+    if pending[e] != 0:
+        half_width[e, 3] = wp.nan
+
+
+def test_a_course_with_a_nan_is_rejected_by_the_checks():
+    """A plugin's NaN after the resampling passed every comparison of the checks: valid courses
+    with NaN observations and rewards."""
+    from trackgen_env.pipeline import Registry, Stage
+
+    class NaN(Stage):
+        name, family, reads, writes = "acme.nan", "track", ("half_width",), ("half_width",)
+
+        def enqueue(self, ctx, pending):
+            wp.launch(_nan_at_point_3, ctx.num_envs, inputs=[pending, ctx.fields["half_width"]], device=ctx.device)
+
+    reg = Registry()
+    reg.register(NaN)
+    spec = presets.track(num_envs=4, device=DEV).with_stage("acme.nan", after="resample", registry=reg)
+    with pytest.warns(UserWarning, match="hold a valid track course"):
+        program = build(spec, registry=reg, seeds=0)
+    assert not program.result.valid.numpy().any()

@@ -649,8 +649,9 @@ def _block_bounds(
     span: wp.array2d(dtype=wp.vec4),
 ) -> bool:
     """The bounds of block ``b`` (points ``b * STRIDE`` on) of env ``e``, for the scan
-    (``_scan_blocks``); whether a point of the block turns tighter than the bound (tested
-    here, on the rows the bounds read: the scan then tests crossings only)."""
+    (``_scan_blocks``); whether the block rejects the draw: a point turns tighter than the
+    bound (tested here, on the rows the bounds read: the scan then tests crossings only), or a
+    value is not finite (a plugin stage's NaN, which every comparison of the checks passes)."""
     first = b * _STRIDE
     lo = wp.vec2(BIG, BIG)
     hi = wp.vec2(-BIG, -BIG)
@@ -658,7 +659,7 @@ def _block_bounds(
     a_hi = float(-BIG)
     r2 = float(0.0)
     skip = float(BIG)
-    probe = float(0.0)  # a NaN or infinity of any value makes it non-finite (min and max may drop a NaN)
+    probe = float(0.0)  # a NaN or infinity of any value read makes it non-finite (min and max may drop a NaN)
     for j in range(first, wp.min(first + _STRIDE, count)):
         p = centerline[e, j]
         s = arc_length[e, j]
@@ -666,14 +667,16 @@ def _block_bounds(
         # turn radius >= factor * half width (the inner band edge must not fold over)
         if wp.abs(curvature[e, j]) * min_turn_radius_factor * hw > 1.0:
             return True
-        probe = probe + (p[0] + p[1] + s + hw)
+        probe = probe + (p[0] + p[1] + p[2] + s + hw + curvature[e, j])
         lo = wp.vec2(wp.min(lo[0], p[0]), wp.min(lo[1], p[1]))
         hi = wp.vec2(wp.max(hi[0], p[0]), wp.max(hi[1], p[1]))
         a_lo = wp.min(a_lo, s)
         a_hi = wp.max(a_hi, s)
         r2 = wp.max(r2, _check_reach2(hw, step))
         skip = wp.min(skip, 3.0 * (2.0 * hw))
-    if not (wp.isfinite(probe) and wp.isfinite(r2)):
+    if not wp.isfinite(probe):
+        return True
+    if not wp.isfinite(r2):
         # bounds that prune nothing: every pair of this block is tested one by one
         lo = wp.vec2(-BIG, -BIG)
         hi = wp.vec2(BIG, BIG)
