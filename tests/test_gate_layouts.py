@@ -319,7 +319,7 @@ def test_the_layout_input_is_live_and_a_short_count_is_invalid():
 
 
 def test_write_gate_layout_refusals():
-    big = parse_gate_layout({"gates": [[3 * math.cos(a), 3 * math.sin(a), 1.0] for a in np.linspace(0, 6, 8)]})
+    big = parse_gate_layout({"gates": [[3 * math.cos(a), 3 * math.sin(a), 1.0] for a in np.linspace(0, 2 * np.pi, 8, endpoint=False)]})
     gen = GateGenerator(GateGenConfig(device="cpu", source="layout", num_gates=4, gate_width=0.5))
     with pytest.raises(ValueError, match="over the input capacity num_gates=4"):
         write_gate_layout(gen, big)
@@ -458,3 +458,17 @@ def test_a_race_layout_built_in_python_gets_the_loaders_upright_rules(quat, matc
                    height=[1.5] * 3)
     RaceLayout(position=[[0, 0, 2.5], [8, 0, 2.5], [4, 6, 2.5]], orientation=[[0, 0, 0, 1], *upright], width=[1.5] * 3,
                height=[1.5] * 3)
+
+
+def test_gates_on_one_line_are_refused_and_overlapping_frames_warn():
+    """Collinear gates were accepted (the course line doubled back through them and the pilot
+    hovered or fell); gates closer than their openings were flown into their neighbour's frame."""
+    upright = [[0.0, 0.0, 0.0, 1.0]] * 4
+    with pytest.raises(ValueError, match="the 4 gate centres lie on one line"):
+        RaceLayout(position=[[0, 0, 1.5], [5, 0, 1.5], [10, 0, 1.5], [15, 0, 1.5]], orientation=upright,
+                   width=[1.5] * 4, height=[1.5] * 4)
+    with pytest.raises(ValueError, match="lie on one line"):
+        parse_gate_layout({"gates": [[0, 0, 1.5], [5, 0, 1.5], [10, 0, 1.5], [15, 0, 1.5]]})
+    with pytest.warns(UserWarning, match=r"gates 0 and 1 are 0.5 m apart, closer than their openings' diagonal \(2.12 m\)"):
+        RaceLayout(position=[[0, 0, 1.5], [0.5, 0, 1.5], [0.5, 0.5, 1.5], [0, 0.5, 1.5]], orientation=upright,
+                   width=[1.5] * 4, height=[1.5] * 4)

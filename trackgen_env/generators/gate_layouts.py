@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,9 +120,13 @@ class RaceLayout:
 
     Raises:
         ValueError: a wrong shape, a non-finite value, fewer than 3 gates, a size <= 0, a
-            zero quaternion, two consecutive gates at the same centre, a gate lying flat
-            (normal within 10 deg of vertical) or rolled about its normal by more than
-            ``MAX_ROLL`` (the loaders' rules).
+            zero quaternion, two consecutive gates at the same centre, every centre on one
+            line, a gate lying flat (normal within 10 deg of vertical) or rolled about its
+            normal by more than ``MAX_ROLL`` (the loaders' rules).
+
+    Warns:
+        UserWarning: two gates closer than the diagonal of the larger opening (their frames
+            may overlap); coordinates over 10 km from the origin (float32's precision).
     """
 
     position: np.ndarray
@@ -159,6 +164,18 @@ class RaceLayout:
         if bad.size:
             raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre {pos[bad[0]].tolist()}")
         warn_far_coordinates(pos, n)
+        spread = np.linalg.svd(pos - pos.mean(axis=0), compute_uv=False)
+        if spread[1] < 1e-3 * spread[0]:
+            raise ValueError(f"{n}: the {G} gate centres lie on one line: a closed course cannot go round them "
+                             f"(expected gates around a loop)")
+        apart = np.linalg.norm(pos[:, None] - pos[None], axis=2) + np.diag(np.full(G, np.inf))
+        reach = np.hypot(width, height)  # an opening's diagonal: frames closer than it may overlap
+        close = apart < np.maximum(reach[:, None], reach[None])
+        if close.any():
+            i, j = (int(k) for k in np.argwhere(close)[0])
+            warnings.warn(f"{n}: gates {i} and {j} are {apart[i, j]:.3g} m apart, closer than their openings' diagonal "
+                          f"({max(reach[i], reach[j]):.3g} m): their frames may overlap, and a drone hits one flying "
+                          f"through the other", UserWarning, stacklevel=3)
         quat = quat / norm[:, None]
         x, y, z, w = quat.T
         normal_z = 2.0 * (x * z - y * w)  # the z of the gate's +x (its normal) and +y (its width axis) in the world
