@@ -31,7 +31,8 @@ Run (CPU)::
     python examples/course_curriculum.py --steps 300000 [--out out/course_curriculum]
 
 It prints the course at each tenth of the training and writes ``curriculum.csv`` (env
-steps, size, turns, mean loop length of the valid courses at that time) beside the model.
+steps, size, turns, mean loop length of the valid courses at that time, and whether the env
+still replays the graph it recorded first) beside the model.
 """
 
 from __future__ import annotations

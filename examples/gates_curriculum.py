@@ -85,7 +85,9 @@ def curriculum_callback(curriculum: Curriculum, log: list):
         def _on_training_start(self) -> None:
             self.course = self.training_env.get_attr("course")[0]
             self.gates = int(self.training_env.get_attr("gates_config")[0].num_gates)
+            # the env was built (and reset by SB3) on the full-difficulty courses: start on level 0's
             apply(self.course, curriculum.params())
+            self.model._last_obs = self.training_env.reset()
 
         def _on_rollout_start(self) -> None:
             self.flown = []
