@@ -355,7 +355,7 @@ def test_a_live_set_out_of_the_declared_bounds_is_refused():
 def test_build_refuses_an_unknown_stage_listing_the_known_ones():
     data = presets.track(device=DEV).to_dict()
     data["stages"].insert(2, "acme.banking")
-    with pytest.raises(KeyError, match="'acme.banking'.*known stages are \\[.*'band'"):
+    with pytest.raises(KeyError, match="'acme.banking'.*known stages are \\[.*'band'.*pass the Registry it is registered in"):
         build(PipelineSpec.from_dict(data))
     with pytest.raises(KeyError, match="acme.banking"):
         presets.track(device=DEV).with_stage("acme.banking")

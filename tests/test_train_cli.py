@@ -334,7 +334,7 @@ def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatc
 @pytest.mark.parametrize("argv, message", [
     (["--plugin", "plugin_stage:REGISTRY"], "a plugin registry (--plugin) holds the stages of a spec"),
     (["--spec", "GATES", "--env", "TrackGen-Track-v0"], "the spec is of the gates family, which TrackGen-Gates-v0 drives"),
-    (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"], "No module named 'no_such_module_xyz'"),
+    (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"], "the plugin registry 'no_such_module_xyz:R' (--plugin): cannot import 'no_such_module_xyz' (No module named 'no_such_module_xyz')"),
     (["--spec", "TRACK", "--plugin", "json"], "a plugin registry is named 'module:attribute'"),
     (["--spec", "TRACK", "--plugin", "json:dumps"], "must be a pipeline.Registry"),
     (["--spec", "MISSING"], "MISSING.json: cannot read the file (No such file or directory)"),

@@ -201,7 +201,11 @@ def load_registry(reference: str) -> Registry:
     module_name, _, attribute = str(reference).partition(":")
     if not module_name or not attribute:
         raise ValueError(f"a plugin registry is named 'module:attribute' (e.g. plugin_stage:REGISTRY), got {reference!r}")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ImportError(f"the plugin registry {reference!r} (--plugin): cannot import {module_name!r} ({exc}); put "
+                          f"its folder on PYTHONPATH (e.g. PYTHONPATH=examples for plugin_stage:REGISTRY)") from exc
     if not hasattr(module, attribute):
         raise ValueError(f"module {module_name!r} has no attribute {attribute!r} (the plugin registry {reference!r})")
     registry = getattr(module, attribute)

@@ -106,7 +106,9 @@ class Registry:
         for key in ((family, name), (None, name)):
             if key in self._stages:
                 return self._stages[key]
-        raise KeyError(f"unknown stage {name!r} for the {family} family; the known stages are {self.names(family)}")
+        raise KeyError(f"unknown stage {name!r} for the {family} family; the known stages are {self.names(family)} "
+                       f"(a plugin stage: pass the Registry it is registered in, registry= to build or to the env, "
+                       f"--plugin module:attribute to train and eval)")
 
     def names(self, family: str) -> list[str]:
         """The stage names a spec of ``family`` may use."""
