@@ -264,6 +264,7 @@ def test_bad_start_and_reward_arguments_raise(kwargs, error):
         GatesVectorEnv(1, "cpu", seed=0, **kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:.*closer than their openings. diagonal")  # two gates 1 m apart on purpose
 def test_the_gate_bonus_is_paid_for_every_gate_a_step_passes():
     """A step through two gates in a row earns two bonuses (Progress's ``passed`` is a count)."""
     from trackgen_env.generators.gate_layouts import parse_gate_layout

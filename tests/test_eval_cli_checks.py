@@ -91,6 +91,7 @@ def test_observation_stats_follow_the_record(tmp_path):
 # --- items 3, 4, 6: --track-scale, one check with the flag's name; circuits that the scale makes unusable
 
 
+@pytest.mark.filterwarnings("ignore:.*float32 \\(the courses. type\\) steps by")  # a 1000 km circuit, centred far out
 def test_the_generators_capacity_message_gives_the_longest_circuit_that_fits():
     xy = stadium(150.0, 30.0, 5.0)
     points = np.column_stack([xy, np.full((len(xy), 2), 6.0)]) * 1000.0  # 500 km long, 12 km wide

@@ -28,8 +28,8 @@ __all__ = ["load_centerline_csv", "check_centerline", "split_long_segments", "wa
 FOLD_COS = -0.999
 # The closing chord (last row -> first) warns when longer than this many median spacings.
 OPEN_GAP_RATIO = 5.0
-# [m] beyond this distance from the origin float32 steps by 1 mm or more: a warning (warn_far_coordinates).
-FAR_COORDINATE = 1.0e4
+# [m] from this distance from the origin on, float32 steps by 1/64 m or more: a warning (warn_far_coordinates).
+FAR_COORDINATE = 131072.0
 # A segment longer than this many median spacings is split evenly (split_long_segments).
 LONG_SEGMENT_RATIO = 1.5
 
@@ -87,7 +87,7 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
     Warns:
         UserWarning: the closing chord from the last row to the first is over 5 times the
             median spacing of the points (an open polyline, closed here by a straight chord);
-            a coordinate over 10 km from the origin (float32 loses its precision there:
+            a coordinate 131 km or more from the origin (float32 steps by 1.6 cm or more there:
             :func:`warn_far_coordinates`); each once per polyline and process.
 
     Raises:
@@ -167,11 +167,11 @@ def split_long_segments(data: np.ndarray) -> np.ndarray:
 
 
 def warn_far_coordinates(xyz: np.ndarray, name: str) -> None:
-    """Warn (once per set of points and process) when a coordinate lies over ``FAR_COORDINATE``
-    from the origin: the courses are float32, whose step there is a centimetre or more (0.5 m
+    """Warn (once per set of points and process) when a coordinate lies ``FAR_COORDINATE`` (131 km)
+    or more from the origin: the courses are float32, whose step there is 1.6 cm or more (0.5 m
     at a UTM northing of 5e6 m), and the spline, the band and the car's position lose it."""
     far = float(np.abs(xyz).max())
-    if far > FAR_COORDINATE and _first_time(np.ascontiguousarray(xyz)):
+    if far >= FAR_COORDINATE and _first_time(np.ascontiguousarray(xyz)):
         warnings.warn(
             f"{name}: a coordinate lies {far:.6g} m from the origin, where float32 (the courses' type) steps by "
             f"{float(np.spacing(np.float32(far))):.3g} m: subtract an origin near the course first (e.g. its first "

@@ -126,7 +126,7 @@ class RaceLayout:
 
     Warns:
         UserWarning: two gates closer than the diagonal of the larger opening (their frames
-            may overlap); coordinates over 10 km from the origin (float32's precision).
+            may overlap); coordinates 131 km or more from the origin (float32's precision).
     """
 
     position: np.ndarray
