@@ -3,6 +3,7 @@
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -472,3 +473,24 @@ def test_gates_on_one_line_are_refused_and_overlapping_frames_warn():
     with pytest.warns(UserWarning, match=r"gates 0 and 1 are 0.5 m apart, closer than their openings' diagonal \(2.12 m\)"):
         RaceLayout(position=[[0, 0, 1.5], [0.5, 0, 1.5], [0.5, 0.5, 1.5], [0, 0.5, 1.5]], orientation=upright,
                    width=[1.5] * 4, height=[1.5] * 4)
+
+
+def test_a_gate_field_that_is_not_read_or_a_yaw_in_degrees_warns():
+    """yaw: 90 (degrees meant) was flown as 90 rad, and yaw_degrees / sise were ignored, silently."""
+    gates = [{"position": [0, 0, 1.5]}, {"position": [10, 0, 1.5]}, {"position": [5, 8, 1.5]}]
+    with pytest.warns(UserWarning, match=r"gates\[0\].yaw is 94.25, over 2 pi: radians are expected \(degrees\? yaw_deg\)"):
+        parse_gate_layout({"gates": [{**gates[0], "yaw": 94.25}, *gates[1:]]})  # 15 turns: along the route
+    with pytest.warns(UserWarning, match=r"gates\[2\] has fields that are not read: \['sise'\]"):
+        parse_gate_layout({"gates": [*gates[:2], {**gates[2], "sise": 0.3}]})
+
+
+def test_a_gate_facing_against_the_route_warns():
+    """A given yaw against the route loaded silently; the course line then turned back through the gate."""
+    gates = [{"position": [0, 0, 1.5], "yaw_deg": 0}, {"position": [10, 0, 1.5], "yaw_deg": 90},
+             {"position": [10, 10, 1.5], "yaw_deg": 0}, {"position": [0, 10, 1.5], "yaw_deg": 270}]
+    with pytest.warns(UserWarning, match=r"gate 2 faces against the route .* 135 deg from the direction of travel"):
+        parse_gate_layout({"gates": gates})
+    gates[2]["yaw_deg"] = 180
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parse_gate_layout({"gates": gates})

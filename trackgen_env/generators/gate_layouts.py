@@ -331,6 +331,15 @@ def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, l
         keys = [k for k in (("rpy",) if lsy else _ORIENTATION_KEYS) if k in e]
         if len(keys) > 1:
             raise ValueError(f"{name}: {where} gives more than one orientation: {keys}")
+        known = ("pos", "rpy") if lsy else ("position", *_ORIENTATION_KEYS, "size", "width", "height")
+        unread = sorted(str(k) for k in e if k not in known)
+        if unread and not lsy:  # lsy_drone_racing's gates may carry keys of its own
+            warnings.warn(f"{name}: {where} has fields that are not read: {unread} (the read ones: {list(known)})",
+                          UserWarning, stacklevel=4)
+        radians = e[keys[0]] if keys and keys[0] in ("yaw", "rpy") else None
+        if _is_numeric(radians) and np.any(np.abs(np.atleast_1d(radians).astype(float)) > 2.0 * math.pi):
+            warnings.warn(f"{name}: {where}.{keys[0]} is {e[keys[0]]!r}, over 2 pi: radians are expected (degrees? "
+                          f"{'yaw_deg' if keys[0] == 'yaw' else 'convert them'})", UserWarning, stacklevel=4)
         w, h = _gate_size(e, where, name, size)
         if keys == ["corners"]:
             if "position" in e:
@@ -409,6 +418,11 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
         elif frame[0] == "frame":
             normal = frame[1][:, 0]
             lateral = frame[1][:, 1]
+            if float(normal @ course[k]) < -0.5:  # a given facing is kept, but rarely meant against the route
+                warnings.warn(f"{name}: gate {k} faces against the route (its normal points back from gate {k - 1 if k else G - 1} "
+                              f"to gate {(k + 1) % G}, {math.degrees(math.acos(max(-1.0, float(normal @ course[k])))):.0f} "
+                              f"deg from the direction of travel): the course line turns back to pass it as it faces; "
+                              f"turn it by 180 deg if the route passes it the other way", UserWarning, stacklevel=4)
             roll = math.asin(min(1.0, abs(float(lateral[2]))))
             if roll > MAX_ROLL:
                 raise ValueError(f"{name}: gate {k}'s opening is rolled by {math.degrees(roll):.1f} deg about its normal; "
@@ -508,6 +522,17 @@ def gate_axes(quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _rotate(quats: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([_matrix_from_quat(q) @ v for q in quats])
+
+
+def _is_numeric(value) -> bool:
+    """Whether ``value`` is a number or a flat list of numbers (what the warnings may look at)."""
+    if value is None:
+        return False
+    try:
+        np.atleast_1d(value).astype(float)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _frame(entry: dict, key: str, where: str, name: str):
