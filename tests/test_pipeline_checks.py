@@ -504,3 +504,18 @@ def test_max_retries_is_fixed_at_build():
     with pytest.raises(AttributeError, match=r"max_retries is fixed when the program is built \(it is 12; got 0\)"):
         program.max_retries = 0
     assert program.max_retries == 12
+
+
+@pytest.mark.parametrize("ordered, error, match", [
+    (("lo", "hi"), TypeError, "got the entry 'lo'"),
+    ("lohi", TypeError, "got str 'lohi'"),
+    (5, TypeError, "got int 5"),
+    ((("lo", "zz"),), ValueError, r"\['zz'\] is no param of it"),
+    ((("lo", "lo"),), ValueError, r"got \('lo', 'lo'\)"),
+])
+def test_register_refuses_an_ordered_that_is_no_tuple_of_param_pairs(ordered, error, match):
+    """A bad ordered registered silently and failed at build (a bare KeyError, an unpacking error) or never."""
+    stage = _stage(params=(Param("lo", 0.0), Param("hi", 1.0)), ordered=ordered)
+    with pytest.raises(error, match=r"ordered must be a tuple of \(lo, hi\) pairs of its params' names \['lo', 'hi'\].*" + match):
+        Registry().register(stage)
+    Registry().register(_stage(params=(Param("lo", 0.0), Param("hi", 1.0)), ordered=(("lo", "hi"),)))

@@ -94,6 +94,7 @@ class Registry:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"stage {name!r}: param names must be unique, got {dupes} more than once")
+        _check_ordered_pairs(name, stage_cls.ordered, names)
         self._stages[(family, name)] = (stage_cls, capturable)
         return stage_cls
 
@@ -156,3 +157,17 @@ _DEFAULT = Registry()
 def default_registry() -> Registry:
     """The registry ``build`` uses when given none (the built-ins, and what was registered into it)."""
     return _DEFAULT
+
+
+def _check_ordered_pairs(stage: str, ordered, names: list[str]) -> None:
+    """Refuse a stage's ``ordered`` that is not a tuple of ``(lo, hi)`` pairs of two of its params' names
+    (it failed at build with a bare KeyError or an unpacking error, or not at all)."""
+    expected = f"stage {stage!r}: ordered must be a tuple of (lo, hi) pairs of its params' names {names}"
+    if not isinstance(ordered, tuple):
+        raise TypeError(f"{expected}, got {type(ordered).__name__} {ordered!r}")
+    for pair in ordered:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
+            raise TypeError(f"{expected}, got the entry {pair!r}")
+        unknown = [n for n in pair if n not in names]
+        if unknown or pair[0] == pair[1]:
+            raise ValueError(f"{expected}, got {pair!r}" + (f" ({unknown} is no param of it)" if unknown else ""))
