@@ -519,3 +519,21 @@ def test_register_refuses_an_ordered_that_is_no_tuple_of_param_pairs(ordered, er
     with pytest.raises(error, match=r"ordered must be a tuple of \(lo, hi\) pairs of its params' names \['lo', 'hi'\].*" + match):
         Registry().register(stage)
     Registry().register(_stage(params=(Param("lo", 0.0), Param("hi", 1.0)), ordered=(("lo", "hi"),)))
+
+
+def test_a_spec_keeps_its_settings_json_safe():
+    """A NumPy setting value was kept, and to_dict() no longer went through json.dumps; a key that is
+    no str failed later with a sorting error."""
+    import json
+
+    import numpy as np
+
+    from trackgen_env.pipeline import PipelineSpec, presets
+
+    data = presets.track(num_envs=2, device="cpu").to_dict()
+    data["settings"]["max_points"] = np.int64(300)
+    spec = PipelineSpec.from_dict(data)
+    assert type(spec.settings["max_points"]) is int and json.loads(json.dumps(spec.to_dict())) == spec.to_dict()
+    data["settings"][1] = "x"
+    with pytest.raises(TypeError, match="a spec's settings are named by str, got the key 1"):
+        PipelineSpec.from_dict(data)

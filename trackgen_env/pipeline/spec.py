@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+import numpy as np
+
 from ..checks import check_float, check_int
 from .registry import FAMILIES, Registry, default_registry
 
@@ -73,7 +75,12 @@ class PipelineSpec:
         if dupes:
             raise ValueError(f"a spec's stages must be distinct; {dupes} appear more than once in {list(stages)}")
         object.__setattr__(self, "stages", tuple(stages))
-        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        bad = [k for k in self.settings if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"a spec's settings are named by str, got the key {bad[0]!r} ({type(bad[0]).__name__})")
+        # a NumPy scalar as its Python number: to_dict stays JSON-safe
+        object.__setattr__(self, "settings", MappingProxyType(
+            {k: v.item() if isinstance(v, np.generic) else v for k, v in self.settings.items()}))
         object.__setattr__(self, "params", MappingProxyType(
             {_check_key("params", k): _check_value(k, v) for k, v in self.params.items()}))
         randomize = {}
