@@ -288,3 +288,23 @@ def test_coordinates_far_from_the_origin_warn_that_float32_loses_them():
     with pytest.warns(UserWarning, match="subtract an origin near the course first"):
         RaceLayout(position=[[5e5, 5.3e6, 1.5], [5e5 + 10, 5.3e6, 1.5], [5e5 + 10, 5.3e6 + 10, 1.5]],
                    orientation=[[0, 0, 0, 1]] * 3, width=[1.0] * 3, height=[1.0] * 3)
+
+
+def test_rows_much_denser_than_the_resampling_are_sampled_evenly_first():
+    """A circle given every centimetre observed curvatures of -0.47 to 0.47 1/m (0.02 is right):
+    the spline's second derivative through rows that close is float32 rounding."""
+    from trackgen_env.envs.track import TrackVectorEnv
+    from trackgen_env.generators.centerline_io import thin_dense_rows
+
+    n = 31416  # every 1 cm round a 50 m circle
+    t = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+    rows = np.stack([50.0 * np.cos(t), 50.0 * np.sin(t), np.full(n, 5.0), np.full(n, 5.0)], 1)
+    thinned = thin_dense_rows(check_centerline(rows), 0.45)
+    seg = np.linalg.norm(np.roll(thinned[:, :2], -1, 0) - thinned[:, :2], axis=1)
+    assert len(thinned) == 698 and np.ptp(seg) < 1e-3 and abs(seg.sum() / centerline_length(rows) - 1.0) < 1e-5
+    env = TrackVectorEnv(1, "cpu", car="full", centerline=rows)
+    result = env.course.result
+    curvature = result.curvature.numpy()[0, : int(result.num_points.numpy()[0])]
+    assert np.all(np.abs(curvature - 0.02) < 0.001)
+    even = _circle(n=90)
+    assert thin_dense_rows(even, 0.45) is even  # rows far enough apart are given as they are

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..pipeline import PipelineSpec, Program
 from ..pipeline.stages.track import MAX_POINTS
-from .centerline_io import check_centerline, split_long_segments
+from .centerline_io import check_centerline, split_long_segments, thin_dense_rows
 from .track_config import TrackGenConfig
 
 __all__ = ["TrackGenConfig", "TrackGenerator", "centerline_scale_limit"]
@@ -85,9 +85,11 @@ class TrackGenerator(Program):
         Args:
             points: ``[N, 4]`` array-like: x [m], y [m], width right [m], width left [m]
                 (the layout of public racetrack databases), a closed loop (a last point that
-                repeats the first is dropped); ``N >= 3``. A segment over 1.5 median spacings is
-                split evenly first (:func:`~trackgen_env.generators.centerline_io.split_long_segments`):
-                the spline through the points overshoots where a long segment meets short ones.
+                repeats the first is dropped); ``N >= 3``. Rows closer than ``point_spacing / 2``
+                are thinned first (:func:`~trackgen_env.generators.centerline_io.thin_dense_rows`:
+                their curvature is float32 rounding), and a segment over 1.5 median spacings is
+                split evenly (:func:`~trackgen_env.generators.centerline_io.split_long_segments`:
+                the spline through the points overshoots where a long segment meets short ones).
             point_spacing: [m] resampling spacing (default: the median input spacing).
 
         Raises:
@@ -99,10 +101,12 @@ class TrackGenerator(Program):
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
             raise ValueError(f"a centreline must be [N >= 3, 4] (x, y, w_right, w_left) [m], got shape {pts.shape}")
-        # the one check of a closed centreline (names the bad row); long segments split for the spline
-        pts = split_long_segments(check_centerline(pts, name="points"))
+        pts = check_centerline(pts, name="points")  # the one check of a closed centreline (names the bad row)
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
+        # for the spline: rows much denser than the spacing thinned, long segments split
+        pts = split_long_segments(thin_dense_rows(pts, 0.5 * spacing))
+        seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
         needed = math.ceil(1.25 * length / spacing) + 2
         if needed > MAX_POINTS:
