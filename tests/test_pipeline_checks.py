@@ -537,3 +537,33 @@ def test_a_spec_keeps_its_settings_json_safe():
     data["settings"][1] = "x"
     with pytest.raises(TypeError, match="a spec's settings are named by str, got the key 1"):
         PipelineSpec.from_dict(data)
+
+
+def test_a_stage_that_declares_a_field_it_never_allocates_or_clashes_with_one_is_named_at_build():
+    """A declared write never allocated failed at the first generation with a bare KeyError; a field
+    asked for with another shape did not name the stage."""
+    from trackgen_env.pipeline import build, presets
+
+    class Forgets(Stage):
+        name, family, writes = "acme.forgets", "track", ("acme_offset",)
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    class Clashes(Stage):
+        name, family = "acme.clashes", "track"
+
+        def allocate(self, ctx):
+            ctx.field("half_width", (ctx.num_envs, 3), float)
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    reg = Registry()
+    reg.register(Forgets)
+    reg.register(Clashes)
+    spec = presets.track(num_envs=2, device="cpu")
+    with pytest.raises(ValueError, match=r"stage 'acme.forgets' declares writes \['acme_offset'\], which its allocate made no field of"):
+        build(spec.with_stage("acme.forgets", after="start", registry=reg), registry=reg, seeds=0)
+    with pytest.raises(ValueError, match=r"field 'half_width' exists as \(2, \d+\) float32; stage 'acme.clashes' asked for \(2, 3\)"):
+        build(spec.with_stage("acme.clashes", after="start", registry=reg), registry=reg, seeds=0)

@@ -193,6 +193,7 @@ class StageContext:
         # scratch sharing (Program sets them around each stage's allocate): the fields read by
         # the stage being allocated, the later ones or the commit; bytes of a donor row in use
         self._live: frozenset[str] | None = None
+        self._allocating: str | None = None  # the stage whose allocate runs (for messages)
         self._scratch_used: dict[str, int] = {}
 
     def begin_round(self) -> None:
@@ -217,7 +218,7 @@ class StageContext:
             self.fields[name] = have = _filled(shape, dtype, fill, self.device)
         elif have.shape != shape or not wp.types.types_equal(have.dtype, dtype):
             raise ValueError(
-                f"field {name!r} exists as {have.shape} {dtype_name(have.dtype)}; a stage asked for "
+                f"field {name!r} exists as {have.shape} {dtype_name(have.dtype)}; stage {self._allocating!r} asked for "
                 f"{shape} {dtype_name(dtype)}"
             )
         return have
@@ -355,8 +356,15 @@ class Program:
             if builtin:  # scratch may share a field nobody reads from stage i on (StageContext.scratch)
                 ctx._live = frozenset(family.commit_reads).union(*(cls.reads for _, cls, _ in found[i:]))
                 ctx._scratch_used = {}
+            name, cls = found[i][0], found[i][1]
+            ctx._allocating = name
             stage.allocate(ctx)
+            missing = [f for f in cls.writes if f not in ctx.fields]
+            if missing:  # else a raw KeyError at the first generation
+                raise ValueError(f"stage {name!r} declares writes {missing}, which its allocate made no field of: "
+                                 f"allocate them there (ctx.field(name, shape, dtype))")
         ctx._live = None
+        ctx._allocating = None
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:
