@@ -567,3 +567,20 @@ def test_a_stage_that_declares_a_field_it_never_allocates_or_clashes_with_one_is
         build(spec.with_stage("acme.forgets", after="start", registry=reg), registry=reg, seeds=0)
     with pytest.raises(ValueError, match=r"field 'half_width' exists as \(2, \d+\) float32; stage 'acme.clashes' asked for \(2, 3\)"):
         build(spec.with_stage("acme.clashes", after="start", registry=reg), registry=reg, seeds=0)
+
+
+def test_a_refused_range_end_is_named():
+    import numpy as np
+
+    from trackgen_env.pipeline import build, presets
+
+    program = build(presets.track(num_envs=2, device="cpu").with_randomize({"layout.size": (8.0, 12.0)}), seeds=0)
+    with pytest.raises(ValueError, match=r"set_range\('layout.size'\) lo: params\['layout.size'\] must be finite and in \(0, inf\), got 0"):
+        program.params.set_range("layout.size", 0.0, 10.0)
+    def at_most_11(name, values):
+        if np.any(np.asarray(values) > 11.0):
+            raise ValueError(f"params[{name!r}] must be <= 11")
+
+    program.params.add_validator("layout.size", at_most_11)
+    with pytest.raises(ValueError, match=r"set_range\('layout.size'\) hi: params\['layout.size'\] must be <= 11"):
+        program.params.set_range("layout.size", 8.0, 12.0)

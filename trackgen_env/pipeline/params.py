@@ -299,7 +299,7 @@ class Params(Mapping):
             bad = int(np.argmax(lows > highs))
             where = "" if low.ndim == 0 and high.ndim == 0 else f" in env {bad}"
             raise ValueError(f"set_range({name!r}) needs lo <= hi, got ({lows[bad]:g}, {highs[bad]:g}){where}")
-        notices = self._check(name, (low, low_given), (high, high_given))
+        notices = self._check(name, (low, low_given), (high, high_given), ends=("lo", "hi"))
         return Staged([(arr, self._row(v)) for arr, v in zip(self.randomize[name], (low, high))], notices)
 
     def commit(self, staged: Staged) -> None:
@@ -314,17 +314,21 @@ class Params(Mapping):
     def _row(self, values: np.ndarray) -> np.ndarray:
         return np.broadcast_to(values, (self.num_envs,)).astype(np.float32)
 
-    def _check(self, name: str, *ends: tuple[np.ndarray, np.ndarray]) -> list[str]:
-        """Run every validator of ``name`` on each of ``ends`` (``(stored, given)`` pairs from
+    def _check(self, name: str, *values_given: tuple[np.ndarray, np.ndarray], ends=None) -> list[str]:
+        """Run every validator of ``name`` on each of ``values_given`` (``(stored, given)`` pairs from
         :func:`parse_values`); return the notices they return, once each (a refused set warns nothing).
-        A refusal that float32 caused (1e-50 stored as 0) says what was given."""
+        A refusal that float32 caused (1e-50 stored as 0) says what was given; ``ends`` names each
+        pair in a refusal (a range's ``"lo"`` and ``"hi"``)."""
         notices: list[str] = []
-        for values, given in ends:
+        for k, (values, given) in enumerate(values_given):
             for check in self._validators.get(name, ()):
                 try:
                     notice = check(name, values)
                 except ValueError as exc:
-                    raise _refusal(exc, check, name, values, given) from None
+                    refusal = _refusal(exc, check, name, values, given)
+                    if ends is not None:
+                        refusal = ValueError(f"set_range({name!r}) {ends[k]}: {refusal}")
+                    raise refusal from None
                 if notice and notice not in notices:  # the same notice of both ends: once
                     notices.append(notice)
         return notices
