@@ -308,3 +308,17 @@ def test_rows_much_denser_than_the_resampling_are_sampled_evenly_first():
     assert np.all(np.abs(curvature - 0.02) < 0.001)
     even = _circle(n=90)
     assert thin_dense_rows(even, 0.45) is even  # rows far enough apart are given as they are
+
+
+def test_a_spreadsheets_byte_order_mark_and_blank_lines_are_read_and_an_empty_file_is_named(tmp_path):
+    """A UTF-8 BOM (an Excel export) and a whitespace-only line were refused with numpy's messages; an
+    empty file said "got shape (0, 1)"."""
+    rows = _circle(n=12)
+    text = HEADER + "\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in rows[:6]) + "\n   \n" + \
+        "\n".join(",".join(f"{v:.6f}" for v in r) for r in rows[6:]) + "\n"
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_centerline_csv(path).shape == (12, 4)
+    (tmp_path / "empty.csv").write_text(HEADER + "\n")
+    with pytest.raises(ValueError, match=r"empty.csv: no rows: expected 4 numeric comma-separated columns"):
+        load_centerline_csv(tmp_path / "empty.csv")

@@ -52,8 +52,13 @@ def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no centreline CSV at {path!r}")
+    with open(path, encoding="utf-8-sig") as f:  # "-sig": a spreadsheet's byte-order mark is no value
+        lines = [line for line in f if line.strip()]  # blank lines, whitespace included, carry nothing
+    if not any(not line.lstrip().startswith("#") for line in lines):
+        raise ValueError(f"{path}: no rows: expected 4 numeric comma-separated columns x_m, y_m, w_tr_right_m, "
+                         f"w_tr_left_m")
     try:
-        data = np.loadtxt(path, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+        data = np.loadtxt(lines, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
     except ValueError as exc:
         raise ValueError(
             f"{path}: expected 4 numeric comma-separated columns x_m, y_m, w_tr_right_m, w_tr_left_m ({exc})"
