@@ -127,3 +127,19 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
 def test_bad_circuit_arguments_exit_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, message", [
+    ("1.0,2.0\n3.0;4.0\n5.0,6.0\n", "expected comma-separated columns x_m, y_m"),
+    ("1.0,2.0\nnan,4.0\n5.0,6.0\n7.0,1.0\n", "non-finite value in row 1"),
+])
+def test_a_bad_raceline_file_is_named(content, message, tmp_path):
+    """A race line with a NaN or a semicolon gave "xy holds non-finite values" or numpy's message, without the file."""
+    from pathlib import Path
+
+    from trackgen_env.integrations.circuits import _reference_line
+
+    (tmp_path / "racelines").mkdir()
+    (tmp_path / "racelines" / "Oval.csv").write_text(content)
+    with pytest.raises(ValueError, match=rf"racelines/Oval.csv: {message}"):
+        _reference_line(Path(tmp_path / "Oval.csv"), np.zeros((3, 4)), 1.0)

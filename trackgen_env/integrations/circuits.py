@@ -114,9 +114,14 @@ def _training_width(env_kwargs: dict, spec: dict | None = None) -> float:
 def _reference_line(path: Path, points: np.ndarray, scale: float) -> tuple[np.ndarray, str]:
     raceline = path.parent / "racelines" / path.name
     if raceline.is_file():
-        line = np.loadtxt(raceline, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+        try:
+            line = np.loadtxt(raceline, delimiter=",", comments="#", dtype=np.float64, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"{raceline}: expected comma-separated columns x_m, y_m ({exc})") from None
         if line.shape[1] < 2 or line.shape[0] < 3:
             raise ValueError(f"{raceline}: expected >= 3 rows of x_m, y_m")
+        if not np.isfinite(line[:, :2]).all():
+            raise ValueError(f"{raceline}: non-finite value in row {int(np.flatnonzero(~np.isfinite(line[:, :2]).all(1))[0])}")
         return line[:, :2] * scale, "raceline"
     return points[:, :2], "centerline"
 
