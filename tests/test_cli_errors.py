@@ -49,7 +49,8 @@ def test_a_circuit_too_long_for_a_track_names_no_option_the_cli_lacks(tmp_path, 
     assert main(["demo", "--track-csv", str(csv), "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "over the 65536 a track holds: expected a circuit up to" in err
-    assert "max_loop_length" not in err and "raise point_spacing" not in err
+    assert "max_loop_length" not in err and "raise point_spacing" not in err and "from_centerline" not in err
+    assert "the env resamples every 0.9 m, a third of the car's wheelbase" in err
 
 
 @pytest.mark.parametrize("command", [["train", "--steps", "64"], ["eval", "model.zip"]])

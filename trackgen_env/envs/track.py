@@ -640,10 +640,15 @@ class TrackVectorEnv(CourseVectorEnv):
                                 "centerline= (a given circuit), not both")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             _check_car_fits_circuit(centerline, self.car)
-            source = TrackGenerator.from_centerline(
-                centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
-                seeds=seed,
-            )
+            try:
+                source = TrackGenerator.from_centerline(
+                    centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
+                    seeds=seed,
+                )
+            except ValueError as exc:  # from_centerline's own spacing is not this env's to choose
+                raise ValueError(str(exc).replace(
+                    "from_centerline takes a coarser point_spacing",
+                    f"the env resamples every {spacing:g} m, a third of the car's wheelbase")) from None
         _check_car_fits(source, self.car)
         if checkpoint_spacing is None:  # no closer than the points (a slow car covers less than one per step)
             self.checkpoint_spacing = max(2.0 * self.car.max_speed * self.car.dt, spacing)
