@@ -30,6 +30,7 @@ The same spec can be saved and trained by the CLI (``docs/pipelines.md``)::
 from __future__ import annotations
 
 import argparse
+import os
 
 import warp as wp
 
@@ -134,14 +135,16 @@ def main(argv=None) -> dict:
 
     from trackgen_env.envs.track import TrackVectorEnv
     from trackgen_env.integrations.sb3 import SB3VecEnv
+    from trackgen_env.integrations.train import minibatch_size
 
     torch.set_num_threads(1)  # a 64-64 MLP gains nothing from more (integrations.train.torch_threads_for)
     env = TrackVectorEnv(args.num_envs, args.device, seed=args.seed, track=make_spec(args.num_envs, args.device),
                          registry=REGISTRY, autoreset_mode=AutoresetMode.SAME_STEP)
     venv = VecNormalize(VecMonitor(SB3VecEnv(env), info_keywords=("laps",)), gamma=0.99)
-    model = PPO("MlpPolicy", venv, n_steps=args.n_steps, batch_size=min(512, args.n_steps * args.num_envs),
+    model = PPO("MlpPolicy", venv, n_steps=args.n_steps, batch_size=minibatch_size(512, args.n_steps * args.num_envs),
                 n_epochs=4, seed=args.seed, device="cpu", verbose=0)
     model.learn(total_timesteps=args.steps)
+    os.makedirs(args.out, exist_ok=True)  # SB3 would make it, with a warning
     path = f"{args.out}/model.zip"
     model.save(path)
     print(f"saved {path}; trained {model.num_timesteps} env steps on chicane tracks "
