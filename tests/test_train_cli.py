@@ -50,6 +50,7 @@ def test_train_writes_model_stats_monitor_logs_and_record(trained):
     record = json.loads((trained / "train.json").read_text())
     assert record["env_id"] == "TrackGen-Track-v0" and record["seed"] == 3 and record["num_envs"] == 4
     assert record["steps"] >= 512
+    assert '"env_id": "TrackGen-Track-v0"' in (trained / "monitor.csv").read_text().splitlines()[0]  # was "None"
     # what eval needs to run the policy: the observation statistics of vecnormalize.pkl
     assert record["vecnormalize"] == {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": True,
                                       "clip_obs": 10.0}

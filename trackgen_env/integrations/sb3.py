@@ -183,6 +183,7 @@ def _build_adapter_class():
             if output != "numpy":
                 raise ValueError(f'SB3VecEnv needs NumPy outputs (SB3 works on NumPy arrays): build the env with output="numpy", got {output!r}')
             self.env = env
+            self.spec = getattr(env, "spec", None)  # the env's EnvSpec: VecMonitor records its id
             self._seed: int | None = None
             self._actions: np.ndarray | None = None
             super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
