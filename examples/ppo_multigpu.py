@@ -435,6 +435,9 @@ def main(argv=None) -> None:
     envs.close()
     if writer is not None:
         writer.close()
+    # every rank reaches the end before the group is torn down: a rank destroying it while another
+    # still holds gloo work in flight aborted that rank once ("terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
 
 
