@@ -300,6 +300,13 @@ def _on_hills_or_banked(source) -> bool:
     return "banking" in spec.stages or (construction_bound(spec, "layout.elevation", "hi") or 0.0) > 0.0
 
 
+def _narrower_car(car: CarParams) -> str:
+    """``"a narrower car (car='rc10' is 0.2 m wide) or "``: the narrowest preset, when it is
+    narrower than ``car``, for the refusals of a band too narrow for the car; else ``""``."""
+    name, smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
+    return f"a narrower car (car={name!r} is {smallest.width:g} m wide) or " if smallest.width < car.width else ""
+
+
 def _check_car_fits(source, car: CarParams) -> None:
     """Refuse a car at least as wide as the narrowest band ``source`` can draw: on such a band its
     body box is off the band at the start pose, so that env would end at every step (``off_track``)."""
@@ -307,8 +314,7 @@ def _check_car_fits(source, car: CarParams) -> None:
     narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
     # as the float32 values the band is drawn and the body stored in (0.20000001 is 0.2)
     if narrowest is not None and np.float32(car.width) >= np.float32(narrowest):
-        smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
-        narrower = f"a narrower car (car={smallest[0]!r} is {smallest[1].width:g} m wide) or " if smallest[1].width < car.width else ""
+        narrower = _narrower_car(car)
         wider = ("a randomize range of band.width whose lo is a few car widths" if "band.width" in spec.randomize
                  else "track=TrackGenConfig(width=...), a few car widths")
         raise ValueError(
@@ -325,8 +331,7 @@ def _check_car_fits_circuit(centerline, car: CarParams) -> None:
     width = data[:, 2] + data[:, 3]
     row = int(np.argmin(width))
     if np.float32(car.width) >= np.float32(width[row]):
-        smallest = min(CAR_PRESETS.items(), key=lambda kv: kv[1].width)
-        narrower = f"a narrower car (car={smallest[0]!r} is {smallest[1].width:g} m wide) or " if smallest[1].width < car.width else ""
+        narrower = _narrower_car(car)
         raise ValueError(
             f"the car is {car.width:g} m wide and this circuit's band is {width[row]:g} m wide at row {row} (w_tr_right_m + "
             f"w_tr_left_m): its body would be off the band there, and the env would end at every pass; pass {narrower}"

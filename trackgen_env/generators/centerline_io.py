@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 import warp as wp
 
-__all__ = ["load_centerline_csv", "check_centerline", "thin_dense_rows", "split_long_segments", "warn_far_coordinates",
-           "centerline_length", "write_centerline"]
+__all__ = ["load_centerline_csv", "check_centerline", "spline_rows", "thin_dense_rows", "split_long_segments",
+           "warn_far_coordinates", "centerline_length", "write_centerline"]
 
 # A vertex where the path turns back by more than ~177 deg (cos < this) retraces its last
 # segment: an out-and-back's turnaround (real circuits' sharpest vertex: cos 0.73).
@@ -195,6 +195,13 @@ def split_long_segments(data: np.ndarray) -> np.ndarray:
     return np.array(rows)
 
 
+def spline_rows(data: np.ndarray, point_spacing: float) -> np.ndarray:
+    """What a generator resampling every ``point_spacing`` [m] is given of a checked centreline
+    (:func:`check_centerline`): its rows closer than half the spacing sampled evenly
+    (:func:`thin_dense_rows`), then its long segments split (:func:`split_long_segments`)."""
+    return split_long_segments(thin_dense_rows(data, 0.5 * point_spacing))
+
+
 def warn_far_coordinates(xyz: np.ndarray, name: str) -> None:
     """Warn (once per set of points and process) when a coordinate lies ``FAR_COORDINATE`` (131 km)
     or more from the origin: the courses are float32, whose step there is 1.6 cm or more (0.5 m
@@ -267,8 +274,7 @@ def write_centerline(generator, points: np.ndarray, mask: np.ndarray | None = No
     Args:
         generator: a track generator built with ``source="centerline"``.
         points: ``[N, 4]`` (x, y, width right, width left) [m], checked by :func:`check_centerline`,
-            its rows closer than half the generator's ``point_spacing`` thinned
-            (:func:`thin_dense_rows`) and its long segments split (:func:`split_long_segments`).
+            then made :func:`spline_rows` at the generator's ``point_spacing``.
         mask: ``[E]`` bools selecting the envs to write (default: all).
 
     Raises:
@@ -277,16 +283,12 @@ def write_centerline(generator, points: np.ndarray, mask: np.ndarray | None = No
     """
     if "centerline.xy" not in generator.inputs:
         raise KeyError('this generator has no "centerline.xy" input: build it with TrackGenConfig(source="centerline")')
-    spacing = getattr(getattr(generator, "spec", None), "settings", {}).get("point_spacing")
-    data = check_centerline(points)
-    if spacing is not None:
-        data = thin_dense_rows(data, 0.5 * spacing)
-    data = split_long_segments(data)
+    data = spline_rows(check_centerline(points), generator.spec.settings["point_spacing"])
     xy, count = generator.inputs["centerline.xy"], generator.inputs["centerline.count"]
     num_envs, capacity = xy.shape
     if len(data) > capacity:
-        raise ValueError(f"the centreline has {len(data)} points (its long segments split: split_long_segments), over "
-                         f"the input capacity max_input_points={capacity}")
+        raise ValueError(f"the centreline has {len(data)} points (as spline_rows gives them), over the input capacity "
+                         f"max_input_points={capacity}")
     rows = np.zeros((num_envs, capacity, 4), dtype=np.float32)
     counts = count.numpy().copy()
     sel = np.ones(num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)

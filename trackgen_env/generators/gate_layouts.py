@@ -182,14 +182,11 @@ class RaceLayout:
         lateral_z = 2.0 * (y * z + x * w)
         bad = np.flatnonzero(np.abs(normal_z) > _FLAT)
         if bad.size:  # the loaders' upright frames never are: the same rules for a layout built here
-            raise ValueError(f"{n}: gate {bad[0]} lies flat (its normal's z is {normal_z[bad[0]]:.3f}); only upright "
-                             f"gates (normal more than 10 deg from vertical) are modelled")
+            raise _flat_refusal(n, int(bad[0]), f"its normal's z is {normal_z[bad[0]]:.3f}")
         roll = np.arcsin(np.minimum(1.0, np.abs(lateral_z)))
         bad = np.flatnonzero(roll > MAX_ROLL)
         if bad.size:
-            raise ValueError(f"{n}: gate {bad[0]}'s opening is rolled by {math.degrees(roll[bad[0]]):.1f} deg about its "
-                             f"normal; only openings with a horizontal width axis are modelled (<= "
-                             f"{math.degrees(MAX_ROLL):g} deg)")
+            raise _roll_refusal(n, int(bad[0]), float(roll[bad[0]]))
         for field, arr in (("position", pos), ("orientation", quat), ("width", width), ("height", height)):
             arr.setflags(write=False)
             object.__setattr__(self, field, arr)
@@ -425,8 +422,7 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
                               f"turn it by 180 deg if the route passes it the other way", UserWarning, stacklevel=4)
             roll = math.asin(min(1.0, abs(float(lateral[2]))))
             if roll > MAX_ROLL:
-                raise ValueError(f"{name}: gate {k}'s opening is rolled by {math.degrees(roll):.1f} deg about its normal; "
-                                 f"only openings with a horizontal width axis are modelled (<= {math.degrees(MAX_ROLL):g} deg)")
+                raise _roll_refusal(name, k, roll)
         else:
             if frame[0] == "axis":
                 normal = frame[1]
@@ -442,8 +438,7 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
                 d = float(normal @ (pos[(k + 1) % G] - pos[k - 1]))
             normal = normal if d >= 0 else -normal
         if abs(normal[2]) > _FLAT:
-            raise ValueError(f"{name}: gate {k} lies flat (normal {np.round(normal, 3).tolist()}); only upright gates "
-                             f"(normal more than 10 deg from vertical) are modelled")
+            raise _flat_refusal(name, k, f"normal {np.round(normal, 3).tolist()}")
         R = _upright(normal)
         quats[k] = _quat_from_matrix(R)
         if frame is not None and frame[0] == "corners" and not frame[2]:
@@ -522,6 +517,16 @@ def gate_axes(quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _rotate(quats: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([_matrix_from_quat(q) @ v for q in quats])
+
+
+def _flat_refusal(name: str, k: int, what: str) -> ValueError:
+    return ValueError(f"{name}: gate {k} lies flat ({what}); only upright gates (normal more than 10 deg from "
+                      f"vertical) are modelled")
+
+
+def _roll_refusal(name: str, k: int, roll: float) -> ValueError:
+    return ValueError(f"{name}: gate {k}'s opening is rolled by {math.degrees(roll):.1f} deg about its normal; only "
+                      f"openings with a horizontal width axis are modelled (<= {math.degrees(MAX_ROLL):g} deg)")
 
 
 def _is_numeric(value) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..pipeline import PipelineSpec, Program
 from ..pipeline.stages.track import MAX_POINTS
-from .centerline_io import check_centerline, split_long_segments, thin_dense_rows
+from .centerline_io import check_centerline, spline_rows
 from .track_config import TrackGenConfig
 
 __all__ = ["TrackGenConfig", "TrackGenerator", "centerline_scale_limit"]
@@ -104,8 +104,7 @@ class TrackGenerator(Program):
         pts = check_centerline(pts, name="points")  # the one check of a closed centreline (names the bad row)
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         spacing = float(np.median(seg)) if point_spacing is None else float(point_spacing)
-        # for the spline: rows much denser than the spacing thinned, long segments split
-        pts = split_long_segments(thin_dense_rows(pts, 0.5 * spacing))
+        pts = spline_rows(pts, spacing)  # rows much denser than the spacing thinned, long segments split
         seg = np.linalg.norm(np.diff(np.vstack([pts[:, :2], pts[:1, :2]]), axis=0), axis=1)
         length = float(seg.sum() + 2.0 * np.abs(pts[:, 2:]).max() * math.pi)  # the mid-line shift can lengthen it
         needed = math.ceil(1.25 * length / spacing) + 2
