@@ -1063,6 +1063,51 @@ def test_ownership_a_construction_that_raises_takes_nothing_over():
     old.regenerate()
 
 
+class _RaisesOnGenerate(tools.Component):
+    def on_generate(self, ctx, mask):
+        raise RuntimeError("boom")
+
+
+def test_ownership_a_construction_that_raises_in_its_warm_up_leaves_the_driving_course_as_it_was():
+    """The warm-up regenerates the shared generator; a refused construction puts back its result
+    and live parameters, so the course that drives it still reads its own courses."""
+    spec = presets.track(num_envs=E, device="cpu").with_randomize({"band.width": (0.6, 1.0)})
+    gen = build(spec, seeds=5)
+    old = Course(gen, [tools.Checkpoints(0.6), tools.Progress()])
+    gen.params["layout.size"] = 12.0  # the next regeneration draws other courses
+    gen.params.set_range("band.width", 0.7, 0.9)  # ... and other widths
+    before = snapshot(old)
+    width = gen.params["band.width"].numpy().copy()
+    with pytest.raises(RuntimeError, match="boom"):
+        Course(gen, [tools.Checkpoints(0.6), _RaisesOnGenerate("acme.raises")])
+    assert snapshot(old) == before
+    assert np.array_equal(gen.params["band.width"].numpy(), width)
+    old.regenerate()  # still the driver: it applies the new values itself
+    assert snapshot(old)["gen.centerline"] != before["gen.centerline"]
+
+
+def test_ownership_a_course_taken_over_by_a_course_now_gone_says_to_build_a_new_one():
+    old, _ = fake_course()
+    new = Course(old.generator, [Log("a")])
+    with pytest.raises(RuntimeError, match="use that one"):
+        old.regenerate()
+    del new
+    gc.collect()
+    with pytest.raises(RuntimeError, match="that course is gone now, so build a new Course"):
+        old.regenerate()
+    Course(old.generator, [Log("a")]).regenerate()
+
+
+def test_a_courses_generator_and_components_are_read_only():
+    course, _ = fake_course()
+    for name in ("generator", "components"):
+        with pytest.raises(AttributeError):
+            setattr(course, name, None)
+    with pytest.raises(TypeError):
+        course.components["a"] = Log("x")
+    assert list(course.components) == ["a", "b"]
+
+
 def test_ownership_rebuilding_works():
     gen = FakeGenerator(E)
     course = Course(gen, [Log("a")])

@@ -476,7 +476,7 @@ def test_the_pipelines_page_examples_run(tmp_path):
 
     page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "pipelines.md"
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     for i, block in enumerate(blocks):  # from files: Warp reads a kernel's source from its file
         path = tmp_path / f"pipelines_example_{i}.py"
         path.write_text(block)

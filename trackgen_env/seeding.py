@@ -20,6 +20,7 @@ Ownership (spec, "Seeds and the rng"):
 from __future__ import annotations
 
 import enum
+import zlib
 
 import numpy as np
 import warp as wp
@@ -31,6 +32,7 @@ __all__ = [
     "PerEnvSeededRNG",
     "Stream",
     "ATTEMPT_STREAMS",
+    "plugin_stage_stream",
     "env_seeds",
     "random_key",
     "uniform",
@@ -60,10 +62,29 @@ class Stream(enum.IntEnum):
     CAR_PARAMS = 0x43415250
     #: the track env's random-start draws (``random_start``: heading error, start speed) ("TSTR")
     TRACK_START = 0x54535452
+    #: a plugin stage's own draws, ``[PLUGIN_STAGES, 2**30)``: ``ATTEMPT_STREAMS`` ids per stage at a
+    #: hash of its name (:func:`plugin_stage_stream`, ``Stage.random_stream``)
+    PLUGIN_STAGES = 1 << 22
 
 
 #: stream ids per stage for its retry attempts (``max_retries <= 64`` fits)
 ATTEMPT_STREAMS = 256
+
+_PLUGIN_STAGE_SLOTS = ((1 << 30) - int(Stream.PLUGIN_STAGES)) // ATTEMPT_STREAMS
+
+
+def plugin_stage_stream(name: str) -> int:
+    """The first of a plugin stage's own random streams: ``Stream.PLUGIN_STAGES`` plus
+    ``ATTEMPT_STREAMS`` times a CRC-32 of its ``name``, modulo the 4,177,920 slots below ``2**30``.
+
+    Attempt ``a`` of the retry loop draws with ``random_key(seed, counter, stream + a)`` (``a <
+    ATTEMPT_STREAMS``), as the built-in layout stages do from ``Stream.LAYOUT``, so a rejected draw
+    is followed by a fresh one. The ids lie apart from every other consumer's (the other
+    :class:`Stream` values, the parameters' ``[RANDOMIZE, 2 * RANDOMIZE)``), and depend on the name
+    alone: adding a stage changes no other one's draws.
+    """
+    return int(Stream.PLUGIN_STAGES) + ATTEMPT_STREAMS * (zlib.crc32(name.encode()) % _PLUGIN_STAGE_SLOTS)
+
 
 _GOLDEN = wp.constant(wp.uint32(0x9E3779B9))
 _M1 = wp.constant(wp.uint32(0x7FEB352D))

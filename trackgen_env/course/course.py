@@ -18,8 +18,10 @@ unconditionally is correct too (``exec.unconditional()``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 import weakref
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -72,7 +74,7 @@ class Course:
         config: a :class:`CourseConfig` (the same as passing it as ``generator``).
 
     Attributes:
-        generator, components (read-only name -> component in execution order), result
+        generator and components (read-only: name -> component in execution order), result
         (the generator result), num_envs, device, stream, seeds (the generator's
         ``SeedState``), rng (the ``PerEnvSeededRNG`` given as seeds, else None), graph
         (the recorded ``regenerate()``, None until the first), and the utilities of the
@@ -87,6 +89,10 @@ class Course:
             ``wp.Stream`` (here and in every call that takes one).
         ValueError: duplicate names, an unknown after / source, a cycle, a component
             attached elsewhere, a missing required read, conflicting input declarations.
+
+    A construction that raises leaves every component free to be used again and takes
+    nothing over; where a live course drives the generator, the generator's result and live
+    parameters are put back as its warm-up found them.
     """
 
     def __init__(self, generator=None, components=(), *, stream=None, prepare: bool = True, config=None):
@@ -194,7 +200,7 @@ class Course:
 
     def _setup(self, generator, components: list, stream, prepare: bool) -> None:
         check_stream(stream)
-        self.generator = generator
+        self._generator = generator
         self.stream = stream if stream is not None else getattr(generator, "stream", None)
         ctx = ComponentContext(generator, stream=self.stream)
         if isinstance(generator, Program) and not generator.result.generation.numpy().any():
@@ -204,6 +210,9 @@ class Course:
             with contextlib.nullcontext() if self.stream is None else OnStream(ctx, self.stream):
                 generator.first_generation(ctx)
         attached = []
+        # the warm-up regenerates the generator: where another course drives it, a refused
+        # construction puts back what that course reads (its courses, the drawn parameters)
+        saved = _generator_state(generator) if prepare and _driver_of(generator) is not None else ()
         try:
             for c in components:
                 ctx.add(c)
@@ -213,6 +222,8 @@ class Course:
             # a refused construction leaves every component free to be used again
             for c in attached:
                 c.context = None
+            for array, copy in saved:
+                wp.copy(array, copy)
             raise
         _take_over(self)
 
@@ -225,7 +236,7 @@ class Course:
         self._reversed = self._order[::-1]
         self._step_order = tuple(c for c in self._order if is_per_step(c))
         self._bind_order = tuple(c for c in self._order if tuple(getattr(c, "inputs", ())))
-        self.components = MappingProxyType({c.name: c for c in self._order})
+        self._components = MappingProxyType({c.name: c for c in self._order})
         self._needs_bind = any(spec.required for c in self._bind_order for spec in c.inputs)
         self._bindings: dict[str, dict] | None = None
         self._capturable = bool(getattr(generator, "capturable", True))
@@ -243,6 +254,17 @@ class Course:
             self._check_capacity()
 
     # -- attributes ---------------------------------------------------------------------
+    @property
+    def generator(self):
+        """The generator the course drives (fixed at construction: build a new course for another)."""
+        return self._generator
+
+    @property
+    def components(self) -> MappingProxyType:
+        """``name -> component`` in execution order, read-only (fixed at construction: its recorded
+        graphs launch these components)."""
+        return self._components
+
     @property
     def result(self):
         """The generator's result (``TrackResult`` / ``GateResult``)."""
@@ -615,9 +637,11 @@ class Course:
     # -- checks -------------------------------------------------------------------------
     def _check_driver(self) -> None:
         if self._taken_over:
+            newer = "use that one" if self._taken_over() is not None else (
+                "that course is gone now, so build a new Course over the generator")
             raise RuntimeError(
                 "this Course's generator is driven by another Course (one built later over the same generator, "
-                "which took it over): use that one"
+                f"which took it over): {newer}"
             )
 
     def _check_mask(self, mask):
@@ -664,13 +688,29 @@ def _after_build(preset, generator) -> None:
         preset.check_resolution(generator)
 
 
+def _driver_of(generator) -> Course | None:
+    """The live course that drives ``generator``, or None."""
+    ref = _DRIVERS.get(id(generator))
+    course = ref() if ref is not None else None
+    return course if course is not None and course.generator is generator else None
+
+
+def _generator_state(generator) -> list[tuple[wp.array, wp.array]]:
+    """``(array, copy)`` of what a regeneration writes that a course reads: the result's arrays
+    and the live parameters (a randomized one is drawn again)."""
+    result, params = generator.result, getattr(generator, "params", None)
+    arrays = [getattr(result, f.name) for f in dataclasses.fields(result)] if dataclasses.is_dataclass(result) else []
+    if isinstance(params, Mapping):
+        arrays += [params[name] for name in params]
+    return [(a, wp.clone(a)) for a in arrays if isinstance(a, wp.array)]
+
+
 def _take_over(course: Course) -> None:
     """Make ``course`` the one course driving its generator; the older one refuses calls."""
     key = id(course.generator)
-    ref = _DRIVERS.get(key)
-    older = ref() if ref is not None else None
-    if older is not None and older is not course and older.generator is course.generator:
-        older._taken_over = True
+    older = _driver_of(course.generator)
+    if older is not None and older is not course:
+        older._taken_over = weakref.ref(course)
 
     def forget(r, key=key):
         if _DRIVERS.get(key) is r:

@@ -21,14 +21,15 @@ import warp as wp
 from ..capture import user_stacklevel
 from ..checks import first_bad
 from ..seeding import Stream, random_key, uniform_range
+from .stage import DECLARED_STREAMS
 
 __all__ = ["Params", "stream_id"]
 
 wp.set_module_options({"enable_backward": False})
 
 # Stream ids of the parameters that declare none (plugins): a hash of the name, above the
-# built-ins' explicit offsets, so that adding a parameter changes no other one's draws.
-_HASHED_BASE = 256
+# declared offsets, so that adding a parameter changes no other one's draws.
+_HASHED_BASE = DECLARED_STREAMS
 _HASHED_SPAN = 1 << 19
 
 
@@ -230,7 +231,11 @@ class Params(Mapping):
         self.commits = 0
         clash = sorted(n for n in self._streams if list(self._streams.values()).count(self._streams[n]) > 1)
         if clash:
-            raise ValueError(f"parameters {clash} share a random stream: rename one of them")
+            offsets = {n: self._streams[n] - int(Stream.RANDOMIZE) for n in clash}
+            raise ValueError(
+                f"parameters {clash} share a random stream (offsets {offsets}): give one another Param.stream offset in "
+                f"[0, {DECLARED_STREAMS}) that no other parameter of the spec declares, or stream=None (a hash of its "
+                f"name; two hashed ones that meet: rename one)")
 
     @property
     def randomize(self) -> Mapping:

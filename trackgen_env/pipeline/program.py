@@ -285,6 +285,12 @@ class Program:
         params: live dynamic parameters (``params["layout.size"] = v``).
         seeds: the :class:`~trackgen_env.seeding.SeedState`.
         inputs / input_info: generator inputs its stages read, written in place by the user.
+        fields: read-only ``name -> wp.array`` of the fields the plugin stages add to the working
+            set (those no built-in stage writes and the result does not hold; empty without
+            any), as they allocated them (env axis first). An env's rows hold what its last
+            regeneration's accepted draw wrote (an env left without a valid course: its last
+            draw's), the unmasked envs' rows stay as they were; read them as ``result``, after
+            a regeneration and before the next.
         spec, family, stages (names), num_envs, device, stream, max_retries.
         capturable: False when a stage is registered ``capturable=False`` (then ``enqueue``
             under a capture raises ``NotCapturableError``).
@@ -295,7 +301,8 @@ class Program:
         ValueError: an unknown family; a bad setting; a parameter undeclared, missing or out
             of its declared bounds, or a randomize range out of them or of a static
             parameter; a stage's ``ordered`` pair that its values or randomize ranges could
-            put out of order; a stage (or the commit) reading a field no earlier stage writes; an
+            put out of order; a stage (or the commit) reading a field no earlier stage writes; two
+            drawing plugin stages with the same ``random_stream()``; an
             ``out`` array of the wrong shape, dtype or device, or of an unknown field. Each
             names the stage or field; nothing is allocated or written before the checks pass.
     """
@@ -312,6 +319,7 @@ class Program:
         declared = _check_params(spec, found)
         family.check(spec)
         _check_reads(spec, family, found)
+        _check_stage_streams(found)
         E, dev = spec.num_envs, wp.get_device(spec.device)
         if dev.is_cpu:
             kernel_cache.seed()  # the install's compiled kernels, before the first launch compiles any
@@ -348,6 +356,9 @@ class Program:
                 arrays[name] = given[name]
         builtin = ctx.all_builtin = all(is_builtin(cls) for _, cls, _ in found)
         ctx.plugin_writes = frozenset(f for _, cls, _ in found if not is_builtin(cls) for f in cls.writes)
+        # a plugin's own fields: those no built-in stage writes and the result does not hold
+        own = ctx.plugin_writes.difference(family.result_fields(spec), *(cls.writes for _, cls, _ in found
+                                                                          if is_builtin(cls)))
         if builtin:
             # no plugin writes rows it was not asked to: the stages may write the result in place
             ctx.in_place = frozenset(family.in_place_fields)
@@ -365,6 +376,7 @@ class Program:
                                  f"allocate them there (ctx.field(name, shape, dtype))")
         ctx._live = None
         ctx._allocating = None
+        self.fields = MappingProxyType({name: ctx.fields[name] for name in sorted(own)})
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:
@@ -540,6 +552,19 @@ def _check_params(spec: PipelineSpec, found) -> dict:
             lo_full, hi_full = f"{cls.name}.{lo_name}", f"{cls.name}.{hi_name}"
             _check_ordered_pair(spec, name, lo_full, hi_full)
     return declared
+
+
+def _check_stage_streams(found) -> None:
+    """Refuse two drawing plugin stages whose names hash to the same random streams
+    (``Stage.random_stream``): their draws would be one."""
+    seen: dict[int, str] = {}
+    for name, cls, _ in found:
+        if cls.draws and not is_builtin(cls):
+            stream = cls.random_stream()
+            if stream in seen:
+                raise ValueError(f"stages {seen[stream]!r} and {name!r} draw from the same random streams "
+                                 f"(Stage.random_stream() = {stream}, a hash of the name): rename one")
+            seen[stream] = name
 
 
 def _check_ordered_pair(spec: PipelineSpec, stage: str, lo_full: str, hi_full: str) -> None:

@@ -136,26 +136,34 @@ class PipelineSpec:
         if not isinstance(name, str) or name not in self.params:
             raise KeyError(f"unknown parameter {name!r}; the parameters of this {self.family} spec are {sorted(self.params)}")
 
-    def with_stage(self, name: str, *, after: str | None = None, params: Mapping[str, float] | None = None,
-                   registry: Registry | None = None) -> "PipelineSpec":
-        """A copy with the stage ``name`` inserted after the stage ``after`` (at the end when None).
+    def with_stage(self, name: str, *, after: str | None = None, before: str | None = None,
+                   params: Mapping[str, float] | None = None, registry: Registry | None = None) -> "PipelineSpec":
+        """A copy with the stage ``name`` inserted after the stage ``after``, or before the stage
+        ``before`` (``before=spec.stages[0]``: first); at the end when neither is given.
 
         Its declared parameters join ``params`` at their defaults, then ``params``
         (``{"param": value}`` or ``{"stage.param": value}``) sets construction values.
 
         Raises:
-            TypeError: ``params`` neither None nor a mapping.
+            TypeError: ``params`` neither None nor a mapping; both ``after`` and ``before``.
             KeyError: ``name`` is not in ``registry`` (the default registry when None), or
                 ``params`` names a parameter the stage does not declare.
-            ValueError: ``name`` is already a stage of the spec, or ``after`` is not one.
+            ValueError: ``name`` is already a stage of the spec, or ``after`` / ``before`` is not one.
         """
         reg = default_registry() if registry is None else registry
         cls, _ = reg.lookup(name, self.family)
         if name in self.stages:
             raise ValueError(f"stage {name!r} is already in the spec: {self.stages}")
-        if after is not None and after not in self.stages:
-            raise ValueError(f"after={after!r} is not a stage of the spec: {self.stages}")
-        at = len(self.stages) if after is None else self.stages.index(after) + 1
+        if after is not None and before is not None:
+            raise TypeError(f"with_stage({name!r}) takes after= or before=, not both: got after={after!r}, "
+                            f"before={before!r}")
+        for what, at in (("after", after), ("before", before)):
+            if at is not None and at not in self.stages:
+                raise ValueError(f"{what}={at!r} is not a stage of the spec: {self.stages}")
+        if before is not None:
+            at = self.stages.index(before)
+        else:
+            at = len(self.stages) if after is None else self.stages.index(after) + 1
         declared = cls.full_params()
         values = {**self.params, **{full: p.default for full, p in declared.items()}}
         for key, value in _check_mapping("with_stage", {} if params is None else params, "'param' -> value", "params= ").items():

@@ -32,7 +32,11 @@ from numbers import Real
 import numpy as np
 
 from ..checks import first_bad
+from ..seeding import plugin_stage_stream
 from .launches import Launches
+
+#: ``Param.stream``: the declared randomizer offsets are ``[0, DECLARED_STREAMS)``; the hashed ones lie above
+DECLARED_STREAMS = 256
 
 # a parameter's name within its stage (matched whole: fullmatch)
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -60,9 +64,11 @@ class Param:
             curriculum may set and ``with_randomize`` may draw; False: a construction value
             only (read from ``ctx.spec.params``).
         lo_open: the lower bound is excluded.
-        stream: the random stream offset of its randomizer (``Stream.RANDOMIZE + stream``);
-            None (plugins): derived from a hash of the full name, so it does not depend on
-            the other parameters of the spec.
+        stream: the random stream offset of its randomizer (``Stream.RANDOMIZE + stream``), an
+            int in ``[0, DECLARED_STREAMS)`` = ``[0, 256)`` (the built-ins declare 0-7); None
+            (plugins): an offset in ``[256, 256 + 2**19)`` from a CRC-32 of the full name, so it does
+            not depend on the other parameters of the spec. Two parameters of one program that
+            share a stream are refused at build.
     """
 
     name: str
@@ -96,6 +102,9 @@ class Param:
                 raise TypeError(f"Param {self.name!r}: {what} must be a bool, got {getattr(self, what)!r}")
         if self.stream is not None and (isinstance(self.stream, bool) or not isinstance(self.stream, int)):
             raise TypeError(f"Param {self.name!r}: stream must be an int or None, got {self.stream!r}")
+        if self.stream is not None and not 0 <= self.stream < DECLARED_STREAMS:
+            raise ValueError(f"Param {self.name!r}: stream must be an offset in [0, {DECLARED_STREAMS}) (the built-ins "
+                             f"declare 0-7), or None for one from a hash of the name, got {self.stream}")
         self.check(f"Param {self.name!r}: the default", self.default)
 
     def bounds(self) -> str:
@@ -148,7 +157,8 @@ class Stage:
             earlier stage must write each (checked at build).
         writes: a tuple of working-set fields it writes (allocated in :meth:`allocate`).
         draws: whether it draws random numbers (a pipeline where no stage draws gets no
-            retries: another round would rebuild the same course).
+            retries: another round would rebuild the same course). A plugin stage draws from
+            its own streams, :meth:`random_stream`.
         valid_hint: where a user looks when most of its draws are rejected (the end of the
             low-valid-rate warning); None: the family's config docstring.
         ordered: pairs ``(lo, hi)`` of its parameters' short names that bound one range
@@ -193,6 +203,18 @@ class Stage:
         if launches is None:
             launches = self._launches = Launches()
         launches.launch(kernel, dim, inputs=inputs, outputs=outputs, device=device)
+
+    @classmethod
+    def random_stream(cls) -> int:
+        """The first of this stage's own random streams (:func:`~trackgen_env.seeding.plugin_stage_stream`
+        of its name): attempt ``a`` (``ctx.attempt[e]``) draws its numbers with
+        ``seeding.uniform(seeding.random_key(seeds[e], counters[e], random_stream + a), i)`` (``ctx.seeds``),
+        so a rejected draw is followed by a fresh one and each env's draws depend on its seed and
+        counter only. Pass it to the kernel as an int. Two drawing stages of one program whose
+        names hash to the same streams are refused at build (rename one). The built-in layout
+        stages draw from ``Stream.LAYOUT`` instead.
+        """
+        return plugin_stage_stream(cls.name)
 
     @classmethod
     def full_params(cls) -> dict[str, Param]:

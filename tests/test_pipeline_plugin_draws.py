@@ -1,0 +1,164 @@
+"""A plugin stage that draws its own random numbers and adds its own field: its streams
+(``Stage.random_stream``), its place in the spec (``with_stage(before=)``) and the field's
+public access (``Program.fields``), with the rules docs/pipelines.md states for them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+from trackgen_env import pipeline, seeding
+from trackgen_env.pipeline import build, presets
+
+DEV = "cpu"
+E = 6
+
+
+@wp.kernel
+def _theme(pending: wp.array(dtype=wp.int32), seeds: wp.array(dtype=wp.int32), counters: wp.array(dtype=wp.int32),
+           attempt: wp.array(dtype=wp.int32), stream: int, least: float, ok: wp.array(dtype=wp.int32),
+           theme: wp.array(dtype=float)):
+    e = wp.tid()
+    if pending[e] == 0:
+        return
+    value = seeding.uniform(seeding.random_key(seeds[e], counters[e], stream + attempt[e]), 0)
+    theme[e] = value
+    if value < least:  # a draw the stage rejects: the env draws again, from its next attempt's stream
+        ok[e] = 0
+
+
+class Theme(pipeline.Stage):
+    """A per-env number in [0, 1) from the stage's own streams, written to its own field."""
+
+    name, family = "test.theme", "track"
+    writes = ("test.theme",)
+    draws = True
+    least = 0.0
+
+    def allocate(self, ctx):
+        ctx.field("test.theme", ctx.num_envs, float)
+
+    def enqueue(self, ctx, pending):
+        wp.launch(_theme, ctx.num_envs, inputs=[pending, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt,
+                                                self.random_stream(), self.least, ctx.ok],
+                  outputs=[ctx.fields["test.theme"]], device=ctx.device)
+
+
+class PickyTheme(Theme):
+    """The same draws, rejecting those under 0.6 (most first draws: retries)."""
+
+    name = "test.picky_theme"
+    writes = ("test.picky_theme",)
+    least = 0.6
+
+    def allocate(self, ctx):
+        ctx.field("test.picky_theme", ctx.num_envs, float)
+
+    def enqueue(self, ctx, pending):
+        wp.launch(_theme, ctx.num_envs, inputs=[pending, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt,
+                                                self.random_stream(), self.least, ctx.ok],
+                  outputs=[ctx.fields["test.picky_theme"]], device=ctx.device)
+
+
+def _registry(*stages) -> pipeline.Registry:
+    reg = pipeline.Registry()
+    for stage in stages or (Theme, PickyTheme):
+        reg.register(stage)
+    return reg
+
+
+def _spec(num_envs=E, stage="test.theme", reg=None):
+    return presets.track(num_envs=num_envs, device=DEV).with_stage(stage, before="band", registry=reg or _registry())
+
+
+def test_with_stage_before_inserts_a_stage_first_or_before_any_other():
+    reg = _registry()
+    spec = presets.track(device=DEV)
+    assert spec.with_stage("test.theme", before="band", registry=reg).stages[:2] == ("test.theme", "band")
+    assert spec.with_stage("test.theme", before="start", registry=reg).stages[-2:] == ("test.theme", "start")
+    assert spec.with_stage("test.theme", after="band", registry=reg).stages[:3] == ("band", "test.theme", "layout")
+    with pytest.raises(TypeError, match="after= or before=, not both"):
+        spec.with_stage("test.theme", after="band", before="layout", registry=reg)
+    with pytest.raises(ValueError, match="before='bend' is not a stage of the spec"):
+        spec.with_stage("test.theme", before="bend", registry=reg)
+
+
+def test_a_plugin_field_is_public_read_only_and_holds_the_accepted_draw():
+    reg = _registry()
+    program = build(_spec(stage="test.picky_theme", reg=reg), registry=reg, seeds=11)
+    assert list(program.fields) == ["test.picky_theme"]
+    with pytest.raises(TypeError):
+        program.fields["test.picky_theme"] = None
+    theme = program.fields["test.picky_theme"].numpy()
+    valid = program.result.valid.numpy() != 0
+    assert valid.all() and (theme >= 0.6).all() and (theme < 1.0).all()
+    # most envs' first draw is rejected (60 % of them, on average): the accepted one is another attempt's
+    first = build(_spec(stage="test.theme", reg=reg), registry=reg, seeds=11).fields["test.theme"].numpy()
+    assert not np.array_equal(theme, first)
+    assert build(presets.track(num_envs=E, device=DEV), seeds=11).fields == {}
+
+
+def test_a_plugin_stage_draws_per_env_from_seed_and_counter_alone():
+    reg = _registry()
+    seeds = np.arange(100, 100 + 9, dtype=np.int32)
+    few = build(_spec(4, reg=reg), registry=reg, seeds=wp.array(seeds[:4], device=DEV))
+    many = build(_spec(9, reg=reg), registry=reg, seeds=wp.array(seeds, device=DEV))
+    assert np.array_equal(few.fields["test.theme"].numpy(), many.fields["test.theme"].numpy()[:4])
+    # a masked regeneration with advance: the masked envs draw anew, the others keep their rows
+    before = many.fields["test.theme"].numpy().copy()
+    mask = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1], dtype=np.int32)
+    many.enqueue(advance=True, mask=wp.array(mask, device=DEV))
+    after = many.fields["test.theme"].numpy()
+    assert np.array_equal(after[mask == 0], before[mask == 0])
+    assert not np.any(after[mask == 1] == before[mask == 1])
+
+
+def test_a_plugin_stage_that_draws_changes_no_other_stages_draws():
+    reg = _registry()
+    plain = build(presets.track(num_envs=E, device=DEV), seeds=3).result
+    themed = build(_spec(reg=reg), registry=reg, seeds=3).result
+    for name in ("centerline", "half_width", "num_points", "valid"):
+        assert np.array_equal(getattr(plain, name).numpy(), getattr(themed, name).numpy()), name
+
+
+def test_plugin_stage_streams_lie_apart_from_every_other_consumer():
+    stream = Theme.random_stream()
+    assert stream == seeding.plugin_stage_stream("test.theme") != PickyTheme.random_stream()
+    assert int(seeding.Stream.PLUGIN_STAGES) <= stream and stream + seeding.ATTEMPT_STREAMS <= 1 << 30
+    others = [int(s) for s in seeding.Stream if s is not seeding.Stream.PLUGIN_STAGES]
+    layout = int(seeding.Stream.LAYOUT) * seeding.ATTEMPT_STREAMS
+    randomize = (int(seeding.Stream.RANDOMIZE), 2 * int(seeding.Stream.RANDOMIZE))
+    for s in range(stream, stream + seeding.ATTEMPT_STREAMS):
+        assert s not in others and not layout <= s < layout + seeding.ATTEMPT_STREAMS
+        assert not randomize[0] <= s < randomize[1]
+
+
+def test_build_refuses_two_drawing_plugin_stages_that_share_their_streams():
+    # "acme.s1509" and "acme.s2804" hash to the same slot (found by search)
+    a, b = (type(f"S{n}", (Theme,), {"name": f"acme.s{n}"}) for n in (1509, 2804))
+    assert a.random_stream() == b.random_stream()
+    reg = _registry(a, b)
+    spec = presets.track(num_envs=2, device=DEV).with_stage("acme.s1509", registry=reg).with_stage(
+        "acme.s2804", registry=reg)
+    with pytest.raises(ValueError, match="'acme.s1509' and 'acme.s2804' draw from the same random streams.*rename one"):
+        build(spec, registry=reg)
+
+
+def test_a_param_stream_offset_is_checked_where_it_is_declared_and_where_two_meet():
+    for bad in (-1, 256):
+        with pytest.raises(ValueError, match=r"stream must be an offset in \[0, 256\)"):
+            pipeline.Param("k", 0.0, 0.0, 1.0, stream=bad)
+
+    class Clashes(pipeline.Stage):
+        name, family = "test.clashes", "track"
+        params = (pipeline.Param("k", 0.5, 0.0, 1.0, stream=3),)  # layout.radius_jitter's offset
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    reg = _registry(Clashes)
+    spec = presets.track(num_envs=2, device=DEV).with_stage("test.clashes", registry=reg)
+    with pytest.raises(ValueError, match=r"\['layout.radius_jitter', 'test.clashes.k'\] share a random stream "
+                                         r"\(offsets .*3.*3.*another Param.stream offset"):
+        build(spec, registry=reg)
