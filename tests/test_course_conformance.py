@@ -1095,7 +1095,10 @@ def test_ownership_a_course_taken_over_by_a_course_now_gone_says_to_build_a_new_
     gc.collect()
     with pytest.raises(RuntimeError, match="that course is gone now, so build a new Course"):
         old.regenerate()
-    Course(old.generator, [Log("a")]).regenerate()
+    newest = Course(old.generator, [Log("a")])
+    with pytest.raises(RuntimeError, match="use that one"):  # a live course drives it again
+        old.regenerate()
+    newest.regenerate()
 
 
 def test_a_courses_generator_and_components_are_read_only():

@@ -162,3 +162,105 @@ def test_a_param_stream_offset_is_checked_where_it_is_declared_and_where_two_mee
     with pytest.raises(ValueError, match=r"\['layout.radius_jitter', 'test.clashes.k'\] share a random stream "
                                          r"\(offsets .*3.*3.*another Param.stream offset"):
         build(spec, registry=reg)
+
+
+def test_the_plugin_fields_are_a_read_only_attribute():
+    reg = _registry()
+    program = build(_spec(reg=reg), registry=reg, seeds=1)
+    with pytest.raises(AttributeError):
+        program.fields = {}
+    assert list(program.fields) == ["test.theme"]
+
+
+def test_a_refused_course_over_a_driven_program_puts_its_plugin_fields_back():
+    from trackgen_env import tools
+    from trackgen_env.course import Course
+
+    class Raises(tools.Component):
+        def on_generate(self, ctx, mask):
+            raise RuntimeError("boom")
+
+    reg = _registry()
+    program = build(_spec(reg=reg), registry=reg, seeds=1)
+    old = Course.track(program, checkpoint_spacing=0.6)
+    theme = program.fields["test.theme"].numpy().copy()
+    program.seeds.counters.assign(program.seeds.counters.numpy() + 1)  # the next regeneration draws anew
+    with pytest.raises(RuntimeError, match="boom"):
+        Course(program, [tools.Checkpoints(0.6), Raises("acme.raises")])
+    assert np.array_equal(program.fields["test.theme"].numpy(), theme)
+    old.regenerate()
+    assert not np.array_equal(program.fields["test.theme"].numpy(), theme)
+
+
+@pytest.mark.parametrize("field", ["valid", "generation"])
+def test_build_refuses_a_stage_that_writes_what_the_program_writes_itself(field):
+    class Writes(pipeline.Stage):
+        name, family, writes = "test.writes", "track", (field,)
+
+        def allocate(self, ctx):
+            ctx.field(field, ctx.num_envs, wp.int32)
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    reg = _registry(Writes)
+    with pytest.raises(ValueError, match=rf"stage 'test.writes' writes \['{field}'\], which the program writes itself"
+                                         r".*ctx.ok\[e\] = 0"):
+        build(presets.track(num_envs=2, device=DEV).with_stage("test.writes", registry=reg), registry=reg)
+
+
+@pytest.mark.parametrize("shape", [3, (3, 2), (2, 4)])
+def test_a_field_needs_the_env_axis_first(shape):
+    class Field(pipeline.Stage):
+        name, family, writes = "test.field", "track", ("test.field",)
+
+        def allocate(self, ctx):
+            ctx.field("test.field", shape, float)
+
+        def enqueue(self, ctx, pending):
+            pass
+
+    reg = _registry(Field)
+    with pytest.raises(ValueError, match=r"stage 'test.field': field 'test.field' needs the env axis first: shape "
+                                         r"\(4, \.\.\.\)"):
+        build(presets.track(num_envs=4, device=DEV).with_stage("test.field", registry=reg), registry=reg)
+
+
+def test_bad_stream_names_and_methods_are_named():
+    with pytest.raises(TypeError, match="plugin_stage_stream takes a stage's name \\(a str\\), got NoneType None"):
+        seeding.plugin_stage_stream(None)
+
+    class Instance(Theme):
+        name = "test.instance"
+
+        def random_stream(self):
+            return 7
+
+    class Floaty(Theme):
+        name = "test.floaty"
+        random_stream = classmethod(lambda cls: 7.5)
+
+    for stage, message in ((Instance, "a classmethod"), (Floaty, "return an int, got float 7.5")):
+        reg = _registry(stage)
+        with pytest.raises(TypeError, match=f"stage '{stage.name}': random_stream\\(\\) must.*{message}"):
+            build(presets.track(num_envs=2, device=DEV).with_stage(stage.name, registry=reg), registry=reg)
+
+
+def test_a_stage_of_the_other_family_and_a_plugin_without_its_registry_are_named():
+    reg = _registry()
+    with pytest.raises(KeyError, match="'test.theme' is a stage of the track family, not of the gates family"):
+        presets.gates(num_envs=2, device=DEV, gate_width=0.2).with_stage("test.theme", registry=reg)
+    spec = _spec(2, reg=reg)
+    from trackgen_env.course import Course
+
+    with pytest.raises(KeyError, match="to Course.track / Course.gates a program built with it"):
+        Course.track(spec, checkpoint_spacing=0.6)
+
+
+@pytest.mark.parametrize("advance", ["yes", None, 1])
+def test_program_enqueue_refuses_an_advance_that_is_not_a_bool(advance):
+    program = build(presets.track(num_envs=2, device=DEV), seeds=0)
+    counters = program.seeds.counters.numpy().copy()
+    with pytest.raises(TypeError, match="advance must be a bool"):
+        program.enqueue(advance=advance)
+    assert np.array_equal(program.seeds.counters.numpy(), counters)

@@ -64,6 +64,17 @@ def check_num_envs(value) -> int:
     return check_int("num_envs", value, lo=1)
 
 
+def check_bool(name: str, value) -> bool:
+    """``value`` as a bool: a Python or NumPy bool only (not ``"yes"``, None or 1).
+
+    Raises:
+        TypeError: anything else, naming ``name`` and the value.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def check_float(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
     """A finite real number (not a bool) ``>= lo`` (``> lo`` with ``lo_open``) and ``<= hi`` -> ``float``.
 

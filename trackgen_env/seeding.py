@@ -77,12 +77,17 @@ def plugin_stage_stream(name: str) -> int:
     """The first of a plugin stage's own random streams: ``Stream.PLUGIN_STAGES`` plus
     ``ATTEMPT_STREAMS`` times a CRC-32 of its ``name``, modulo the 4,177,920 slots below ``2**30``.
 
+    Raises:
+        TypeError: ``name`` is not a str.
+
     Attempt ``a`` of the retry loop draws with ``random_key(seed, counter, stream + a)`` (``a <
     ATTEMPT_STREAMS``), as the built-in layout stages do from ``Stream.LAYOUT``, so a rejected draw
     is followed by a fresh one. The ids lie apart from every other consumer's (the other
     :class:`Stream` values, the parameters' ``[RANDOMIZE, 2 * RANDOMIZE)``), and depend on the name
     alone: adding a stage changes no other one's draws.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"plugin_stage_stream takes a stage's name (a str), got {type(name).__name__} {name!r}")
     return int(Stream.PLUGIN_STAGES) + ATTEMPT_STREAMS * (zlib.crc32(name.encode()) % _PLUGIN_STAGE_SLOTS)
 
 

@@ -29,7 +29,7 @@ import warp as wp
 
 from .. import exec as exec_modes
 from ..capture import CaptureError, NotCapturableError, caller, retain
-from ..checks import check_mask
+from ..checks import check_bool, check_mask
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import PipelineSpec, Program
 from ..tools.component import ComponentContext, is_per_step, step_components
@@ -48,12 +48,6 @@ _SURFACE = ("result", "layout", "enqueue", "device")
 
 # id(generator) -> weakref to the course that drives it (one course per generator)
 _DRIVERS: dict[int, weakref.ref] = {}
-
-
-def _check_advance(advance) -> bool:
-    if not isinstance(advance, (bool, np.bool_)):
-        raise TypeError(f"advance must be a bool, got {type(advance).__name__} {advance!r}")
-    return bool(advance)
 
 
 class Course:
@@ -92,7 +86,7 @@ class Course:
 
     A construction that raises leaves every component free to be used again and takes
     nothing over; where a live course drives the generator, the generator's result and live
-    parameters are put back as its warm-up found them.
+    parameters (and a program's plugin fields) are put back as its warm-up found them.
     """
 
     def __init__(self, generator=None, components=(), *, stream=None, prepare: bool = True, config=None):
@@ -446,7 +440,7 @@ class Course:
         """
         self._check_driver()
         mask = self._check_mask(mask)
-        advance = _check_advance(advance)
+        advance = check_bool("advance", advance)
         s, capturing = self._resolve(stream)
         if capturing:
             self._record_here(advance, mask, s)
@@ -475,7 +469,7 @@ class Course:
         """
         self._check_driver()
         mask = self._check_mask(mask)
-        advance = _check_advance(advance)
+        advance = check_bool("advance", advance)
         s, capturing = self._resolve(stream)
         if capturing:
             self._record_here(advance, mask, s)
@@ -637,7 +631,7 @@ class Course:
     # -- checks -------------------------------------------------------------------------
     def _check_driver(self) -> None:
         if self._taken_over:
-            newer = "use that one" if self._taken_over() is not None else (
+            newer = "use that one" if _driver_of(self.generator) is not None else (
                 "that course is gone now, so build a new Course over the generator")
             raise RuntimeError(
                 "this Course's generator is driven by another Course (one built later over the same generator, "
@@ -696,12 +690,13 @@ def _driver_of(generator) -> Course | None:
 
 
 def _generator_state(generator) -> list[tuple[wp.array, wp.array]]:
-    """``(array, copy)`` of what a regeneration writes that a course reads: the result's arrays
-    and the live parameters (a randomized one is drawn again)."""
-    result, params = generator.result, getattr(generator, "params", None)
+    """``(array, copy)`` of what a regeneration writes that a course reads: the result's arrays,
+    the live parameters (a randomized one is drawn again) and a program's plugin fields."""
+    result = generator.result
     arrays = [getattr(result, f.name) for f in dataclasses.fields(result)] if dataclasses.is_dataclass(result) else []
-    if isinstance(params, Mapping):
-        arrays += [params[name] for name in params]
+    for mapping in (getattr(generator, "params", None), getattr(generator, "fields", None)):  # a Program's
+        if isinstance(mapping, Mapping):
+            arrays += [mapping[name] for name in mapping]
     return [(a, wp.clone(a)) for a in arrays if isinstance(a, wp.array)]
 
 
@@ -710,7 +705,7 @@ def _take_over(course: Course) -> None:
     key = id(course.generator)
     older = _driver_of(course.generator)
     if older is not None and older is not course:
-        older._taken_over = weakref.ref(course)
+        older._taken_over = True
 
     def forget(r, key=key):
         if _DRIVERS.get(key) is r:

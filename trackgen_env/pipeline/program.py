@@ -36,7 +36,7 @@ import warp as wp
 
 from .. import env_loop, exec as exec_modes, kernel_cache
 from ..capture import NotCapturableError, is_capturing, user_stacklevel
-from ..checks import check_mask, dtype_name
+from ..checks import check_bool, check_mask, dtype_name
 from ..seeding import SeedState
 from .launches import Launches
 from .params import Params, check_as_stored
@@ -210,9 +210,13 @@ class StageContext:
         by the first stage that asks for it.
 
         Raises:
-            ValueError: ``name`` exists with another shape or dtype.
+            ValueError: ``shape`` does not start with ``num_envs``; ``name`` exists with another
+                shape or dtype.
         """
         shape = tuple(np.atleast_1d(shape).tolist())
+        if shape[0] != self.num_envs:
+            raise ValueError(f"stage {self._allocating!r}: field {name!r} needs the env axis first: shape "
+                             f"({self.num_envs}, ...), got {shape}")
         have = self.fields.get(name)
         if have is None:
             self.fields[name] = have = _filled(shape, dtype, fill, self.device)
@@ -301,7 +305,8 @@ class Program:
         ValueError: an unknown family; a bad setting; a parameter undeclared, missing or out
             of its declared bounds, or a randomize range out of them or of a static
             parameter; a stage's ``ordered`` pair that its values or randomize ranges could
-            put out of order; a stage (or the commit) reading a field no earlier stage writes; two
+            put out of order; a stage (or the commit) reading a field no earlier stage writes; a
+            stage writing ``valid`` or ``generation``, or a field without the env axis first; two
             drawing plugin stages with the same ``random_stream()``; an
             ``out`` array of the wrong shape, dtype or device, or of an unknown field. Each
             names the stage or field; nothing is allocated or written before the checks pass.
@@ -376,7 +381,7 @@ class Program:
                                  f"allocate them there (ctx.field(name, shape, dtype))")
         ctx._live = None
         ctx._allocating = None
-        self.fields = MappingProxyType({name: ctx.fields[name] for name in sorted(own)})
+        self._fields = MappingProxyType({name: ctx.fields[name] for name in sorted(own)})
         self.result = family.make_result(arrays)
         self.layout = family.layout(spec)
         if prepare:
@@ -397,12 +402,13 @@ class Program:
             mask: ``[E] int32`` array, nonzero where the env is regenerated.
 
         Raises:
-            TypeError: ``mask`` is neither None nor a ``wp.array``.
+            TypeError: ``mask`` is neither None nor a ``wp.array``; ``advance`` is not a bool.
             ValueError: ``mask`` is not an ``[E] int32`` array on the program's device.
             NotCapturableError: under a capture, with a stage registered ``capturable=False``.
         """
         dev, E, w = self.device, self.num_envs, self._ctx
         check_mask(mask, E, dev)
+        advance = check_bool("advance", advance)
         capturing = is_capturing(dev)
         if capturing and not self.capturable:
             raise NotCapturableError(
@@ -425,6 +431,11 @@ class Program:
                 for _ in range(1 + self.max_retries):
                     self._round()
             self._family.commit(w, self.result, m, use_mask)
+
+    @property
+    def fields(self) -> Mapping:
+        """The plugin stages' own fields, read-only (the class docstring's Attributes)."""
+        return self._fields
 
     @property
     def max_retries(self) -> int:
@@ -560,7 +571,15 @@ def _check_stage_streams(found) -> None:
     seen: dict[int, str] = {}
     for name, cls, _ in found:
         if cls.draws and not is_builtin(cls):
-            stream = cls.random_stream()
+            try:
+                stream = cls.random_stream()
+            except TypeError as exc:
+                raise TypeError(f"stage {name!r}: random_stream() must be callable on the class (a classmethod) and "
+                                f"return an int: {exc}") from None
+            if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)):
+                raise TypeError(f"stage {name!r}: random_stream() must return an int, got {type(stream).__name__} "
+                                f"{stream!r}")
+            stream = int(stream)
             if stream in seen:
                 raise ValueError(f"stages {seen[stream]!r} and {name!r} draw from the same random streams "
                                  f"(Stage.random_stream() = {stream}, a hash of the name): rename one")
@@ -615,10 +634,16 @@ def _against(params: Params, name: str, other: str, end: str) -> str:
 
 
 def _check_reads(spec: PipelineSpec, family, found) -> None:
-    """Refuse a stage that reads a field (or input) no earlier stage writes (or declares), and
-    a commit that copies a field no stage writes."""
+    """Refuse a stage that reads a field (or input) no earlier stage writes (or declares), or
+    writes a result field the program writes itself, and a commit that copies a field no stage writes."""
     written: set[str] = set()
+    kept = set(family.result_fields(spec)).difference(family.commit_reads)  # the program's own: valid, generation
     for name, cls, _ in found:
+        own = sorted(kept.intersection(cls.writes))
+        if own:
+            raise ValueError(
+                f"stage {name!r} writes {own}, which the program writes itself (valid: from the retry loop, so reject "
+                f"a draw with ctx.ok[e] = 0; generation: the count of commits): name the stage's field otherwise")
         missing = [r for r in cls.reads if r not in written and "." not in r]
         if missing:
             raise ValueError(

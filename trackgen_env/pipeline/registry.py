@@ -107,9 +107,14 @@ class Registry:
         for key in ((family, name), (None, name)):
             if key in self._stages:
                 return self._stages[key]
+        others = sorted(f for f, n in self._stages if n == name)
+        if others:
+            raise KeyError(f"stage {name!r} is a stage of the {others[0]} family, not of the {family} family; the "
+                           f"{family} family's stages are {self.names(family)}")
         raise KeyError(f"unknown stage {name!r} for the {family} family; the known stages are {self.names(family)} "
                        f"(a plugin stage: pass the Registry it is registered in, registry= to build or to the env, "
-                       f"--plugin module:attribute to train and eval)")
+                       f"and to Course.track / Course.gates a program built with it; --plugin module:attribute to "
+                       f"train and eval)")
 
     def names(self, family: str) -> list[str]:
         """The stage names a spec of ``family`` may use."""
