@@ -29,7 +29,7 @@ def _theme(pending: wp.array(dtype=wp.int32), seeds: wp.array(dtype=wp.int32), c
 
 
 class Theme(pipeline.Stage):
-    """A per-env number in [0, 1) from the stage's own streams, written to its own field."""
+    """A per-env number in [0, 1) from the stage's own streams, written to its own field (named as the stage)."""
 
     name, family = "test.theme", "track"
     writes = ("test.theme",)
@@ -37,12 +37,12 @@ class Theme(pipeline.Stage):
     least = 0.0
 
     def allocate(self, ctx):
-        ctx.field("test.theme", ctx.num_envs, float)
+        ctx.field(self.name, ctx.num_envs, float)
 
     def enqueue(self, ctx, pending):
         wp.launch(_theme, ctx.num_envs, inputs=[pending, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt,
                                                 self.random_stream(), self.least, ctx.ok],
-                  outputs=[ctx.fields["test.theme"]], device=ctx.device)
+                  outputs=[ctx.fields[self.name]], device=ctx.device)
 
 
 class PickyTheme(Theme):
@@ -51,14 +51,6 @@ class PickyTheme(Theme):
     name = "test.picky_theme"
     writes = ("test.picky_theme",)
     least = 0.6
-
-    def allocate(self, ctx):
-        ctx.field("test.picky_theme", ctx.num_envs, float)
-
-    def enqueue(self, ctx, pending):
-        wp.launch(_theme, ctx.num_envs, inputs=[pending, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt,
-                                                self.random_stream(), self.least, ctx.ok],
-                  outputs=[ctx.fields["test.picky_theme"]], device=ctx.device)
 
 
 def _registry(*stages) -> pipeline.Registry:
