@@ -10,7 +10,7 @@ import warp as wp
 
 from trackgen_env import env_loop
 from trackgen_env.pipeline import build, presets
-from trackgen_env.pipeline.stages import track
+from trackgen_env.pipeline.stages import track, track_checks
 
 DEV = "cpu"
 STRIDE = wp.constant(8)
@@ -113,12 +113,12 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
         threads, per = env_loop.shape(DEV, E)
         listed = wp.array(np.arange(E, dtype=np.int32), device=DEV)  # every env pending, as a round lists them
         num = wp.array([E], dtype=wp.int32, device=DEV)
-        wp.launch(track._checks_one_pass, threads, inputs=[per, pending, listed, num, 2.0, *arrays, box, span],
+        wp.launch(track_checks._checks_one_pass, threads, inputs=[per, pending, listed, num, 2.0, *arrays, box, span],
                   outputs=[ok], device=DEV)
     else:
-        wp.launch(track._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
+        wp.launch(track_checks._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
                   device=DEV)
-        wp.launch(track._checks, (E, lanes), inputs=[pending, lanes, c, tot, cl, al, h, box, span], outputs=[ok],
+        wp.launch(track_checks._checks, (E, lanes), inputs=[pending, lanes, c, tot, cl, al, h, box, span], outputs=[ok],
                   device=DEV)
     want = expected.numpy()
     assert 0.2 * E < np.count_nonzero(want == 0) < 0.9 * E  # both verdicts are common

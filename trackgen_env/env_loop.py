@@ -113,3 +113,11 @@ def shape(device, num_envs: int) -> tuple[int, int]:
     if wp.get_device(device).is_cpu:
         return 1, num_envs
     return num_envs, 1
+
+
+def lanes(device, count: int) -> int:
+    """Threads per env of a kernel looping over ``count`` items of an env (points, control
+    segments, checkpoints, gates): 1 on the CPU (a serial loop is fastest there, and the envs
+    share one thread: :func:`shape`); ``min(64, count)`` on CUDA, a warp's worth, so that small
+    batches still fill the device."""
+    return 1 if wp.get_device(device).is_cpu else max(1, min(64, int(count)))

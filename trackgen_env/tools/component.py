@@ -216,7 +216,7 @@ class ComponentContext:
         checkpoints, gates): 1 on the CPU, where a launch runs on one thread (and the envs
         themselves share one thread: :mod:`trackgen_env.env_loop`); ``min(64, count)`` on
         CUDA, where the lanes run in parallel."""
-        return 1 if self.device.is_cpu else max(1, min(64, int(count)))
+        return env_loop.lanes(self.device, count)
 
     def launch(self, kernel, dim, inputs) -> None:
         """Launch ``kernel`` on the course's device and stream (the current stream when it has none)."""
