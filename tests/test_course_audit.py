@@ -67,14 +67,14 @@ def test_building_signatures_of_the_course_and_its_presets():
     assert init["prepare"] == (K, True)
     track = _params(Course.track)
     assert list(track) == ["source", "checkpoint_spacing", "collision", "max_checkpoints", "extra", "seeds", "stream",
-                           "prepare", "heightfield", "size_hi"]  # the spec's, then the height field's slot
+                           "prepare", "heightfield", "size_hi", "registry"]  # the spec's, then ours
     assert track["checkpoint_spacing"] == (K, P.empty)
-    assert [track[n][1] for n in list(track)[2:]] == [None, None, (), None, None, True, None, None]
+    assert [track[n][1] for n in list(track)[2:]] == [None, None, (), None, None, True, None, None, None]
     gates = _params(Course.gates)
     assert list(gates) == ["source", "collision", "samples_per_gate", "localize_window", "extra", "seeds", "stream",
-                           "prepare"]
+                           "prepare", "registry"]
     assert all(kind == K for kind, _ in list(gates.values())[1:])
-    assert [gates[n][1] for n in list(gates)[1:]] == [None, 8, None, (), None, None, True]
+    assert [gates[n][1] for n in list(gates)[1:]] == [None, 8, None, (), None, None, True, None]
 
 
 def test_building_stream_is_the_default_stream_else_the_generators():

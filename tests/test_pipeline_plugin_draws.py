@@ -245,7 +245,7 @@ def test_a_stage_of_the_other_family_and_a_plugin_without_its_registry_are_named
     spec = _spec(2, reg=reg)
     from trackgen_env.course import Course
 
-    with pytest.raises(KeyError, match="to Course.track / Course.gates a program built with it"):
+    with pytest.raises(KeyError, match="registry= to build, to the env or to Course.track / Course.gates"):
         Course.track(spec, checkpoint_spacing=0.6)
 
 
@@ -256,3 +256,44 @@ def test_program_enqueue_refuses_an_advance_that_is_not_a_bool(advance):
     with pytest.raises(TypeError, match="advance must be a bool"):
         program.enqueue(advance=advance)
     assert np.array_equal(program.seeds.counters.numpy(), counters)
+
+
+def test_course_presets_build_a_plugin_spec_with_its_registry():
+    from trackgen_env.course import Course
+
+    reg = _registry()
+    spec = _spec(4, stage="test.picky_theme", reg=reg)
+    course = Course.track(spec, checkpoint_spacing=0.6, registry=reg, seeds=9)
+    program = build(spec, registry=reg, seeds=9)
+    assert np.array_equal(course.generator.fields["test.picky_theme"].numpy(), program.fields["test.picky_theme"].numpy())
+    assert np.array_equal(course.result.centerline.numpy(), program.result.centerline.numpy())
+
+    class GatesTheme(Theme):
+        name, family, writes = "test.gates_theme", "gates", ("test.gates_theme",)
+
+    greg = _registry(GatesTheme)
+    gspec = presets.gates(num_envs=4, device=DEV, gate_width=0.2).with_stage("test.gates_theme", registry=greg)
+    gates = Course.gates(gspec, registry=greg, seeds=2)
+    assert (gates.generator.fields["test.gates_theme"].numpy() < 1.0).all() and gates.result.valid.numpy().all()
+
+
+def test_course_presets_refuse_a_registry_they_cannot_use_before_building(monkeypatch):
+    from trackgen_env import TrackGenConfig
+    from trackgen_env.course import Course
+    from trackgen_env.course import presets as course_presets
+
+    reg = _registry()
+    spec = _spec(2, reg=reg)
+    built = build(spec, registry=reg)
+
+    def refuse(*a, **k):
+        raise AssertionError("a generator was built before the checks raised")
+
+    monkeypatch.setattr(course_presets, "build", refuse)
+    for source, registry, message in (
+        (built, reg, "this source is a built generator"),
+        (TrackGenConfig(num_envs=2, device=DEV), reg, "a TrackGenConfig has none"),
+        (spec, {"test.theme": Theme}, "registry must be a pipeline.Registry or None, got dict"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            Course.track(source, checkpoint_spacing=0.6, registry=registry)

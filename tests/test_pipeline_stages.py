@@ -284,7 +284,7 @@ def test_an_env_over_a_host_plugin_steps_eagerly_with_one_warning(monkeypatch):
 
     reg = _registry()
 
-    def build_with_plugin(spec, **kwargs):
+    def build_with_plugin(spec, registry=None, **kwargs):
         return build(spec.with_stage("test.host_shift", after="resample", registry=reg), registry=reg, **kwargs)
 
     monkeypatch.setattr(course_presets, "build", build_with_plugin)

@@ -110,7 +110,7 @@ class Course:
     # -- construction -------------------------------------------------------------------
     @classmethod
     def track(cls, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, extra=(), seeds=None,
-              stream=None, prepare: bool = True, heightfield=None, size_hi=None) -> "Course":
+              stream=None, prepare: bool = True, heightfield=None, size_hi=None, registry=None) -> "Course":
         """A track course: ``checkpoints``, ``progress``, [``collision``], [``heightfield``], then ``extra``.
 
         Args:
@@ -129,12 +129,15 @@ class Course:
                 and the preset's own height field covers it.
             extra: a sequence of further components.
             seeds, stream: for the generator built from a config or a spec.
+            registry: the ``pipeline.Registry`` of a spec's plugin stages (None: the default
+                registry); a spec source only.
             prepare: see :class:`Course`.
 
         Raises (before any generator is built):
             TypeError: a non-number spacing, a bool / non-component collision, a non-int
                 ``max_checkpoints``, a non-sequence ``extra``, a gates source (use
-                ``Course.gates``), seeds= / stream= with a built generator, a heightfield
+                ``Course.gates``), seeds= / stream= / registry= with a built generator, registry=
+                with a config or that is not a ``pipeline.Registry``, a heightfield
                 that is not a bool, an int or a component, a non-number ``size_hi``.
             ValueError: spacing <= 0, an unknown collision string, ``max_checkpoints < 3``,
                 a collision component not named "collision", a heightfield resolution < 2, a
@@ -149,14 +152,14 @@ class Course:
         """
         preset = TrackPreset(source, checkpoint_spacing=checkpoint_spacing, collision=collision,
                              max_checkpoints=max_checkpoints, heightfield=heightfield, size_hi=size_hi, extra=extra,
-                             seeds=seeds, stream=stream)
+                             seeds=seeds, stream=stream, registry=registry)
         generator = preset.generator()
         _after_build(preset, generator)
         return cls(generator, preset.components, prepare=prepare)
 
     @classmethod
     def gates(cls, source, *, collision=None, samples_per_gate: int = 8, localize_window: int | None = None,
-              extra=(), seeds=None, stream=None, prepare: bool = True) -> "Course":
+              extra=(), seeds=None, stream=None, prepare: bool = True, registry=None) -> "Course":
         """A gate course: ``checkpoints`` (``tools.GateCheckpoints``), ``centerline``
         (``tools.CenterlineFromGates``), ``progress``, [``collision``], ``localizer``
         (``tools.Localizer(source="centerline")``), then ``extra``.
@@ -168,7 +171,7 @@ class Course:
                 component named ``"collision"`` (``tools.FrameCollision(...)``).
             samples_per_gate: course-line points per gate, >= 2.
             localize_window: the localizer's warm window, >= 1 (None: its default).
-            extra, seeds, stream, prepare: as for :meth:`track`.
+            extra, seeds, stream, prepare, registry: as for :meth:`track`.
 
         Raises (before any generator is built):
             TypeError / ValueError: as for :meth:`track`, with ``samples_per_gate < 2``,
@@ -177,7 +180,8 @@ class Course:
                 ``generator.params["gate_frames.gate_width"] = w`` refuses ``w <= 0``.
         """
         preset = GatesPreset(source, collision=collision, samples_per_gate=samples_per_gate,
-                             localize_window=localize_window, extra=extra, seeds=seeds, stream=stream)
+                             localize_window=localize_window, extra=extra, seeds=seeds, stream=stream,
+                             registry=registry)
         generator = preset.generator()
         _after_build(preset, generator)
         return cls(generator, preset.components, prepare=prepare)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import tools
 from ..checks import check_float, check_int, first_bad
 from ..generators import GateGenConfig, TrackGenConfig
-from ..pipeline import Params, PipelineSpec, build
+from ..pipeline import Params, PipelineSpec, Registry, build
 from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
 from .streams import check_stream
@@ -68,30 +68,35 @@ class _Preset:
 
     family = ""
 
-    def __init__(self, source, *, seeds, stream):
+    def __init__(self, source, *, seeds, stream, registry=None):
         family, self.kind = source_family(source)
         if family is not None and family != self.family:
             raise TypeError(
                 f"Course.{self.family} takes a {self.family} source, got a {family} one: use {preset_for_family(family)}"
             )
-        if self.kind == "built" and (seeds is not None or stream is not None):
+        if self.kind == "built" and (seeds is not None or stream is not None or registry is not None):
             raise TypeError(
-                "seeds= and stream= configure the generator a preset builds; this source is a built generator: "
-                "pass them when you build it"
+                "seeds=, stream= and registry= configure the generator a preset builds; this source is a built "
+                "generator: pass them when you build it"
             )
+        if registry is not None and self.kind != "spec":
+            raise TypeError(f"registry= holds the plugin stages of a spec; a {type(source).__name__} has none: "
+                            f"pass a PipelineSpec (config.to_spec()) or leave registry= out")
+        if registry is not None and not isinstance(registry, Registry):
+            raise TypeError(f"registry must be a pipeline.Registry or None, got {type(registry).__name__}")
         check_stream(stream)
-        self.source, self.seeds, self.stream = source, seeds, stream
+        self.source, self.seeds, self.stream, self.registry = source, seeds, stream, registry
 
     def _finish(self, own: list, extra) -> None:
         extra = as_component_list(extra, "extra")
         self.components = sort_components(own + extra)
 
     def generator(self):
-        """The source when built, else the generator built from it (with seeds= and stream=)."""
+        """The source when built, else the generator built from it (with seeds=, stream= and registry=)."""
         if self.kind == "built":
             return self.source
         spec = self.source if self.kind == "spec" else self.source.to_spec()
-        return build(spec, seeds=self.seeds, stream=self.stream)
+        return build(spec, registry=self.registry, seeds=self.seeds, stream=self.stream)
 
 
 class TrackPreset(_Preset):
@@ -104,8 +109,8 @@ class TrackPreset(_Preset):
     family = "track"
 
     def __init__(self, source, *, checkpoint_spacing, collision=None, max_checkpoints=None, heightfield=None,
-                 size_hi=None, extra=(), seeds=None, stream=None):
-        super().__init__(source, seeds=seeds, stream=stream)
+                 size_hi=None, extra=(), seeds=None, stream=None, registry=None):
+        super().__init__(source, seeds=seeds, stream=stream, registry=registry)
         spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
         self.size_hi = None if size_hi is None else check_float("size_hi", size_hi, lo=0.0, lo_open=True)
         if isinstance(max_checkpoints, str) and max_checkpoints == "auto":
@@ -217,8 +222,8 @@ class GatesPreset(_Preset):
     family = "gates"
 
     def __init__(self, source, *, collision=None, samples_per_gate=8, localize_window=None, extra=(), seeds=None,
-                 stream=None):
-        super().__init__(source, seeds=seeds, stream=stream)
+                 stream=None, registry=None):
+        super().__init__(source, seeds=seeds, stream=stream, registry=registry)
         samples = check_int("samples_per_gate", samples_per_gate, lo=2)
         if localize_window is not None:
             localize_window = check_int("localize_window", localize_window, lo=1)

@@ -112,9 +112,8 @@ class Registry:
             raise KeyError(f"stage {name!r} is a stage of the {others[0]} family, not of the {family} family; the "
                            f"{family} family's stages are {self.names(family)}")
         raise KeyError(f"unknown stage {name!r} for the {family} family; the known stages are {self.names(family)} "
-                       f"(a plugin stage: pass the Registry it is registered in, registry= to build or to the env, "
-                       f"and to Course.track / Course.gates a program built with it; --plugin module:attribute to "
-                       f"train and eval)")
+                       f"(a plugin stage: pass the Registry it is registered in, registry= to build, to the env or "
+                       f"to Course.track / Course.gates; --plugin module:attribute to train and eval)")
 
     def names(self, family: str) -> list[str]:
         """The stage names a spec of ``family`` may use."""
