@@ -74,6 +74,15 @@ def test_with_stage_before_inserts_a_stage_first_or_before_any_other():
         spec.with_stage("test.theme", after="band", before="layout", registry=reg)
     with pytest.raises(ValueError, match="before='bend' is not a stage of the spec"):
         spec.with_stage("test.theme", before="bend", registry=reg)
+    for what in ("after", "before"):
+        for bad in (3, True, ["band"]):
+            with pytest.raises(TypeError, match=f"{what}= takes a stage's name \\(a str\\) or None, got"):
+                spec.with_stage("test.theme", registry=reg, **{what: bad})
+    with pytest.raises(TypeError, match="with_stage takes a stage's name \\(a str\\), got int 3"):
+        spec.with_stage(3, registry=reg)
+    for bad in ({}, pipeline.Registry):
+        with pytest.raises(TypeError, match="registry must be a pipeline.Registry or None, got"):
+            spec.with_stage("test.theme", registry=bad)
 
 
 def test_a_plugin_field_is_public_read_only_and_holds_the_accepted_draw():

@@ -15,7 +15,8 @@ import numpy as np
 from .. import tools
 from ..checks import check_float, check_int, first_bad
 from ..generators import GateGenConfig, TrackGenConfig
-from ..pipeline import Params, PipelineSpec, Registry, build
+from ..pipeline import Params, PipelineSpec, build
+from ..pipeline.registry import registry_or_default
 from ..tools.course_size import construction_bound
 from .order import as_component_list, sort_components
 from .streams import check_stream
@@ -82,8 +83,7 @@ class _Preset:
         if registry is not None and self.kind != "spec":
             raise TypeError(f"registry= holds the plugin stages of a spec; a {type(source).__name__} has none: "
                             f"pass a PipelineSpec (config.to_spec()) or leave registry= out")
-        if registry is not None and not isinstance(registry, Registry):
-            raise TypeError(f"registry must be a pipeline.Registry or None, got {type(registry).__name__}")
+        registry_or_default(registry)  # the type, before anything is built
         check_stream(stream)
         self.source, self.seeds, self.stream, self.registry = source, seeds, stream, registry
 

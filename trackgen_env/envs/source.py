@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..pipeline import PipelineSpec, Registry, build
+from ..pipeline import PipelineSpec, build
+from ..pipeline.registry import registry_or_default
 
 __all__ = ["generated_source"]
 
@@ -36,8 +37,8 @@ def generated_source(value, *, argument: str, family: str, config_cls: type, reg
             family; ``registry`` given with a config, or not a Registry.
         KeyError / ValueError: as ``pipeline.build`` (an unknown stage, a parameter out of its bounds).
     """
-    if registry is not None and not isinstance(registry, Registry):
-        raise TypeError(f"registry must be a pipeline.Registry or None, got {type(registry).__name__}")
+    if registry is not None:
+        registry_or_default(registry)  # the type, before anything is built
     if isinstance(value, PipelineSpec):
         if value.family != family:
             raise TypeError(f"{argument}= takes a {family} PipelineSpec, got a {value.family} one "

@@ -40,7 +40,7 @@ from ..checks import check_bool, check_mask, dtype_name
 from ..seeding import SeedState
 from .launches import Launches
 from .params import Params, check_as_stored
-from .registry import Registry, default_registry, is_builtin
+from .registry import Registry, is_builtin, registry_or_default
 from .spec import PipelineSpec
 from .stage import check_ordered
 
@@ -316,9 +316,7 @@ class Program:
                  prepare: bool = True, out=None):
         if not isinstance(spec, PipelineSpec):
             raise TypeError(f"build() takes a PipelineSpec, got {type(spec).__name__}")
-        reg = default_registry() if registry is None else registry
-        if not isinstance(reg, Registry):
-            raise TypeError(f"registry must be a pipeline.Registry or None, got {type(reg).__name__}")
+        reg = registry_or_default(registry)
         family = reg.family(spec.family)
         found = [(name, *reg.lookup(name, spec.family)) for name in spec.stages]
         declared = _check_params(spec, found)

@@ -16,7 +16,7 @@ import re
 from .stage import Family, Param, Stage
 from .stages import banking, circuit, gates, given, track
 
-__all__ = ["Registry", "default_registry", "FAMILIES", "is_builtin"]
+__all__ = ["Registry", "default_registry", "registry_or_default", "FAMILIES", "is_builtin"]
 
 #: the built-in families by name
 FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
@@ -161,6 +161,20 @@ _DEFAULT = Registry()
 def default_registry() -> Registry:
     """The registry ``build`` uses when given none (the built-ins, and what was registered into it)."""
     return _DEFAULT
+
+
+def registry_or_default(registry) -> Registry:
+    """``registry`` checked, or :func:`default_registry` for None.
+
+    Raises:
+        TypeError: anything but a :class:`Registry` instance or None (a dict, the class itself).
+    """
+    if registry is None:
+        return _DEFAULT
+    if not isinstance(registry, Registry):
+        raise TypeError(f"registry must be a pipeline.Registry or None, got {type(registry).__name__} "
+                        f"{registry!r}"[:200])
+    return registry
 
 
 def _check_ordered_pairs(stage: str, ordered, names: list[str]) -> None:

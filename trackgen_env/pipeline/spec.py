@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..checks import check_float, check_int
-from .registry import FAMILIES, Registry, default_registry
+from .registry import FAMILIES, Registry, registry_or_default
 
 __all__ = ["PipelineSpec"]
 
@@ -145,12 +145,20 @@ class PipelineSpec:
         (``{"param": value}`` or ``{"stage.param": value}``) sets construction values.
 
         Raises:
-            TypeError: ``params`` neither None nor a mapping; both ``after`` and ``before``.
+            TypeError: ``params`` neither None nor a mapping; both ``after`` and ``before``; a
+                ``name``, ``after`` or ``before`` that is not a str; ``registry`` neither None nor a
+                ``Registry``.
             KeyError: ``name`` is not in ``registry`` (the default registry when None), or
                 ``params`` names a parameter the stage does not declare.
             ValueError: ``name`` is already a stage of the spec, or ``after`` / ``before`` is not one.
         """
-        reg = default_registry() if registry is None else registry
+        reg = registry_or_default(registry)
+        if not isinstance(name, str):
+            raise TypeError(f"with_stage takes a stage's name (a str), got {type(name).__name__} {name!r}")
+        for what, at in (("after", after), ("before", before)):
+            if at is not None and not isinstance(at, str):
+                raise TypeError(f"with_stage({name!r}) {what}= takes a stage's name (a str) or None, got "
+                                f"{type(at).__name__} {at!r}")
         cls, _ = reg.lookup(name, self.family)
         if name in self.stages:
             raise ValueError(f"stage {name!r} is already in the spec: {self.stages}")
