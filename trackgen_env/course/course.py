@@ -220,8 +220,10 @@ class Course:
             # a refused construction leaves every component free to be used again
             for c in attached:
                 c.context = None
-            for array, copy in saved:
-                wp.copy(array, copy)
+            if saved:
+                wp.synchronize_device(saved[0][0].device)  # the warm-up's launches, on any stream, done
+                for array, copy in saved:
+                    wp.copy(array, copy)
             raise
         _take_over(self)
 
@@ -701,7 +703,10 @@ def _generator_state(generator) -> list[tuple[wp.array, wp.array]]:
     for mapping in (getattr(generator, "params", None), getattr(generator, "fields", None)):  # a Program's
         if isinstance(mapping, Mapping):
             arrays += [mapping[name] for name in mapping]
-    return [(a, wp.clone(a)) for a in arrays if isinstance(a, wp.array)]
+    saved = [(a, wp.clone(a)) for a in arrays if isinstance(a, wp.array)]
+    if saved:
+        wp.synchronize_device(saved[0][0].device)  # copied before the warm-up, which may launch on another stream
+    return saved
 
 
 def _take_over(course: Course) -> None:
