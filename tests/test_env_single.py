@@ -160,3 +160,23 @@ def test_the_envs_page_single_env_example_runs():
     ns = {}  # the block imports what it uses
     exec(block.replace("range(100)", "range(30)"), ns)
     assert ns["frame"].shape == (256, 256, 3)
+
+
+def test_a_refused_reset_leaves_the_episode_as_it_was_and_a_numpy_seed_is_an_int():
+    env = TrackEnv("cpu", seed=0)
+    env.reset(seed=3)
+    for _ in range(5):
+        obs, *_ = env.step(np.array([0.0, 1.0], np.float32))
+    for bad, error, message in (([5], TypeError, "got list \\[5\\]"), (True, TypeError, "got bool True"),
+                                (2.0, TypeError, "got float 2.0"), (-1, ValueError, "got -1")):
+        with pytest.raises(error, match="seed must be None or an int >= 0, " + message):
+            env.reset(seed=bad)
+    with pytest.raises(TypeError, match="options must be None or a dict, got str 'ab'"):
+        env.reset(options="ab")
+    after, *_ = env.step(np.array([0.0, 1.0], np.float32))  # the episode went on: the car kept its speed
+    twin = TrackEnv("cpu", seed=0)
+    twin.reset(seed=3)
+    for _ in range(6):
+        expected, *_ = twin.step(np.array([0.0, 1.0], np.float32))
+    np.testing.assert_array_equal(after, expected)
+    np.testing.assert_array_equal(env.reset(seed=np.int64(7))[0], twin.reset(seed=7)[0])

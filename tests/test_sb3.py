@@ -356,6 +356,19 @@ def test_render_tiles_the_envs_rgb_frames():
     venv.close()
 
 
+def test_a_sharded_adapter_renders_as_one_env():
+    kw = {"seed": 2, "device": "cpu", "render_mode": "rgb_array"}
+    one, two = make_sb3_vec_env("TrackGen-Track-v0", 4, **kw), make_sb3_vec_env("TrackGen-Track-v0", 4, num_shards=2, **kw)
+    for venv in (one, two):
+        venv.reset()
+    np.testing.assert_array_equal(np.stack(two.get_images()), np.stack(one.get_images()))
+    np.testing.assert_array_equal(two.render(), one.render())
+    two.set_attr("render_mode", None)  # live through the adapter, as one env's
+    assert all(shard.render_mode is None for shard in two.env.shards)
+    one.close()
+    two.close()
+
+
 def test_a_render_mode_set_through_the_adapter_is_followed():
     """The env's render_mode is live: set with set_attr, the adapter's render() follows it."""
     venv = track_adapter(4)

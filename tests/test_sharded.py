@@ -423,3 +423,58 @@ def test_a_shards_setting_is_read_only_and_few_valid_courses_warn_once_at_constr
     few = [w for w in record if "hold a valid" in str(w.message)]
     assert len(few) == 1 and "only 0 of 8 envs" in str(few[0].message)
     bad.close()
+
+
+def test_render_draws_every_shards_envs_as_one_envs_render():
+    one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=5, seed=3, device="cpu", render_mode="rgb_array",
+                             render_size=32)
+    env = ShardedVectorEnv("TrackGen-Track-v0", 5, 2, seed=3, device="cpu", render_mode="rgb_array", render_size=32)
+    for e in (one, env):
+        e.reset(seed=3)
+        for _ in range(3):
+            e.step(np.full((5, 2), 0.5, np.float32))
+    np.testing.assert_array_equal(np.stack(env.render()), np.stack(one.render()))
+    for num in (1, 2, 3, 5):  # within the first shard, at its end, across both
+        np.testing.assert_array_equal(env.render_frames(num), one.render_frames(num))
+    with pytest.raises(ValueError, match="num"):
+        env.render_frames(6)
+    env.render_size = 48  # live, as one env's: every shard
+    assert env.render_size == 48 and all(s.render_size == 48 for s in env.shards)
+    assert env.render_frames(3).shape == (3, 48, 48, 3)
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        env.render_mode = "bogus"
+    assert env.render_mode == "rgb_array" and all(s.render_mode == "rgb_array" for s in env.shards)
+    env.render_mode = None
+    with pytest.warns(UserWarning, match='render\\(\\) needs render_mode="rgb_array"'):
+        assert env.render() is None
+    assert all(s.render_mode is None for s in env.shards)
+    env.close()
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        env.render_frames(1)
+    one.close()
+
+
+def test_an_interrupted_step_leaves_steps_and_resets_refused():
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
+    env.reset(seed=0)
+    env._workers._broken = True  # what a KeyboardInterrupt in the caller's wait leaves (_Workers.run)
+    for call in (lambda: env.step(np.zeros((4, 2), np.float32)), lambda: env.reset(seed=0)):
+        with pytest.raises(RuntimeError, match="an earlier step was interrupted .*build a new env"):
+            call()
+    env.close()
+
+
+def test_a_sharded_env_is_not_copied_or_pickled_and_its_params_close_with_it():
+    import copy
+    import pickle
+
+    env = ShardedVectorEnv("TrackGen-Track-v0", 4, 2, seed=0, device="cpu")
+    for call in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="a ShardedVectorEnv cannot be pickled or copied"):
+            call(env)
+    params = env.params
+    env.close()
+    for call in (lambda: params["band.width"], lambda: params.__setitem__("band.width", 1.0),
+                 lambda: env.params["band.width"], lambda: params.randomize):
+        with pytest.raises(RuntimeError, match="the env is closed"):
+            call()

@@ -92,10 +92,15 @@ class _Workers:
             _take(*task)  # a task of a finished run finds its iterator empty
             del task  # keep nothing of a run alive between runs
 
+    def check_whole(self) -> None:
+        """Raises RuntimeError when an earlier run was interrupted while a thread ran a job of it."""
+        if self._broken:
+            raise RuntimeError("an earlier step was interrupted while the shards ran (a thread may still be stepping "
+                               "its shard): build a new env")
+
     def run(self, job) -> None:
         """``job(k)`` for every ``k`` at once; re-raises the first exception a job raised (all jobs ran)."""
-        if self._broken:
-            raise RuntimeError("an earlier step was interrupted while the shards ran: build a new env")
+        self.check_whole()
         n = self.num_jobs
         indices, errors, done = iter(range(n)), [None] * n, [threading.Lock() for _ in range(n)]
         for lock in done:
@@ -147,14 +152,21 @@ class ShardedParams(Mapping):
 
     Raises:
         KeyError / TypeError / ValueError: as :class:`~trackgen_env.pipeline.params.Params`.
+        RuntimeError: any read or write after the env's ``close()``.
     """
 
     def __init__(self, shards: list, bounds: list[tuple[int, int]]):
+        self._shards = shards
         self._params = [shard.course.generator.params for shard in shards]
         self._bounds = bounds
         self.num_envs = bounds[-1][1]
 
+    def _check_open(self) -> None:
+        for shard in self._shards:
+            shard.check_open()  # RuntimeError after close(), as one env's course
+
     def __getitem__(self, name: str) -> np.ndarray:
+        self._check_open()
         # read-only, as one env's view: an item written into a copy would change nothing
         return _read_only(np.concatenate([p[name].numpy() for p in self._params]))
 
@@ -168,11 +180,13 @@ class ShardedParams(Mapping):
     def randomize(self) -> Mapping:
         """``name -> (lo, hi)``: the live ranges of the randomized parameters, ``[E] float32``
         NumPy copies over every shard (move them with :meth:`set_range`)."""
+        self._check_open()
         return MappingProxyType({
             name: tuple(_read_only(np.concatenate([p.randomize[name][i].numpy() for p in self._params])) for i in (0, 1))
             for name in self._params[0].randomize})
 
     def __setitem__(self, name: str, value) -> None:
+        self._check_open()
         first = self._params[0]
         first[name]  # the checks in one env's order: the name, randomized, the value's form, its rows
         if name in first.randomize:
@@ -183,6 +197,7 @@ class ShardedParams(Mapping):
 
     def set_range(self, name: str, lo, hi) -> None:
         """Move a randomized parameter's range in every shard (see ``Params.set_range``)."""
+        self._check_open()
         first = self._params[0]
         first[name]
         if name not in first.randomize:
@@ -280,6 +295,10 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     ``course.generator.params``; ``shards[k]`` is the env holding envs ``bounds[k]``. A setting
     that every shard holds alike reads as one env's (``env.car``, ``env.device``,
     ``env.max_episode_steps``); a shard's own objects (``course``, ``state``) through ``shards[k]``.
+    ``render()`` and ``render_frames(num)`` draw each shard's envs, as one env's; ``render_mode``
+    and ``render_size`` set every shard's. A step interrupted while the shards ran (Ctrl-C)
+    leaves the env unusable: its later steps and resets raise RuntimeError. It cannot be
+    copied or pickled (TypeError), as one env.
 
     Raises:
         TypeError / ValueError: bad ``num_envs`` / ``num_shards`` / ``seed``, ``output`` other
@@ -322,7 +341,6 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self._warn_if_few_valid("the first generation")
         first = self.shards[0]
         self.metadata = dict(first.metadata)
-        self.render_mode = first.render_mode
         self.single_observation_space = first.single_observation_space
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)
@@ -357,10 +375,68 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
                                  f"build the ShardedVectorEnv with it")
         super().__setattr__(name, value)
 
+    @property
+    def render_mode(self) -> str | None:
+        """None or ``"rgb_array"``, every shard's; settable, as one env's (the next ``render()`` uses it)."""
+        return self.shards[0].render_mode
+
+    @render_mode.setter
+    def render_mode(self, value) -> None:
+        for shard in self.shards:  # the first refuses a bad value before any shard changes
+            shard.render_mode = value
+
+    @property
+    def render_size(self) -> int:
+        """[pixels] the frames' side, every shard's; settable, as one env's."""
+        return self.shards[0].render_size
+
+    @render_size.setter
+    def render_size(self, value) -> None:
+        for shard in self.shards:
+            shard.render_size = value
+
+    def render(self):
+        """One RGB frame ``[H, W, 3]`` uint8 per env, as one env's ``render()``: a tuple of ``num_envs``
+        frames, or None without ``render_mode`` (a warning).
+
+        Raises:
+            RuntimeError: the env is closed.
+        """
+        self._check_open()
+        if self.render_mode is None:
+            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
+            return None
+        return tuple(self.render_frames())
+
+    def render_frames(self, num: int | None = None) -> np.ndarray:
+        """The frames of the first ``num`` envs (all when None) as one ``[num, H, W, 3]`` uint8 host
+        array, each shard drawing its own envs (as one env's ``render_frames``).
+
+        Raises:
+            ValueError: ``num`` outside ``1 .. num_envs``. RuntimeError: the env is closed.
+        """
+        self._check_open()
+        num = self.num_envs if num is None else check_int("num", num, lo=1, hi=self.num_envs)
+        return np.concatenate([shard.render_frames(min(b, num) - a)
+                               for shard, (a, b) in zip(self.shards, self.bounds) if a < num])
+
+    def __getstate__(self):
+        """Refuse ``pickle`` and ``copy``: the shards hold device arrays, recorded graphs and threads.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(f"a {type(self).__name__} cannot be pickled or copied (its shards hold Warp device arrays, "
+                        "recorded graphs and worker threads): build another with the same arguments")
+
+    def _check_open(self) -> None:
+        for shard in self.shards:
+            shard.check_open()  # RuntimeError after close(), as one env's
+
     def reset(self, *, seed=None, options=None):
         """Reset as one env would (see the class docstring); ``(obs [E, D], info)``."""
-        for shard in self.shards:
-            shard.check_open()  # RuntimeError after close(), as one env's reset
+        self._check_open()
+        self._workers.check_whole()  # a step interrupted while the shards ran: the env is broken
         first = self.shards[0]
         seeds = [None] * self.num_shards if seed is None else _shard_seeds(seed, self.num_envs, self.bounds)
         mask = self.check_reset_options(options, seed)
@@ -398,6 +474,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         """Step every shard in its thread; ``(obs, reward, terminated, truncated, info)`` over all envs."""
         for shard in self.shards:
             shard.check_steppable()
+        self._workers.check_whole()
         first = self.shards[0]
         actions = check_actions(actions, self.num_envs, self.single_action_space.shape[0], first.action_labels)
         out = first.new_outputs(self.num_envs)

@@ -13,9 +13,11 @@ autoreset). For many envs use the vector env itself: one graph replay steps them
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from .base import CourseVectorEnv
@@ -128,11 +130,22 @@ class SingleCourseEnv(gymnasium.Env):
             ``(obs [D] float32, info)``, ``info`` a dict of Python scalars (``"laps"``, ...).
 
         Raises:
-            ValueError: a negative or non-int seed, or options.
+            TypeError: a seed that is not an int (a NumPy integer is taken as its int), options
+                that are not None or a mapping.
+            ValueError: a negative seed; options given. Each before anything changes.
         """
+        cls = type(self).__name__
+        if isinstance(seed, np.integer):
+            seed = int(seed)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"{cls}.reset seed must be None or an int >= 0, got {type(seed).__name__} {seed!r}")
+        if seed is not None and seed < 0:
+            raise ValueError(f"{cls}.reset seed must be None or an int >= 0, got {seed}")
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"{cls}.reset options must be None or a dict, got {type(options).__name__} {options!r}")
         if options:
-            raise ValueError(f"{type(self).__name__}.reset takes no options, got {sorted(options)}")
-        obs, info = self.vector_env.reset(seed=seed)  # checks the seed first
+            raise ValueError(f"{cls}.reset takes no options, got {sorted(options)}")
+        obs, info = self.vector_env.reset(seed=seed)
         super().reset(seed=seed)  # np_random, as Gymnasium's envs (the courses are seeded on the device)
         self._last = None
         self._warned_done = False
