@@ -369,6 +369,21 @@ def test_a_sharded_adapter_renders_as_one_env():
     two.close()
 
 
+def test_attributes_are_found_through_gymnasium_vector_wrappers():
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    vec = gymnasium.make_vec("TrackGen-Track-v0", num_envs=2, device="cpu", autoreset_mode=AutoresetMode.SAME_STEP)
+    venv = SB3VecEnv(RecordEpisodeStatistics(vec))
+    assert venv.get_attr("car") == [vec.unwrapped.car] * 2
+    assert venv.get_attr("episode_count") == [0, 0]  # the wrapper's own, outermost first
+    venv.set_attr("render_size", 32)
+    assert vec.unwrapped.render_size == 32
+    assert venv.env_method("check_open") == [None, None]
+    with pytest.raises(AttributeError, match="nope"):
+        venv.get_attr("nope")
+    venv.close()
+
+
 def test_a_render_mode_set_through_the_adapter_is_followed():
     """The env's render_mode is live: set with set_attr, the adapter's render() follows it."""
     venv = track_adapter(4)

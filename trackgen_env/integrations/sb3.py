@@ -154,7 +154,9 @@ def _build_adapter_class():
         ``[E]`` arrays covering all envs); ``env_method(name, *args, indices=, **kw)`` calls
         the vector env's method **once** and returns its result once per requested index;
         ``set_attr(name, value, indices)`` sets the vector env's attribute, and only for all
-        envs (``indices`` None or every index), since it is shared.
+        envs (``indices`` None or every index), since it is shared. Each looks through Gymnasium
+        vector wrappers around the env (which forward no attributes) to the outermost that has
+        the name, as SB3's wrappers do.
         ``env_is_wrapped(cls)`` is True for every index when any Gymnasium vector wrapper in
         the env's chain is an instance of ``cls``.
 
@@ -282,9 +284,21 @@ def _build_adapter_class():
                 raise IndexError(f"SB3VecEnv: env indices must be in [0, {self.num_envs}), got {bad}")
             return len(idx)
 
+        def _owner(self, attr_name: str):
+            """The outermost of the vector env and the Gymnasium vector wrappers around it that has
+            ``attr_name`` (Gymnasium 1.x's wrappers forward no attributes; SB3's ``get_attr`` looks
+            through its own wrappers), else the outermost."""
+            env = self.env
+            while not hasattr(env, attr_name):
+                inner = getattr(env, "env", None)
+                if not isinstance(inner, VectorEnv) or inner is env:
+                    return self.env
+                env = inner
+            return env
+
         def get_attr(self, attr_name: str, indices=None) -> list[Any]:
             n = self._count(indices)
-            return [getattr(self.env, attr_name)] * n
+            return [getattr(self._owner(attr_name), attr_name)] * n
 
         def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
             if indices is not None and sorted(set(int(i) for i in self._get_indices(indices))) != list(range(self.num_envs)):
@@ -292,7 +306,7 @@ def _build_adapter_class():
                     f"SB3VecEnv.set_attr({attr_name!r}): the envs share one vector env, so an attribute can only be "
                     f"set for all envs (indices=None), got indices={indices!r}"
                 )
-            setattr(self.env, attr_name, value)
+            setattr(self._owner(attr_name), attr_name, value)
             if attr_name == "render_mode":  # live in the env: the adapter's render() follows it, as SB3's __init__ set it
                 self.render_mode = self.env.render_mode
                 self.metadata = {"render_modes": [] if self.render_mode is None else
@@ -300,7 +314,7 @@ def _build_adapter_class():
 
         def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
             n = self._count(indices)
-            result = getattr(self.env, method_name)(*method_args, **method_kwargs)
+            result = getattr(self._owner(method_name), method_name)(*method_args, **method_kwargs)
             return [result] * n
 
         def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
