@@ -73,12 +73,14 @@ def test_check_component_finds_an_on_generate_that_reads_a_bound_input():
 
 
 class _HostReset(Log):
-    """Stands for an operation a conditional body cannot hold (a pageable host copy on CUDA)."""
+    """Stands for an operation a conditional body cannot hold (a pageable host copy on CUDA): Warp
+    refuses a capture begun inside a capture."""
 
     def reset(self, ctx, mask):
         super().reset(ctx, mask)
         if is_capturing(ctx.device):
-            raise RuntimeError("a copy to pageable host memory cannot be captured")
+            with wp.ScopedCapture(device=ctx.device, force_module_load=False):
+                pass
 
 
 def test_check_component_names_the_method_a_conditional_body_cannot_hold():
@@ -95,7 +97,41 @@ def test_masked_regeneration_capture_error_names_the_component():
 
 def test_masked_regeneration_error_outside_a_conditional_body_propagates_as_is():
     course = Course(FakeGenerator(E), [_HostReset("acme.host")])
-    with exec_modes.unconditional(), pytest.raises(RuntimeError, match="pageable") as info, \
+    with exec_modes.unconditional(), pytest.raises(RuntimeError, match="capture already in progress") as info, \
             wp.ScopedCapture(device="cpu"):
         course.regenerate(mask=wp.zeros(E, dtype=wp.int32, device="cpu"))
     assert not isinstance(info.value, CaptureError)
+
+
+class _ResetIgnoresMask(Counter):
+    def reset(self, ctx, mask):
+        self.log.append((self.name, "reset"))
+        self.res.count.zero_()  # every env's state, whatever the mask
+
+
+def test_check_component_finds_a_reset_that_ignores_the_mask_once_a_step_made_state():
+    with pytest.raises(ValueError, match="all-zero mask after a step changed .*count"):
+        tools.check_component(_ResetIgnoresMask("acme.forgetful"), FakeGenerator(E), inputs={"position": vec3s(E)})
+
+
+class _ResetReadsInput(Counter):
+    def reset(self, ctx, mask):
+        super().reset(ctx, mask)
+        self.bound["position"]
+
+
+def test_check_component_names_a_reset_that_reads_a_bound_input_and_refuses_unknown_inputs():
+    with pytest.raises(ValueError, match="'acme.rb': reset reads a bound input .*only step may read"):
+        tools.check_component(_ResetReadsInput("acme.rb"), FakeGenerator(E), inputs={"position": vec3s(E)})
+    with pytest.raises(TypeError, match=r"inputs \['foo'\] are not inputs of 'acme.count', which declares \['position'\]"):
+        tools.check_component(Counter("acme.count"), FakeGenerator(E), inputs={"position": vec3s(E), "foo": vec3s(E)})
+    with pytest.raises(TypeError, match="expected a component .*got a object"):
+        tools.check_component(object(), FakeGenerator(E))
+
+
+def test_check_component_refuses_a_generator_a_course_drives():
+    course = Course.track(TrackGenConfig(num_envs=E, device="cpu"), checkpoint_spacing=0.6, seeds=1)
+    before = course.result.centerline.numpy().copy()
+    with pytest.raises(ValueError, match="a Course drives this one"):
+        tools.check_component(tools.Localizer(), course.generator, inputs={"position": vec3s(E)})
+    assert (course.result.centerline.numpy() == before).all()

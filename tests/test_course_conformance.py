@@ -871,13 +871,27 @@ def test_regeneration_a_components_own_error_keeps_its_type_under_a_masked_regen
 
     class CaptureRefusal(_Duck):
         def on_generate(self, ctx, mask):
-            if wp.get_device(ctx.device).is_capturing:  # stands for an operation a capture cannot hold
-                raise RuntimeError("operation not permitted when stream is capturing")
+            if wp.get_device(ctx.device).is_capturing:  # an operation a capture cannot hold: Warp refuses it
+                with wp.ScopedCapture(device=ctx.device, force_module_load=False):
+                    pass
 
     course, _ = fake_course(components=[Log("a"), CaptureRefusal("acme.refusal")])
     with pytest.raises(CaptureError, match="acme.refusal.on_generate could not be recorded in the conditional body"):
         course.regenerate(mask=mask)
     course.enqueue_generate(mask=mask)  # eagerly it runs
+
+    class OwnRuntimeError(_Duck):
+        def on_generate(self, ctx, mask):
+            if self.fail:
+                raise RuntimeError("boom: the component's own")
+
+    boom = OwnRuntimeError("acme.boom")
+    course, _ = fake_course(components=[Log("a"), boom])
+    boom.fail = True
+    for call in (lambda: course.enqueue_generate(mask=mask), lambda: course.regenerate(mask=mask)):
+        with pytest.raises(RuntimeError, match="boom: the component's own") as raised:
+            call()
+        assert not isinstance(raised.value, CaptureError)
 
 
 def test_regeneration_all_zero_mask_is_an_exact_identity(device):

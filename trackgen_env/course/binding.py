@@ -6,12 +6,10 @@ import contextlib
 
 import warp as wp
 
-from ..tools.contract import restore_probes, take_probes, validate_inputs, warn_stale
+from ..tools.contract import POSITIONAL_INPUTS, restore_probes, take_probes, validate_inputs, warn_stale
 
 __all__ = ["POSITIONAL_INPUTS", "route_inputs", "apply_bindings"]
 
-# accepted on every course (also positionally, in this order); ignored when undeclared
-POSITIONAL_INPUTS = ("position", "orientation", "half_extents", "box_position")
 
 
 def route_inputs(course, args: tuple, arrays: dict) -> dict[str, dict[str, wp.array]]:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import sys
 import warnings
-import weakref
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -34,6 +35,7 @@ from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import PipelineSpec, Program
 from ..tools.component import ComponentContext, is_per_step, step_components
 from ..tools.contract import mark_recorded
+from ..tools.ownership import driver_of, take_over
 from .binding import POSITIONAL_INPUTS, apply_bindings, route_inputs
 from .config import CourseConfig
 from .graphs import VariantGraphs, load_kernel_modules
@@ -45,10 +47,6 @@ from .streams import OnStream, check_stream, resolve_stream
 __all__ = ["Course", "POSITIONAL_INPUTS"]
 
 _SURFACE = ("result", "layout", "enqueue", "device")
-
-# id(generator) -> weakref to the course that drives it (one course per generator)
-_DRIVERS: dict[int, weakref.ref] = {}
-
 
 class Course:
     """A generator plus components: construction, binding, stepping and regeneration.
@@ -210,7 +208,7 @@ class Course:
         attached = []
         # the warm-up regenerates the generator: where another course drives it, a refused
         # construction puts back what that course reads (its courses, the drawn parameters)
-        saved = _generator_state(generator) if prepare and _driver_of(generator) is not None else ()
+        saved = _generator_state(generator) if prepare and driver_of(generator) is not None else ()
         try:
             for c in components:
                 ctx.add(c)
@@ -225,7 +223,7 @@ class Course:
                 for array, copy in saved:
                     wp.copy(array, copy)
             raise
-        _take_over(self)
+        take_over(self)
 
     def _attach(self, generator, ctx, components: list, prepare: bool) -> None:
         """The rest of the construction, once every component is attached."""
@@ -244,6 +242,7 @@ class Course:
         self._zero_mask = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)
         self._graphs = VariantGraphs()
         self._prepared = False
+        self._filled = False  # a regeneration of every env has run the components' on_generate
         self._taken_over = False
         self._running: tuple[str, str] | None = None
         # a component of the contract need not have a result (its entry is then None)
@@ -374,7 +373,9 @@ class Course:
 
         Raises:
             RuntimeError: ``"call bind() before step()"`` while a required input is
-                unbound; a newer course drives the generator.
+                unbound; a newer course drives the generator; a course built with
+                ``prepare=False`` before its first regeneration of every env (its components
+                hold no course yet: ``prepare()`` only loads the modules).
             TypeError / ValueError: a mask that is not an ``[E] int32`` array on the device.
             CaptureError: the course has a default stream and another stream records.
         """
@@ -382,6 +383,11 @@ class Course:
             self._check_driver()
         if self._needs_bind and self._bindings is None:
             raise RuntimeError("call bind() before step()")
+        if not self._filled:
+            raise RuntimeError(
+                "this course was built with prepare=False and no regeneration of every env has run yet: its "
+                "components hold no course (no checkpoints, no collision grid); call course.regenerate() (or "
+                "generate()) before step(); prepare() only loads the modules")
         if mask is not None:
             mask = self._check_mask(mask)
         s, capturing = self._resolve(stream)
@@ -573,6 +579,8 @@ class Course:
     # -- the body -----------------------------------------------------------------------
     def _body(self, advance: bool, mask: wp.array | None) -> None:
         ctx = self._ctx
+        if mask is None:
+            self._filled = True
         self._running = ("generator", "enqueue")
         self.generator.enqueue(ctx, advance=advance, mask=mask)
         for c in self._order:
@@ -597,9 +605,9 @@ class Course:
                 raise
             except RuntimeError as exc:
                 # what Warp (and torch) raise for an operation a capture cannot hold; any other
-                # exception is the component's own, raised as it would be eagerly
+                # exception, and one the component's own code raised, is raised as it would be eagerly
                 running, self._running = self._running, None
-                if running is None or not self.device.is_capturing:
+                if running is None or not self.device.is_capturing or not _raised_in_a_library(exc):
                     raise
                 who, phase = running
                 raise CaptureError(
@@ -637,7 +645,7 @@ class Course:
     # -- checks -------------------------------------------------------------------------
     def _check_driver(self) -> None:
         if self._taken_over:
-            newer = "use that one" if _driver_of(self.generator) is not None else (
+            newer = "use that one" if driver_of(self.generator) is not None else (
                 "that course is gone now, so build a new Course over the generator")
             raise RuntimeError(
                 "this Course's generator is driven by another Course (one built later over the same generator, "
@@ -653,6 +661,19 @@ class Course:
     def _scope(self, s):
         """Launch on ``s`` (None: the current stream); components read it as ``ctx.stream``."""
         return contextlib.nullcontext() if s is None else OnStream(self._ctx, s)
+
+
+def _raised_in_a_library(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` lies in Warp or torch (a capture refusing an
+    operation), not in a component's own code."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return True
+    where = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    libraries = [sys.modules[name] for name in ("warp", "torch") if name in sys.modules]
+    return any(where.startswith(os.path.dirname(os.path.abspath(lib.__file__)) + os.sep) for lib in libraries)
 
 
 def _check_generator(generator) -> None:
@@ -688,13 +709,6 @@ def _after_build(preset, generator) -> None:
         preset.check_resolution(generator)
 
 
-def _driver_of(generator) -> Course | None:
-    """The live course that drives ``generator``, or None."""
-    ref = _DRIVERS.get(id(generator))
-    course = ref() if ref is not None else None
-    return course if course is not None and course.generator is generator else None
-
-
 def _generator_state(generator) -> list[tuple[wp.array, wp.array]]:
     """``(array, copy)`` of what a regeneration writes that a course reads: the result's arrays,
     the live parameters (a randomized one is drawn again) and a program's plugin fields."""
@@ -707,17 +721,3 @@ def _generator_state(generator) -> list[tuple[wp.array, wp.array]]:
     if saved:
         wp.synchronize_device(saved[0][0].device)  # copied before the warm-up, which may launch on another stream
     return saved
-
-
-def _take_over(course: Course) -> None:
-    """Make ``course`` the one course driving its generator; the older one refuses calls."""
-    key = id(course.generator)
-    older = _driver_of(course.generator)
-    if older is not None and older is not course:
-        older._taken_over = True
-
-    def forget(r, key=key):
-        if _DRIVERS.get(key) is r:
-            del _DRIVERS[key]
-
-    _DRIVERS[key] = weakref.ref(course, forget)

@@ -31,6 +31,7 @@ from ..checks import dtype_name
 __all__ = [
     "InputSpec",
     "REQUIRED_METHODS",
+    "POSITIONAL_INPUTS",
     "BoundInputs",
     "check_name",
     "missing_methods",
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 REQUIRED_METHODS = ("attach", "bind", "on_generate", "step", "reset")
+
+#: the pose inputs ``Course.bind`` accepts on every course (also positionally, in this order);
+#: ignored when no component declares them
+POSITIONAL_INPUTS = ("position", "orientation", "half_extents", "box_position")
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,9 @@ class BoundInputs(dict):
     def __missing__(self, key):
         missing = [name for name in self._required if name not in self]
         if missing:
-            raise RuntimeError(f"call bind() before step(): {self._component_name!r} needs {', '.join(missing)}")
+            raise RuntimeError(f"call bind() before step(): {self._component_name!r} needs {', '.join(missing)} (read "
+                               "in on_generate or reset? only step may read a bound input: a course's recorded "
+                               "graphs never see a rebind)")
         raise KeyError(key)
 
 
@@ -96,6 +103,9 @@ def check_name(component) -> str:
         TypeError: the name is missing, not a str, or empty.
     """
     name = getattr(component, "name", None)
+    if name is None and len(missing_methods(component)) == len(REQUIRED_METHODS):
+        raise TypeError(f"expected a component (a name and the methods {list(REQUIRED_METHODS)}), got a "
+                        f"{type(component).__name__}")
     if not isinstance(name, str) or not name:
         raise TypeError(f"a component name must be a non-empty str, got {name!r} on a {type(component).__name__}")
     return name
