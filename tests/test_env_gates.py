@@ -429,3 +429,20 @@ def test_record_episode_statistics_wrapper_sees_each_episode_once():
         if "episode" in info:
             lengths += info["episode"]["l"][info["_episode"]].tolist()
     assert lengths == [10, 10, 10, 10]  # steps 10 and 21 (step 11 is the autoreset step)
+
+
+def test_the_reference_pilot_refuses_what_it_cannot_fly_naming_it():
+    from trackgen_env.envs.controllers import ControllerGains, CourseLinePilot
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    with pytest.raises(TypeError, match="CourseLinePilot flies a gates env .*got TrackVectorEnv; for the track env use "
+                                        "PurePursuit"):
+        CourseLinePilot(TrackVectorEnv(2, "cpu", seed=0))
+    with pytest.raises(TypeError, match="got str"):
+        CourseLinePilot("env")
+    env = GatesVectorEnv(2, "cpu", seed=0)
+    with pytest.raises(TypeError, match="gains must be a ControllerGains .*got dict"):
+        CourseLinePilot(env, gains={"speed": 3.0})
+    with pytest.raises(ValueError, match="max_tilt"):
+        ControllerGains(max_tilt=5.0)
+    env.close()

@@ -97,6 +97,14 @@ def test_the_track_env_refuses_a_wrong_source_clearly(kwargs, error, match):
         TrackVectorEnv(2, "cpu", seed=0, **kwargs)
 
 
+@pytest.mark.parametrize("gates", [GateGenConfig(gate_width=0.6, source="layout"),
+                                   presets.gates(gate_width=0.6, source="layout")])
+def test_the_gates_env_refuses_a_given_layout_source_without_its_layout(gates):
+    with pytest.raises(ValueError, match='gates= must generate its courses: a source="layout" config or spec .* '
+                                         'pass it as layout='):
+        GatesVectorEnv(2, "cpu", seed=0, gates=gates)
+
+
 def test_a_gates_spec_flies_the_same_courses_as_its_config_and_a_track_spec_is_refused():
     config = GateGenConfig(gate_width=0.7, size=9.0)
     a = GatesVectorEnv(4, "cpu", seed=3, gates=config)

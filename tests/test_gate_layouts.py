@@ -233,6 +233,20 @@ def test_malformed_yaml_text(tmp_path, text, message):
     assert str(path) in str(exc.value)
 
 
+@pytest.mark.parametrize("name, kind", [("bin.yaml", "YAML"), ("bin.toml", "TOML")])
+def test_a_binary_file_is_refused_naming_it(tmp_path, name, kind):
+    path = tmp_path / name
+    path.write_bytes(bytes(range(128, 256)) * 4)
+    with pytest.raises(ValueError, match=f"{name}: not valid {kind}"):
+        load_gate_layout(path)
+
+
+@pytest.mark.parametrize("bad", [None, 3, [None]])
+def test_a_path_that_is_not_a_path_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="load_gate_layout takes a file path"):
+        load_gate_layout(bad)
+
+
 def test_malformed_toml(tmp_path):
     path = _toml_gates(tmp_path, "[[gates]]\nposition = [0, 0, nan]\n[[gates]]\nposition = [1, 0, 1]\n"
                                  "[[gates]]\nposition = [1, 1, 1]\n", "bad.toml")
@@ -444,6 +458,36 @@ def test_the_bounds_hold_the_course_line_where_it_swings_out_past_the_gates():
         assert bool(info["out_of_bounds"][0]) is outside, x
         assert bool(terminated[0]) is (outside or bool(info["missed_gate"][0])), x
     env.close()
+
+
+def test_the_bounds_reach_the_top_of_each_opening_plus_the_margin():
+    """A drone above a gate's centre but inside its opening (a 1.5 m gate at 1.5 m reaches 2.25 m) is
+    inside the bounds with a small bounds_margin; above the top plus the margin it is out."""
+    import warp as wp
+
+    from trackgen_env.envs.gates import GatesVectorEnv
+
+    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1.5], "yaw_deg": 90}, {"position": [5, 5, 1.5], "yaw_deg": 0},
+                                          {"position": [0, 10, 1.5], "yaw_deg": -90}, {"position": [-5, 5, 1.5],
+                                                                                       "yaw_deg": 180}]}, gate_size=1.5)
+    env = GatesVectorEnv(1, "cpu", layout=layout, bounds_margin=0.2, capture=False)
+    still = np.zeros((1, 4), np.float32)
+    for z, outside in ((2.1, False), (2.4, False), (2.6, True)):
+        env.reset(seed=0)
+        env.position.assign(wp.array([[0.0, 5.0, z]], dtype=wp.vec3, device="cpu"))
+        _, _, _, _, info = env.step(still)
+        assert bool(info["out_of_bounds"][0]) is outside, z
+    env.close()
+
+
+def test_a_layout_of_more_gates_than_a_course_holds_is_refused_naming_its_count():
+    from trackgen_env.envs.gates import GatesVectorEnv
+
+    angles = np.linspace(0.0, 2.0 * np.pi, 65, endpoint=False)
+    layout = parse_gate_layout({"gates": [{"position": [30 * np.cos(a), 30 * np.sin(a), 1.5],
+                                           "yaw_deg": float(np.degrees(a) + 90)} for a in angles]})
+    with pytest.raises(ValueError, match="this layout has 65 gates; a gate course holds at most 64"):
+        GatesVectorEnv(1, "cpu", layout=layout)
 
 
 @pytest.mark.parametrize("quat, match", [

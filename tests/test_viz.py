@@ -19,11 +19,11 @@ def figures(monkeypatch):
     """Captures the figures instead of writing them."""
     saved = []
 
-    def keep(fig, path):
+    def keep(fig, path, dpi=130):
         saved.append(fig)
         return str(path)
 
-    monkeypatch.setattr(viz, "_save", keep)
+    monkeypatch.setattr(viz, "save_figure", keep)
     return saved
 
 
@@ -63,3 +63,30 @@ def test_circuit_plot_colours_speed_in_m_per_s_like_the_grid(figures):
     assert "speed [m/s]" in texts and not any("km/h" in t for t in texts)
     colorbar = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert colorbar and colorbar[0].get_ylim()[1] == pytest.approx(80.0)
+
+
+
+def test_figures_refuse_what_they_cannot_draw_and_return_the_path_written(tmp_path):
+    from trackgen_env.demos.gates import plot_courses
+
+    track = {"centerline": np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]]), "half_width": np.full(3, 0.2),
+             "valid": True}
+    gate_course = {"gate_position": np.zeros((3, 3)), "course_line": np.zeros((5, 3))}
+    for call, error, message in (
+        (lambda: viz.plot_track_grid([], None, tmp_path / "a.png"), ValueError, "needs a non-empty list"),
+        (lambda: viz.plot_track_grid([gate_course], None, tmp_path / "a.png"), TypeError,
+         "item 0 must be tracks as TrackVectorEnv.tracks.*got a dict with keys \\['course_line', 'gate_position'\\]"),
+        (lambda: viz.plot_track_grid([track, track], [np.zeros((4, 2))], tmp_path / "a.png"), ValueError,
+         "2 items and 1 traces"),
+        (lambda: viz.plot_track_grid([track], [np.zeros(4)], tmp_path / "a.png"), ValueError, "trace 0 must be a \\[T, 2\\]"),
+        (lambda: viz.plot_track_grid([track], None, tmp_path / "a.png", labels=[]), ValueError, "1 items and 0 labels"),
+        (lambda: plot_courses([], [], tmp_path / "g.png"), ValueError, "plot_courses needs a non-empty list"),
+        (lambda: plot_courses([gate_course], [np.zeros((4, 2))], tmp_path / "g.png"), ValueError, "\\[T, 3\\]"),
+        (lambda: viz.plot_progress({"a": ([0, 1], [0, 1])}, tmp_path / "p.png", smooth=2.5), ValueError,
+         "smooth must be an int >= 1, got 2.5"),
+        (lambda: viz.plot_progress([([0, 1], [0, 1])], tmp_path / "p.png"), TypeError, "curves must be a dict"),
+    ):
+        with pytest.raises(error, match=message):
+            call()
+    written = viz.plot_track_grid([track], [np.array([[0.0, 0.0], [1.0, 0.0]])], tmp_path / "grid")
+    assert written == str(tmp_path / "grid.png") and (tmp_path / "grid.png").is_file()

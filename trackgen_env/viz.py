@@ -12,7 +12,8 @@ import os
 
 import numpy as np
 
-__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "scale_bar_length", "SPEED_LABEL"]
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "scale_bar_length", "SPEED_LABEL",
+           "save_figure", "check_panels"]
 
 _BAND = "#d9d9d9"
 _EDGE = "#555555"
@@ -93,8 +94,16 @@ def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: s
         labels: one caption per track.
 
     Returns:
-        ``path`` as a str.
+        The path written (``.png`` added when it has no extension).
+
+    Raises:
+        TypeError / ValueError: no tracks, a track that is not a dict as ``TrackVectorEnv.tracks()``
+            gives, or traces / speeds / labels of another count or shape.
     """
+    check_panels("plot_track_grid", tracks, ("centerline", "half_width"), traces, 2, labels,
+                 "tracks as TrackVectorEnv.tracks() returns them (for gate courses: demos.gates.plot_courses)")
+    if speeds is not None and (traces is None or len(speeds) != len(traces)):
+        raise ValueError("plot_track_grid: speeds need traces, one [T] array per trace")
     plt = _pyplot()
     from matplotlib.collections import LineCollection
 
@@ -133,7 +142,7 @@ def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: s
     if speeds is not None and traces is not None and any(len(t) > 1 for t in traces):
         fig.subplots_adjust(right=0.9)
         fig.colorbar(colored, cax=fig.add_axes([0.92, 0.3, 0.015, 0.4]), label=SPEED_LABEL)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike, *, speed: np.ndarray | None = None,
@@ -142,7 +151,7 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
     bar in m/s, as the track grid's), on axes in metres; writes a PNG.
 
     Returns:
-        ``path`` as a str.
+        The path written (``.png`` added when it has no extension).
     """
     plt = _pyplot()
     c = np.asarray(track["centerline"])[:, :2]
@@ -164,7 +173,7 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
         ax.set_title(title)
     ax.autoscale_view()
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_progress(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | os.PathLike, *,
@@ -180,13 +189,16 @@ def plot_progress(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | 
             curve stays, faint, underneath).
 
     Returns:
-        ``path`` as a str.
+        The path written (``.png`` added when it has no extension).
 
     Raises:
-        ValueError: ``smooth < 1``, or an ``x`` and ``y`` of different lengths.
+        ValueError: ``smooth`` not an int >= 1, or an ``x`` and ``y`` of different lengths.
+        TypeError: ``curves`` not a dict.
     """
-    if smooth < 1:
-        raise ValueError(f"smooth must be >= 1, got {smooth}")
+    if isinstance(smooth, bool) or not isinstance(smooth, (int, np.integer)) or smooth < 1:
+        raise ValueError(f"smooth must be an int >= 1, got {smooth!r}")
+    if not isinstance(curves, dict):
+        raise TypeError(f"curves must be a dict of label -> (x, y), got {type(curves).__name__}")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for label, (x, y) in curves.items():
@@ -207,15 +219,45 @@ def plot_progress(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | 
     if curves:
         ax.legend()
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path) -> str:
+def save_figure(fig, path, *, dpi: int = 130) -> str:
+    """Write ``fig`` as a PNG at ``path`` (its folder created; ``.png`` added when the name has no
+    extension, as matplotlib does), close it, and return the path written."""
     plt = _pyplot()
     path = os.fspath(path)
+    if not os.path.splitext(path)[1]:
+        path += ".png"
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def check_panels(what: str, items, keys: tuple[str, ...], traces, trace_dims: int, labels, hint: str) -> None:
+    """Refuse what a grid of panels cannot draw, before any figure is made: ``items`` a non-empty
+    list of dicts holding ``keys``; ``traces`` None or one ``[T, >= trace_dims]`` array per item;
+    ``labels`` None or one per item.
+
+    Raises:
+        TypeError: an item that is not such a dict (``hint`` says where they come from).
+        ValueError: no items; traces or labels of another count or shape.
+    """
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ValueError(f"{what} needs a non-empty list of {hint}, got {type(items).__name__} of "
+                         f"{len(items) if hasattr(items, '__len__') else '?'}")
+    for i, item in enumerate(items):
+        missing = [k for k in keys if not isinstance(item, dict) or k not in item]
+        if missing:
+            got = f"a dict with keys {sorted(item)}" if isinstance(item, dict) else type(item).__name__
+            raise TypeError(f"{what}: item {i} must be {hint} (a dict with {list(keys)}), got {got}")
+    for name, values in (("traces", traces), ("labels", labels)):
+        if values is not None and len(values) != len(items):
+            raise ValueError(f"{what}: {len(items)} items and {len(values)} {name}: give one per item (or None)")
+    for i, trace in enumerate(traces or ()):
+        shape = np.shape(trace)
+        if len(trace) and (len(shape) != 2 or shape[1] < trace_dims):
+            raise ValueError(f"{what}: trace {i} must be a [T, {trace_dims}] array of positions [m], got shape {shape}")

@@ -11,6 +11,7 @@ from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
 from . import RESET_STEPS_NOTE, count_reset_steps
 from ..generators.gate_layouts import load_gate_layout
+from ..viz import check_panels, save_figure
 
 __all__ = ["run", "fly", "plot_courses"]
 
@@ -101,8 +102,14 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
         title: the figure's title.
 
     Returns:
-        the path written.
+        the path written (``.png`` added when it has no extension).
+
+    Raises:
+        TypeError / ValueError: no courses, a course that is not a dict as ``GatesVectorEnv.courses()``
+            gives, or traces / labels of another count or shape.
     """
+    check_panels("plot_courses", courses, ("gate_position", "course_line"), traces, 3, labels,
+                 "gate courses as GatesVectorEnv.courses() returns them")
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -144,12 +151,7 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    path = os.fspath(path)
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def run(args) -> int:

@@ -17,6 +17,7 @@ attitude error ``e_R = 1/2 vee(R_d^T R - R^T R_d)``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +123,7 @@ class ControllerGains:
         kp: [1/s^2] position gain.
         kv: [1/s] velocity gain.
         kr: [1/s] attitude gain (body-rate command per radian of attitude error).
-        max_tilt: [rad] largest tilt of the commanded thrust axis from vertical.
+        max_tilt: [rad] largest tilt of the commanded thrust axis from vertical, in (0, pi/2].
         search_window: course-line samples searched ahead of (and a quarter of it behind)
             the previous closest point.
     """
@@ -137,8 +138,11 @@ class ControllerGains:
     search_window: int = 12
 
     def __post_init__(self):
-        for name in ("speed", "lateral_accel", "preview", "kp", "kv", "kr", "max_tilt"):
+        for name in ("speed", "lateral_accel", "preview", "kp", "kv", "kr"):
             object.__setattr__(self, name, check_float(name, getattr(self, name), lo=0.0, lo_open=True))
+        # a thrust axis tilted to the horizon or past it holds no altitude
+        object.__setattr__(self, "max_tilt", check_float("max_tilt", self.max_tilt, lo=0.0, lo_open=True,
+                                                         hi=0.5 * math.pi))
         object.__setattr__(self, "search_window", check_int("search_window", self.search_window, lo=2))
 
 
@@ -313,6 +317,11 @@ class ReferenceController:
     def __init__(self, num_envs: int, device=None, params: QuadrotorParams | None = None, gains: ControllerGains | None = None):
         self.num_envs = check_int("num_envs", num_envs, lo=1)
         self.device = wp.get_device(device)
+        if params is not None and not isinstance(params, QuadrotorParams):
+            raise TypeError(f"params must be a QuadrotorParams or None, got {type(params).__name__}")
+        if gains is not None and not isinstance(gains, ControllerGains):
+            raise TypeError(f"gains must be a ControllerGains (ControllerGains(speed=3.0)) or None, got "
+                            f"{type(gains).__name__} {gains!r}"[:200])
         self.params = params if params is not None else QuadrotorParams()
         self.gains = gains if gains is not None else ControllerGains()
         self._dynamics = quadrotor_model(self.params)
@@ -355,14 +364,22 @@ class CourseLinePilot:
     privileged baseline, not a policy.
 
     Args:
-        env: the :class:`~trackgen_env.envs.gates.GatesVectorEnv` to fly (unwrapped).
+        env: the :class:`~trackgen_env.envs.gates.GatesVectorEnv` to fly (its ``unwrapped`` is taken).
         gains: :class:`ControllerGains`.
+
+    Raises:
+        TypeError: ``env`` is not a gates env; ``gains`` not a ``ControllerGains``.
 
     Call it (``pilot()`` or ``pilot(obs)``; ``obs`` is ignored) before each ``env.step`` for
     the ``[E, 4]`` float32 action.
     """
 
     def __init__(self, env, gains: ControllerGains | None = None):
+        drone = getattr(getattr(env, "unwrapped", env), "quadrotor", None)
+        if drone is None or getattr(getattr(env, "unwrapped", env), "course", None) is None:
+            raise TypeError(f"CourseLinePilot flies a gates env (GatesVectorEnv, gymnasium.make_vec("
+                            f"'TrackGen-Gates-v0', ...)), got {type(env).__name__}; for the track env use PurePursuit")
+        env = env.unwrapped
         self.env = env
         self.controller = ReferenceController(env.num_envs, env.device, env.quadrotor, gains)
 

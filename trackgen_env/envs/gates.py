@@ -323,13 +323,14 @@ def _observe(
                 g = (tgt + k) % n
                 _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
                                cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
-            # course bounds: the bounding box of the gates and the course line between them (a
-            # turn swings out past the gates) grown by the margin (ground: z = 0)
+            # course bounds: the bounding box of the gates (up to the top of each opening) and the
+            # course line between them (a turn swings out past the gates) grown by the margin
+            # (ground: z = 0)
             lo = wp.vec3(BIG)
             hi = wp.vec3(-BIG)
             for g in range(n):
                 lo = wp.min(lo, cp_position[e, g])
-                hi = wp.max(hi, cp_position[e, g])
+                hi = wp.max(hi, cp_position[e, g] + wp.vec3(0.0, 0.0, cp_half_height[e, g]))
             for k in range(wp.min(line_points[e], line.shape[1])):
                 lo = wp.min(lo, line[e, k])
                 hi = wp.max(hi, line[e, k])
@@ -541,8 +542,8 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * Termination: the body box touches a gate frame (the course's ``collision``
       component), the drone reaches the ground (z <= 0), it leaves the course bounds
-      (the bounding box of the gates and of the course line through them, grown by
-      ``bounds_margin``, up to ``bounds_margin`` above the highest point), it crosses the next gate's plane forwards outside the opening (a
+      (the bounding box of the gates, up to the top of each opening, and of the course line
+      through them, grown by ``bounds_margin`` on every side but the ground), it crosses the next gate's plane forwards outside the opening (a
       missed gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 

@@ -15,6 +15,12 @@ from ..pipeline.registry import registry_or_default
 
 __all__ = ["generated_source"]
 
+#: each family's given-course source, and how an env is given that course instead
+_GIVEN = {"track": ("centerline", "a given circuit, pass its [N, 4] points as centerline= "
+                                  "(TrackVectorEnv(centerline=points), which writes the inputs)"),
+          "gates": ("layout", "a given race layout, pass it as layout= (GatesVectorEnv(layout=load_gate_layout(path)), "
+                              "which writes the inputs)")}
+
 
 def generated_source(value, *, argument: str, family: str, config_cls: type, registry, num_envs: int, device,
                      seed) -> tuple:
@@ -35,10 +41,18 @@ def generated_source(value, *, argument: str, family: str, config_cls: type, reg
     Raises:
         TypeError: ``value`` neither a ``config_cls`` nor a PipelineSpec; a spec of another
             family; ``registry`` given with a config, or not a Registry.
+        ValueError: a config or spec of the family's given source (``source="centerline"`` /
+            ``"layout"``): its inputs stay empty in the env, so every env would hold no course.
         KeyError / ValueError: as ``pipeline.build`` (an unknown stage, a parameter out of its bounds).
     """
     if registry is not None:
         registry_or_default(registry)  # the type, before anything is built
+    given, instead = _GIVEN[family]
+    source = value.settings.get("source") if isinstance(value, PipelineSpec) else getattr(value, "source", None)
+    if source == given:
+        raise ValueError(f'{argument}= must generate its courses: a source="{given}" config or spec has inputs that '
+                         f"the env never writes, so every env would hold no course (valid = 0); to drive {instead} "
+                         "instead")
     if isinstance(value, PipelineSpec):
         if value.family != family:
             raise TypeError(f"{argument}= takes a {family} PipelineSpec, got a {value.family} one "

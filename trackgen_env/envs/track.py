@@ -258,23 +258,6 @@ def _perturb_start(
             speed[e] = uniform_range(key, 1, speed_lo, speed_hi)
 
 
-def _refuse_given_centerline(track) -> None:
-    """Refuse a ``source="centerline"`` config or spec: its inputs stay empty in the env (no
-    one writes them), so every env would run on no course (``valid = 0``) without a word."""
-    if isinstance(track, TrackGenConfig):
-        source = track.source
-    elif isinstance(track, PipelineSpec):
-        source = track.settings.get("source")
-    else:
-        return
-    if source == "centerline":
-        raise ValueError(
-            'track= must generate its courses: a source="centerline" config or spec has inputs that the env never '
-            "writes, so every env would hold no course (valid = 0); to drive a given circuit pass its [N, 4] "
-            "points as centerline= instead (TrackVectorEnv(centerline=points), which writes the inputs)"
-        )
-
-
 def _source_spec(source) -> PipelineSpec | None:
     """The spec of ``source`` (a config, a spec or a built generator), None for a given centreline."""
     spec = source.to_spec() if isinstance(source, TrackGenConfig) else getattr(source, "spec", source)
@@ -633,7 +616,6 @@ class TrackVectorEnv(CourseVectorEnv):
 
         self.registry = registry
         if centerline is None:
-            _refuse_given_centerline(track)
             source, seeds, self.track_config = generated_source(
                 TrackGenConfig() if track is None else track, argument="track", family="track",
                 config_cls=TrackGenConfig, registry=registry, num_envs=self.num_envs, device=self.device, seed=seed)

@@ -232,13 +232,20 @@ def load_gate_layout(path, *, gate_size: float | Sequence[float] | None = None) 
         the :class:`RaceLayout` (``name`` is the path, or the paths joined by ``" + "``).
 
     Raises:
+        TypeError: ``path`` is neither a path nor a list of paths.
         FileNotFoundError: no such file.
         ImportError: a YAML file without PyYAML installed (names the extra to install).
-        ValueError: a file that does not parse, or a missing, malformed (wrong shape,
+        ValueError: a file that does not parse (or is not UTF-8 text), or a missing, malformed (wrong shape,
             non-numeric, non-finite) or contradictory field, fewer than 3 gates: the
             message names the file and the field.
     """
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if isinstance(path, (str, os.PathLike)):
+        paths = [path]
+    elif isinstance(path, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in path):
+        paths = list(path)
+    else:
+        raise TypeError(f"load_gate_layout takes a file path (a str or os.PathLike) or a list of them, got "
+                        f"{type(path).__name__} {path!r}"[:200])
     if not paths:
         raise ValueError("load_gate_layout needs at least one file")
     doc: dict = {}
@@ -265,7 +272,7 @@ def _read(path: str) -> dict:
         try:
             with open(path, "rb") as f:
                 data = tomllib.load(f)
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not valid TOML ({exc})") from exc
     elif ext in (".yaml", ".yml"):
         try:
@@ -277,7 +284,7 @@ def _read(path: str) -> dict:
         try:
             with open(path, encoding="utf-8") as f:
                 data = yaml.safe_load(f)
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not valid YAML ({exc})") from exc
     else:
         raise ValueError(f"{path}: expected a .yaml, .yml or .toml gate layout, got {ext or 'no extension'!r}")

@@ -10,6 +10,7 @@ their kernels are ``pipeline.stages.gates`` (procedural) and ``pipeline.stages.g
 from __future__ import annotations
 
 from ..pipeline import PipelineSpec, Program
+from ..pipeline.stages.gates import MAX_GATES
 from .gate_layouts import RaceLayout, write_gate_layout
 from .gates_config import GateGenConfig
 
@@ -90,9 +91,12 @@ class GateGenerator(Program):
 
         Raises:
             TypeError: ``layout`` is not a RaceLayout.
+            ValueError: ``layout`` has more than ``MAX_GATES`` (64) gates.
         """
         if not isinstance(layout, RaceLayout):
             raise TypeError(f"layout must be a RaceLayout (gate_layouts.load_gate_layout), got {type(layout).__name__}")
+        if layout.num_gates > MAX_GATES:
+            raise ValueError(f"this layout has {layout.num_gates} gates; a gate course holds at most {MAX_GATES}")
         extra = {} if start_clearance is None else {"start_clearance": start_clearance}
         cfg = GateGenConfig(num_envs=num_envs, device=device, source="layout", num_gates=layout.num_gates,
                             gate_width=layout.course_width, gate_height=layout.course_height, **extra)

@@ -37,9 +37,12 @@ from ...types import GateLayout, GateResult
 from ..stage import Family, Param, Stage, check_settings
 
 __all__ = ["Layout", "GateFrames", "Start", "Checks", "GATES", "GATE_STAGES", "LAYOUT_STAGES", "GATES_DEFAULTS",
-           "check_gates", "SETTINGS", "GATES_PARAMS", "spec_fields", "horizontal_dir", "DEFAULT_GATE_HEIGHT"]
+           "check_gates", "SETTINGS", "GATES_PARAMS", "spec_fields", "horizontal_dir", "DEFAULT_GATE_HEIGHT", "MAX_GATES"]
 
 wp.set_module_options({"enable_backward": False})
+
+#: the most gates a course holds (``num_gates``), a given layout's too
+MAX_GATES = 64
 
 # Stage names in execution order, of a procedural course and of a given layout.
 GATE_STAGES = ("layout", "gate_frames", "start", "checks")
@@ -585,7 +588,7 @@ def check_gates(fields: dict, *, fit: bool = True) -> dict:
     v = dict(fields)
     v["num_envs"] = check_int("num_envs", v["num_envs"], lo=1)
     v["device"] = resolve_device(v["device"])
-    v["num_gates"] = check_int("num_gates", v["num_gates"], lo=3, hi=64)
+    v["num_gates"] = check_int("num_gates", v["num_gates"], lo=3, hi=MAX_GATES)
     if fit:
         v["size"] = check_float("size", v["size"], lo=0.0, lo_open=True)
         v["radius_jitter"] = check_float("radius_jitter", v["radius_jitter"], lo=0.0, hi=0.5)
