@@ -237,6 +237,13 @@ def test_post_touch_is_a_hit_and_clear_flight_is_not(device):
     assert dist[1] == pytest.approx(-R, abs=1e-5) and dist[3] == pytest.approx(0.05, abs=1e-5)
 
 
+def test_a_non_finite_position_is_a_post_hit_as_in_the_other_collisions():
+    disc = tools.DiscCollision(R)
+    _, ctx = make(3, "cpu", disc, seeds=1)
+    hit, dist = _step(disc, ctx, position=vec3s([[np.inf, 0, 1], [np.nan, 0, 1], [0, 0, -1]]))
+    assert hit.tolist() == [1, 1, 0] and np.isnan(dist[:2]).all() and np.isfinite(dist[2])
+
+
 def test_disc_collision_ignores_the_ground_and_flags_invalid_envs():
     disc = tools.DiscCollision(R)
     with pytest.warns(UserWarning, match="only 0 of 2 envs"):

@@ -52,6 +52,10 @@ def _disc_collision(
             no_course(e, hit, distance)
             continue
         p = position[e]
+        if not wp.isfinite(p):  # a NaN or infinite position is a hit, as in the other collisions
+            distance[e] = wp.nan
+            hit[e] = 1
+            continue
         offset = 0.5 * gate_width[e] + radius
         half_h = 0.5 * gate_height[e]
         best = float(BIG)
@@ -75,7 +79,8 @@ class DiscCollision(Component):
     distance; < 0 inside) and ``hit = distance <= 0``. Only posts count: the ground
     (z <= 0) and the course bounds are the env's business. An invalid env (``valid == 0``)
     reads ``hit = 1``, ``distance = 0`` (as ``BandCollision``: an env without a course
-    ends its episode). For a body of radius ``b``, test ``distance < b``.
+    ends its episode), and a NaN or infinite ``position`` ``hit = 1``, ``distance`` NaN (as
+    the other collisions). For a body of radius ``b``, test ``distance < b``.
 
     Input: ``position`` ``[E] vec3`` [m] (required).
 
