@@ -29,6 +29,17 @@ def test_close_releases_the_course_the_graphs_and_the_buffers(cls):
 
 
 @pytest.mark.parametrize("cls", ENVS)
+def test_the_courses_parameters_kept_past_close_refuse_use(cls):
+    env = cls(2, "cpu", seed=0)
+    params = env.course.generator.params
+    name = next(iter(params))
+    env.close()
+    for use in (lambda: params[name], lambda: params.__setitem__(name, 1.0), lambda: params.randomize):
+        with pytest.raises(RuntimeError, match="the env is closed"):
+            use()
+
+
+@pytest.mark.parametrize("cls", ENVS)
 def test_step_reset_render_after_close_raise_and_close_again_is_a_no_op(cls):
     env = cls(2, "cpu", seed=0, render_mode="rgb_array", render_size=32)
     env.reset(seed=0)

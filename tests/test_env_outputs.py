@@ -228,3 +228,12 @@ def test_the_envs_page_examples_run(tmp_path, monkeypatch):
     exec(disabled.replace("num_envs=64", "num_envs=4"), {})
     if importlib.util.find_spec("moviepy") is not None:
         exec(wrappers.replace("num_envs=16", "num_envs=2"), {})
+
+
+def test_a_bfloat16_torch_action_steps_a_numpy_env_as_its_float32_values():
+    torch = pytest.importorskip("torch")
+    a, b = (TrackVectorEnv(2, "cpu", seed=0) for _ in range(2))
+    for env in (a, b):
+        env.reset(seed=0)
+    action = torch.tensor([[0.5, 1.0], [-0.25, 0.75]], dtype=torch.bfloat16)
+    np.testing.assert_array_equal(a.step(action)[0], b.step(action.float().numpy())[0])

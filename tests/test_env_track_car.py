@@ -34,6 +34,22 @@ def test_full_throttle_speed_follows_motor_line(device):
     assert car.position.numpy()[0, 1] == 0.0  # straight along +x
 
 
+@pytest.mark.parametrize("change", [{"max_accel": 300.0}, {"max_accel": 1.0e6}, {"dt": 10.0}])
+def test_a_stiff_motor_or_a_long_step_never_carries_the_car_past_top_speed(device, change):
+    import dataclasses
+
+    params = dataclasses.replace(RC, **change)
+    car = _drive(device, [[0.0, 1.0]], 20, params=params)
+    assert 0.0 < car.speed.numpy()[0] <= params.max_speed
+
+
+def test_a_car_parameter_beyond_float32_is_refused():
+    import dataclasses
+
+    with pytest.raises(ValueError, match="max_speed"):
+        dataclasses.replace(RC, max_speed=1.0e39)
+
+
 def test_brake_stops_without_reversing(device):
     car = _drive(device, [[0.0, -1.0]], 10)
     assert car.speed.numpy()[0] == 0.0

@@ -322,3 +322,29 @@ def test_a_spreadsheets_byte_order_mark_and_blank_lines_are_read_and_an_empty_fi
     (tmp_path / "empty.csv").write_text(HEADER + "\n")
     with pytest.raises(ValueError, match=r"empty.csv: no rows: expected 4 numeric comma-separated columns"):
         load_centerline_csv(tmp_path / "empty.csv")
+
+
+def test_a_given_centreline_that_yields_no_valid_course_is_refused_at_construction():
+    """Every env holds the same given course: one that the device rejects would end every step."""
+    import warnings
+
+    from trackgen_env import TrackGenerator
+
+    far = _circle(n=60) + np.array([1.0e8, 0.0, 0.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the far-coordinates warning comes first
+        with pytest.raises(ValueError, match="yields no valid course on the device .*float32 steps by 8 m"):
+            TrackGenerator.from_centerline(far, device="cpu")
+    wide = _circle(n=60)
+    wide[:, 2:] = 1.0e5
+    with pytest.raises(ValueError, match=r"its widths \(up to 100,000 m\) can lengthen the band's middle line"):
+        TrackGenerator.from_centerline(wide, device="cpu")
+    assert TrackGenerator.from_centerline(_circle(n=60), device="cpu").result.valid.numpy().all()
+
+
+def test_a_path_as_centerline_says_to_load_it_first(tmp_path):
+    from trackgen_env.envs.track import TrackVectorEnv
+
+    with pytest.raises(TypeError, match="centerline= takes the circuit's \\[N, 4\\] points, got the path .*"
+                                        "load_centerline_csv"):
+        TrackVectorEnv(2, "cpu", centerline=str(tmp_path / "Spielberg.csv"))

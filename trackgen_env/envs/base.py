@@ -464,6 +464,10 @@ class CourseVectorEnv(VectorEnv):
         """
         if "_frozen" in self.__dict__:  # fully constructed: work may still run on the device
             wp.synchronize_device(self.device)
+        params = getattr(getattr(self.__dict__.get("course"), "generator", None), "params", None)
+        if hasattr(params, "release"):  # a reference the user kept would set values nothing reads
+            params.release(f"the env is closed ({type(self).__name__}.close() released its buffers and its course's "
+                           "parameters): build a new env")
         released = [name for name, value in self.__dict__.items()
                     if name not in ("_arguments", "_frozen") and not _is_setting(value)]
         for name in released:

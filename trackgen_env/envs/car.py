@@ -79,6 +79,9 @@ DYNAMIC_FIELDS = ("mass", "yaw_inertia", "cornering_stiffness_front", "cornering
 wp.set_module_options({"enable_backward": False})
 
 
+_FLOAT32_MAX = 3.4028234663852886e38  # float32 max
+
+
 @dataclass(frozen=True)
 class CarParams:
     """Physical parameters of the single-track car (SI units).
@@ -138,7 +141,8 @@ class CarParams:
             elif f.name == "cog_height":
                 value = check_float(f.name, self.cog_height, lo=0.0)
             else:
-                hi = {"cog_to_rear": 1.0, "max_steer": math.pi / 2}.get(f.name)
+                # the kernels hold float32: a larger value would be inf there
+                hi = {"cog_to_rear": 1.0, "max_steer": math.pi / 2}.get(f.name, _FLOAT32_MAX)
                 value = check_float(f.name, getattr(self, f.name), lo=0.0, lo_open=True, hi=hi)
             object.__setattr__(self, f.name, value)
         if self.cog_to_rear >= 1.0 or self.max_steer >= math.pi / 2:
@@ -400,9 +404,14 @@ def _longitudinal(model: CarModel, throttle: float, max_accel: float, max_brake:
     """One substep ``h`` [s] along the heading (both car models): the acceleration [m/s^2] (drive
     fading to 0 at top speed, or braking), the speed after it (never below 0) and the mean speed."""
     a = throttle * max_brake
+    v1 = float(0.0)
     if throttle >= 0.0:
         a = throttle * max_accel * wp.max(0.0, 1.0 - v / model.max_speed)
-    v1 = wp.max(0.0, v + a * h)
+        # the drive fades to 0 at top speed: a substep too long for it (max_accel * h > max_speed)
+        # must not carry the car past it (the exact solution never reaches it)
+        v1 = wp.min(v + a * h, wp.max(v, model.max_speed))
+    else:
+        v1 = wp.max(0.0, v + a * h)
     return a, v1, 0.5 * (v + v1)
 
 

@@ -82,7 +82,10 @@ def check_action(action, action_dim: int, action_labels: str = "") -> np.ndarray
 def _host_floats(values, name: str) -> np.ndarray:
     """``values`` as a host array, refused (TypeError) unless of a real floating dtype."""
     if _is_torch(values):
-        values = values.detach().cpu().numpy()
+        values = values.detach().cpu()
+        if values.is_floating_point() and values.element_size() == 2:  # bfloat16 / float16: NumPy lacks the first
+            values = values.float()
+        values = values.numpy()
     a = np.asarray(values)
     if a.dtype.kind != "f":
         raise TypeError(f"{name} must be a real floating array (float32 preferred), got dtype {a.dtype}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import warp as wp
@@ -393,7 +394,7 @@ class TrackVectorEnv(CourseVectorEnv):
     | 0            | speed v                                                        | m/s   |
     | 1            | yaw rate                                                       | rad/s |
     | 2            | front wheel angle applied at the last step                     | rad   |
-    | 3            | lateral offset from the centreline (left > 0)                  | m     |
+    | 3            | lateral offset from the centreline, the band's middle (left > 0) | m   |
     | 4            | heading error: car yaw minus centreline yaw, in [-pi, pi)      | rad   |
     | 5            | half width of the band at the car                              | m     |
     | 6            | centreline curvature at the car (left turn > 0)                | 1/m   |
@@ -501,10 +502,13 @@ class TrackVectorEnv(CourseVectorEnv):
       every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car). It is driven as
       given: its rows are checked (finite, widths > 0 m), but not its shape, so a line whose
       band crosses itself (a figure-8, or Suzuka's bridge) is valid: the band is not tested
-      against itself, as a generated track's is.
+      against itself, as a generated track's is. With unequal widths the env's centreline is
+      the middle of the band (the given line shifted by half their difference; real circuits
+      move by up to ~1.4 m): the start, the lateral offset and the lookahead read that line.
     * ``checkpoint_spacing``: [m] spacing of the progress checkpoints, at least the
       centreline's point spacing; default twice the distance the car covers in one step at
-      ``max_speed``, or the point spacing if that is larger.
+      ``max_speed``, or the point spacing if that is larger. A loop holds at least 3
+      checkpoints: a spacing over a third of it gives 3, evenly spaced.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -625,6 +629,9 @@ class TrackVectorEnv(CourseVectorEnv):
             if track is not None or registry is not None:
                 raise TypeError("pass either track= (generated tracks, with registry= for a spec's plugins) or "
                                 "centerline= (a given circuit), not both")
+            if isinstance(centerline, (str, os.PathLike)):
+                raise TypeError(f"centerline= takes the circuit's [N, 4] points, got the path {os.fspath(centerline)!r}: "
+                                "load it first, centerline=load_centerline_csv(path)")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             _check_car_fits_circuit(centerline, self.car)
             try:

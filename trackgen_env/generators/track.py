@@ -96,7 +96,9 @@ class TrackGenerator(Program):
             ValueError: ``points`` is not ``[N >= 3, 4]`` finite numbers with widths > 0, or
                 fails :func:`~trackgen_env.generators.centerline_io.check_centerline` (an
                 out-and-back or otherwise degenerate loop, repeated consecutive points), or
-                resampled every ``point_spacing`` it needs over 65536 points.
+                resampled every ``point_spacing`` it needs over 65536 points, or yields no valid
+                course on the device (e.g. coordinates so far from the origin that float32 loses
+                its shape).
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 4 or pts.shape[0] < 3:
@@ -110,10 +112,14 @@ class TrackGenerator(Program):
         needed = math.ceil(1.25 * length / spacing) + 2
         if needed > MAX_POINTS:
             most = centerline_scale_limit(pts, spacing)
+            widest = float(np.abs(pts[:, 2:]).max())
+            cause = (f"its widths (up to {widest:,.6g} m) can lengthen the band's middle line by up to 2 pi times "
+                     f"them: check the widths" if 2.0 * math.pi * widest > seg.sum() else
+                     f"expected a circuit up to {most * seg.sum():,.0f} m long at this spacing (this one scaled by at "
+                     f"most {most:.3g}; from_centerline takes a coarser point_spacing)")
             raise ValueError(
                 f"a centreline {seg.sum():,.0f} m long, resampled every {spacing:g} m, needs up to {needed} points, "
-                f"over the {MAX_POINTS} a track holds: expected a circuit up to {most * seg.sum():,.0f} m long at "
-                f"this spacing (this one scaled by at most {most:.3g}; from_centerline takes a coarser point_spacing)"
+                f"over the {MAX_POINTS} a track holds: {cause}"
             )
         cfg = TrackGenConfig(num_envs=num_envs, device=device, source="centerline", max_input_points=len(pts),
                              point_spacing=spacing, max_loop_length=1.25 * length, size=float(np.ptp(pts[:, :2]) + 1.0))
@@ -121,6 +127,15 @@ class TrackGenerator(Program):
         gen.inputs["centerline.xy"].assign(np.broadcast_to(pts.astype(np.float32), (num_envs, len(pts), 4)).copy())
         gen.inputs["centerline.count"].fill_(len(pts))
         gen.first_generation()
+        if not gen.result.valid.numpy()[0]:  # every env holds the same course: none would be driven
+            far = float(np.abs(pts[:, :2]).max())
+            step = float(np.spacing(np.float32(far)))
+            why = (f"its coordinates reach {far:,.6g} m from the origin, where float32 steps by {step:.3g} m, and "
+                   f"the loop loses its shape: subtract its mean position" if step > 0.05 * spacing else
+                   "the device's spline or resampling rejects it (a non-finite value, or a loop longer than its "
+                   "capacity): check its widths against its size")
+            raise ValueError(f"the given centreline yields no valid course on the device (every env would end at "
+                             f"each step): {why}")
         return gen
 
     def __repr__(self) -> str:

@@ -237,13 +237,25 @@ class Params(Mapping):
                 f"[0, {DECLARED_STREAMS}) that no other parameter of the spec declares, or stream=None (a hash of its "
                 f"name; two hashed ones that meet: rename one)")
 
+    def release(self, why: str) -> None:
+        """Refuse every later read and write with RuntimeError(``why``): what an env's ``close()``
+        calls on its generator's parameters, whose arrays it frees (a set would change nothing)."""
+        self._released = why
+
+    def _check_open(self) -> None:
+        why = self.__dict__.get("_released")
+        if why is not None:
+            raise RuntimeError(why)
+
     @property
     def randomize(self) -> Mapping:
         """``name -> (lo, hi)``: the live ``[E] float32`` range arrays of each randomized
         parameter (read-only: moved by :meth:`set_range`)."""
+        self._check_open()
         return self._randomize
 
     def __getitem__(self, name: str) -> wp.array:
+        self._check_open()
         if name not in self._arrays:
             if name in self._static:
                 raise KeyError(f"parameter {name!r} is static (dynamic=False): fixed at build, it has no live value; "
