@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import warp as wp
 
 #: (easy, hard) values of the generator parameters the curriculum moves.
 DIFFICULTY = {
@@ -117,6 +118,7 @@ def curriculum_callback(curriculum: Curriculum, log: list):
 
 def main(argv=None) -> dict:
     """Train with the curriculum; returns ``{"model": path, "log": [(steps, success, level), ...]}``."""
+    wp.config.log_level = wp.LOG_WARNING  # as the CLI: no "Module ... load" line per Warp module
     from trackgen_env.integrations.train import train
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -273,3 +273,27 @@ def test_one_scale_for_a_folder_is_bounded_by_every_circuit():
     for name, points in circuits.items():  # each bound holds for each circuit alone
         check_circuit_scale({name: points}, most, car, True)
         check_circuit_scale({name: points}, least, car, True)
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"env_id": "TrackGen-Track-v0", "seed": 0}, "a record with a 'seed' also needs the training run's 'num_envs'"),
+    ({"env_id": "TrackGen-Track-v0", "seed": None, "num_envs": 2}, "field 'seed' must be a JSON int, got None"),
+    ({"env_id": "TrackGen-Track-v0", "env_kwargs": [1, 2]}, "field 'env_kwargs' must be a JSON dict, got \\[1, 2\\]"),
+    ({"env_id": 3}, "field 'env_id' must be a JSON str, got 3"),
+    ({"env_id": "TrackGen-Track-v0", "seed": 0, "num_envs": 0}, "field 'num_envs' must be >= 1"),
+])
+def test_a_damaged_record_is_named_in_one_line(record, message, tmp_path, capsys):
+    model = _run_folder(tmp_path, record)
+    with pytest.raises(ValueError, match=message):
+        read_train_record(model)
+    err = _err(capsys, ["eval", str(model), "--episodes", "1", "--device", "cpu"])
+    assert "train.json: " in err and re.search(message, err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--steps", "99999999999999999999999"], "--steps must be <= 2\\*\\*53"),
+    (["demo", "--seed", "99999999999999999999999"], "--seed must be an int in \\[0, 2\\*\\*31\\)"),
+    (["demo", "--seed", "-1"], "--seed must be an int in \\[0, 2\\*\\*31\\)"),
+])
+def test_steps_and_seeds_outside_their_range_get_one_line(argv, message, capsys):
+    assert re.search(message, _err(capsys, argv))

@@ -44,6 +44,8 @@ def test_more_turns_than_the_capacity_are_refused_at_build_and_when_set_live():
         build(spec.with_params({"layout.num_turns": 11}))
     with pytest.raises(ValueError, match="must be < num_control_points"):
         build(spec.with_randomize({"layout.num_turns": (5, 12)}))
+    with pytest.raises(ValueError, match="must be < num_control_points"):  # float32 holds (and draws) 10.9999999 as 11
+        build(spec.with_randomize({"layout.num_turns": (10.99999, 10.9999999)}))
     program = build(spec)
     with pytest.raises(ValueError, match=r"params\['layout.num_turns'\] must be < num_control_points \+ 1 = 11"):
         program.params["layout.num_turns"] = [4, 11]

@@ -555,3 +555,25 @@ def test_a_bad_learning_rate_is_refused_before_the_run_folder_is_made(tmp_path):
     with pytest.raises(ValueError, match="learning_rate must be"):
         train_module.train("TrackGen-Track-v0", steps=64, num_envs=2, out=out, ppo_kwargs={"learning_rate": "cosine"})
     assert not out.exists()
+
+
+@pytest.mark.parametrize("setting, value", [("max_points", 251.0), ("max_points", "251"), ("point_spacing", "0.1")])
+def test_a_spec_file_with_a_mistyped_setting_is_named_in_one_line(setting, value, tmp_path, capsys):
+    from trackgen_env.pipeline import presets
+
+    data = presets.track(num_envs=2, device="cpu").to_dict()
+    data["settings"][setting] = value
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --spec {path}") and setting in err and "Traceback" not in err
+
+
+def test_a_typo_of_a_randomized_parameter_is_pointed_at():
+    from trackgen_env.pipeline import PipelineSpec, presets
+
+    data = presets.track(num_envs=2, device="cpu").with_randomize({"band.width": (0.6, 1.0)}).to_dict()
+    data["params"]["band.widht"] = data["params"].pop("band.width")
+    with pytest.raises(ValueError, match="'band.widht' among them looks like a typo of it"):
+        PipelineSpec.from_dict(data)

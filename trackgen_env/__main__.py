@@ -275,6 +275,10 @@ def _eval(args) -> int:
     return 0
 
 
+#: the largest count a flag takes (--steps, --num-envs, --episodes, --torch-threads)
+_MOST = 2**53
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
@@ -282,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name, None)
         if value is not None and value < 1:
             print(f"error: --{name.replace('_', '-')} must be >= 1, got {value}", file=sys.stderr)
+            return 2
+        if value is not None and value > _MOST:  # a count no run reaches (and past int64 for the progress bar)
+            print(f"error: --{name.replace('_', '-')} must be <= 2**53, got {value}", file=sys.stderr)
             return 2
     scale = getattr(args, "track_scale", None)  # the one check of the flag, for --track-csv and --circuits alike
     if scale is not None and not (math.isfinite(scale) and scale > 0.0):
@@ -294,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             print(f"error: --device must be one of {[str(d) for d in wp.get_devices()]}, got {device!r}", file=sys.stderr)
             return 2
-    if args.command == "demo" and args.seed < 0:  # train and eval check theirs (trackgen_env.integrations.train)
-        print(f"error: --seed must be a non-negative int (>= 0), got {args.seed}", file=sys.stderr)
+    if args.command == "demo" and not 0 <= args.seed < 2**31:  # train and eval check theirs, in the same range
+        print(f"error: --seed must be an int in [0, 2**31), got {args.seed}", file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
         print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates", file=sys.stderr)

@@ -126,7 +126,8 @@ def uniform(key: wp.uint32, index: wp.int32) -> float:
 
 @wp.func
 def uniform_range(key: wp.uint32, index: wp.int32, lo: float, hi: float) -> float:
-    """Draw ``index`` of the stream ``key``: a float32 in [lo, hi)."""
+    """Draw ``index`` of the stream ``key``: a float32 uniform in [lo, hi) (float32 rounding of
+    ``lo + (hi - lo) * u`` can give ``hi`` itself)."""
     return lo + (hi - lo) * uniform(key, index)
 
 

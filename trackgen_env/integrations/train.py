@@ -258,7 +258,8 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
     """The ``train.json`` beside ``model_path`` (``{}`` when there is none).
 
     Raises:
-        ValueError: the file is not a JSON object (naming the file).
+        ValueError: the file is not a JSON object, or a field ``eval`` reads has the wrong type
+            (naming the file and the field).
         OSError: it cannot be read.
     """
     path = Path(model_path).with_name("train.json")
@@ -270,7 +271,28 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{path}: expected the JSON record that train writes, but the file is not JSON ({exc})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}: expected the JSON object that train writes, got a {type(record).__name__}")
+    _check_record(record, path)
     return record
+
+
+#: the fields of ``train.json`` that ``eval`` reads, and the JSON types each must have
+_RECORD_FIELDS = {"env_id": (str,), "seed": (int,), "num_envs": (int,), "env_kwargs": (dict,), "spec": (dict,),
+                  "plugin": (str,), "vecnormalize": (dict,)}
+
+
+def _check_record(record: dict, path: Path) -> None:
+    """Refuse a ``train.json`` whose fields ``eval`` reads have the wrong JSON types (naming the field)."""
+    for name, types in _RECORD_FIELDS.items():
+        value = record.get(name)
+        if name in record and not (isinstance(value, types) and not isinstance(value, bool)) and not (
+                value is None and name in ("spec", "plugin", "vecnormalize")):
+            raise ValueError(f"{path}: field {name!r} must be a JSON {types[0].__name__}, got {value!r} (a train.json "
+                             "that train did not write, or edited)"[:300])
+    if "seed" in record and "num_envs" not in record:
+        raise ValueError(f"{path}: a record with a 'seed' also needs the training run's 'num_envs' (eval checks that "
+                         "its courses are held out)")
+    if "num_envs" in record and record["num_envs"] < 1:
+        raise ValueError(f"{path}: field 'num_envs' must be >= 1, got {record['num_envs']}")
 
 
 def observation_stats(model_path: str | os.PathLike, record: dict[str, Any]) -> Path | None:
@@ -301,8 +323,10 @@ def unusable_file(path, what: str, expected: str, model_path, exc: Exception) ->
     """The error for a file of a run that cannot be loaded (damaged, another run's, no such format):
     naming the file, what it should hold and the loader's own message."""
     detail = str(exc).removeprefix("Error: ")  # SB3 prefixes its own
+    written = ("that train wrote" if Path(path).name == Path(model_path).name else
+               f"that train wrote beside {Path(model_path).name}")
     return ValueError(f"{path}: cannot load {what} ({type(exc).__name__}: {detail}); expected the {expected} "
-                      f"that train wrote beside {Path(model_path).name}")
+                      f"{written}")
 
 
 def load_model(model_path, policy_device: str):
@@ -665,6 +689,8 @@ def train(
             built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
             record.update(spec=built.to_dict(), plugin=plugin)
             (out / "spec.json").write_text(json.dumps(built.to_dict(), indent=2) + "\n")
+        else:
+            (out / "spec.json").unlink(missing_ok=True)  # an earlier run's, into the same folder: not this run's
         (out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
         venv.close()
     plot_learning_curve(out / "monitor.csv", out / "learning_curve.png", title=f"PPO on {env_id}")
@@ -878,7 +904,11 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
     keys = ENV_IDS[env_id]
 
     def make():
-        venv = make_sb3_vec_env(env_id, episodes, device=device, seed=seed, **env_kwargs)
+        try:
+            venv = make_sb3_vec_env(env_id, episodes, device=device, seed=seed, **env_kwargs)
+        except TypeError as exc:  # an argument of the record's env_kwargs the env does not take
+            raise ValueError(f"{env_id} refuses the env arguments of {model_path.with_name('train.json')} "
+                             f"({sorted(env_kwargs)}): {exc}") from exc
         if venv.observation_space != model.observation_space or venv.action_space != model.action_space:
             venv.close()
             raise ValueError(f"the model's spaces ({model.observation_space}, {model.action_space}) differ from "

@@ -19,6 +19,7 @@ and what ``build(spec)`` turns into a program. It is immutable (``with_stage``,
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -86,8 +87,10 @@ class PipelineSpec:
         randomize = {}
         for name, pair in self.randomize.items():
             if _check_key("randomize", name) not in self.params:
+                near = difflib.get_close_matches(name, self.params, n=1)
+                typo = f" ({near[0]!r} among them looks like a typo of it)" if near else ""
                 raise ValueError(f"randomize names {name!r}, which is not a parameter of the spec; its parameters "
-                                 f"are {sorted(self.params)}")
+                                 f"are {sorted(self.params)}{typo}")
             randomize[name] = _check_pair(name, pair)
         object.__setattr__(self, "randomize", MappingProxyType(randomize))
 
@@ -111,14 +114,20 @@ class PipelineSpec:
                 duplicate stages, a non-finite value, a range that is not a ``(lo, hi)``
                 pair with ``lo <= hi`` or names no parameter of the spec (the constructor's
                 checks, which every spec passes).
+            TypeError / ValueError: a setting of the wrong type or range, as ``build`` refuses
+                it (the family's checks: ``"max_points": 251.0`` is not an int).
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"from_dict() takes a mapping, got {type(data).__name__}")
         missing, unknown = [k for k in _KEYS if k not in data], sorted(set(data) - set(_KEYS))
         if missing or unknown:
             raise ValueError(f"a spec dict has the keys {list(_KEYS)}; missing {missing}, unknown {unknown}")
-        return cls(data["family"], data["num_envs"], data["device"], data["settings"], data["stages"],
+        spec = cls(data["family"], data["num_envs"], data["device"], data["settings"], data["stages"],
                    data["params"], data["randomize"])
+        # the settings' types and ranges, as build checks them (on any machine: not the device,
+        # which a spec saved on a GPU host names and an env replaces)
+        FAMILIES[spec.family].check(replace(spec, device=None))
+        return spec
 
     def __hash__(self) -> int:
         # the dataclass hash would hash the mapping proxies (unhashable): hash their items, so

@@ -915,7 +915,8 @@ def check_num_turns(spec) -> None:
         ValueError: naming the value and the capacity.
     """
     name, capacity = "layout.num_turns", spec.settings["num_control_points"]
-    if name in spec.params and spec.construction_value(name, "hi") >= capacity + 1:
+    # as the float32 array holds it: 12.9999999 is stored (and drawn) as 13
+    if name in spec.params and np.float32(spec.construction_value(name, "hi")) >= capacity + 1:
         raise ValueError(f"stage 'layout': {name} (construction value or randomize hi) must be < num_control_points "
                          f"+ 1 = {capacity + 1} (the capacity, floored), got {spec.construction_value(name, 'hi')}")
 
