@@ -22,6 +22,8 @@ __all__ = [
     "retain",
     "caller",
     "user_stacklevel",
+    "raised_in_a_library",
+    "raise_site",
 ]
 
 
@@ -97,3 +99,31 @@ def user_stacklevel() -> int:
     while frame.f_back is not None and _in_package(frame):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _library_dirs(names) -> list[str]:
+    """The package folders of the modules ``names`` that are imported (``"warp"``, ``"torch"``)."""
+    return [os.path.dirname(os.path.abspath(sys.modules[n].__file__)) + os.sep for n in names if n in sys.modules]
+
+
+def _raise_frames(exc: BaseException) -> list:
+    """The frames of ``exc``'s traceback, outermost first, as ``(filename, lineno, function)``."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append((os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    return frames
+
+
+def raised_in_a_library(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` lies in Warp or torch (a capture refusing an
+    operation), not in a component's own code (True without a traceback)."""
+    frames = _raise_frames(exc)
+    return not frames or frames[-1][0].startswith(tuple(_library_dirs(("warp", "torch"))))
+
+
+def raise_site(exc: BaseException) -> str:
+    """``"file:line in function"`` of the innermost frame of ``exc`` outside Warp (for messages)."""
+    warp_dirs = tuple(_library_dirs(("warp",)))
+    inside = [f for f in _raise_frames(exc) if not f[0].startswith(warp_dirs)]
+    return "<unknown>" if not inside else "{}:{} in {}".format(*inside[-1])

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import sys
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -29,7 +27,7 @@ import numpy as np
 import warp as wp
 
 from .. import exec as exec_modes
-from ..capture import CaptureError, NotCapturableError, caller, retain
+from ..capture import CaptureError, NotCapturableError, caller, raised_in_a_library, retain
 from ..checks import check_bool, check_mask
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import PipelineSpec, Program
@@ -607,7 +605,7 @@ class Course:
                 # what Warp (and torch) raise for an operation a capture cannot hold; any other
                 # exception, and one the component's own code raised, is raised as it would be eagerly
                 running, self._running = self._running, None
-                if running is None or not self.device.is_capturing or not _raised_in_a_library(exc):
+                if running is None or not self.device.is_capturing or not raised_in_a_library(exc):
                     raise
                 who, phase = running
                 raise CaptureError(
@@ -661,19 +659,6 @@ class Course:
     def _scope(self, s):
         """Launch on ``s`` (None: the current stream); components read it as ``ctx.stream``."""
         return contextlib.nullcontext() if s is None else OnStream(self._ctx, s)
-
-
-def _raised_in_a_library(exc: BaseException) -> bool:
-    """Whether the innermost frame of ``exc`` lies in Warp or torch (a capture refusing an
-    operation), not in a component's own code."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return True
-    where = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    libraries = [sys.modules[name] for name in ("warp", "torch") if name in sys.modules]
-    return any(where.startswith(os.path.dirname(os.path.abspath(lib.__file__)) + os.sep) for lib in libraries)
 
 
 def _check_generator(generator) -> None:

@@ -375,11 +375,10 @@ class CourseLinePilot:
     """
 
     def __init__(self, env, gains: ControllerGains | None = None):
-        drone = getattr(getattr(env, "unwrapped", env), "quadrotor", None)
-        if drone is None or getattr(getattr(env, "unwrapped", env), "course", None) is None:
+        env = getattr(env, "unwrapped", env)
+        if getattr(env, "quadrotor", None) is None or getattr(env, "course", None) is None:
             raise TypeError(f"CourseLinePilot flies a gates env (GatesVectorEnv, gymnasium.make_vec("
                             f"'TrackGen-Gates-v0', ...)), got {type(env).__name__}; for the track env use PurePursuit")
-        env = env.unwrapped
         self.env = env
         self.controller = ReferenceController(env.num_envs, env.device, env.quadrotor, gains)
 

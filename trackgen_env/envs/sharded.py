@@ -152,21 +152,16 @@ class ShardedParams(Mapping):
 
     Raises:
         KeyError / TypeError / ValueError: as :class:`~trackgen_env.pipeline.params.Params`.
-        RuntimeError: any read or write after the env's ``close()``.
+        RuntimeError: any read or write after the env's ``close()`` (each shard's close releases
+            its ``Params``: ``Params.release``).
     """
 
     def __init__(self, shards: list, bounds: list[tuple[int, int]]):
-        self._shards = shards
         self._params = [shard.course.generator.params for shard in shards]
         self._bounds = bounds
         self.num_envs = bounds[-1][1]
 
-    def _check_open(self) -> None:
-        for shard in self._shards:
-            shard.check_open()  # RuntimeError after close(), as one env's course
-
     def __getitem__(self, name: str) -> np.ndarray:
-        self._check_open()
         # read-only, as one env's view: an item written into a copy would change nothing
         return _read_only(np.concatenate([p[name].numpy() for p in self._params]))
 
@@ -180,13 +175,11 @@ class ShardedParams(Mapping):
     def randomize(self) -> Mapping:
         """``name -> (lo, hi)``: the live ranges of the randomized parameters, ``[E] float32``
         NumPy copies over every shard (move them with :meth:`set_range`)."""
-        self._check_open()
         return MappingProxyType({
             name: tuple(_read_only(np.concatenate([p.randomize[name][i].numpy() for p in self._params])) for i in (0, 1))
             for name in self._params[0].randomize})
 
     def __setitem__(self, name: str, value) -> None:
-        self._check_open()
         first = self._params[0]
         first[name]  # the checks in one env's order: the name, randomized, the value's form, its rows
         if name in first.randomize:
@@ -197,7 +190,6 @@ class ShardedParams(Mapping):
 
     def set_range(self, name: str, lo, hi) -> None:
         """Move a randomized parameter's range in every shard (see ``Params.set_range``)."""
-        self._check_open()
         first = self._params[0]
         first[name]
         if name not in first.randomize:

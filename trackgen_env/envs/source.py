@@ -45,8 +45,7 @@ def generated_source(value, *, argument: str, family: str, config_cls: type, reg
             ``"layout"``): its inputs stay empty in the env, so every env would hold no course.
         KeyError / ValueError: as ``pipeline.build`` (an unknown stage, a parameter out of its bounds).
     """
-    if registry is not None:
-        registry_or_default(registry)  # the type, before anything is built
+    registry_or_default(registry)  # the type, before anything is built
     given, instead = _GIVEN[family]
     source = value.settings.get("source") if isinstance(value, PipelineSpec) else getattr(value, "source", None)
     if source == given:

@@ -275,18 +275,21 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
     return record
 
 
-#: the fields of ``train.json`` that ``eval`` reads, and the JSON types each must have
-_RECORD_FIELDS = {"env_id": (str,), "seed": (int,), "num_envs": (int,), "env_kwargs": (dict,), "spec": (dict,),
-                  "plugin": (str,), "vecnormalize": (dict,)}
+#: the fields of ``train.json`` that ``eval`` reads, and the JSON type each must have
+_RECORD_FIELDS = {"env_id": str, "seed": int, "num_envs": int, "env_kwargs": dict, "spec": dict, "plugin": str,
+                  "vecnormalize": dict}
+#: the fields that may also be null
+_NULLABLE = ("spec", "plugin", "vecnormalize")
 
 
 def _check_record(record: dict, path: Path) -> None:
     """Refuse a ``train.json`` whose fields ``eval`` reads have the wrong JSON types (naming the field)."""
-    for name, types in _RECORD_FIELDS.items():
-        value = record.get(name)
-        if name in record and not (isinstance(value, types) and not isinstance(value, bool)) and not (
-                value is None and name in ("spec", "plugin", "vecnormalize")):
-            raise ValueError(f"{path}: field {name!r} must be a JSON {types[0].__name__}, got {value!r} (a train.json "
+    for name, kind in _RECORD_FIELDS.items():
+        if name not in record or (record[name] is None and name in _NULLABLE):
+            continue
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"{path}: field {name!r} must be a JSON {kind.__name__}, got {value!r} (a train.json "
                              "that train did not write, or edited)"[:300])
     if "seed" in record and "num_envs" not in record:
         raise ValueError(f"{path}: a record with a 'seed' also needs the training run's 'num_envs' (eval checks that "

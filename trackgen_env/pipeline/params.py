@@ -226,6 +226,7 @@ class Params(Mapping):
             for name, (lo, hi) in randomize.items()
         })
         self._streams = {name: stream_id(name, p) for name, p in dynamic.items()}
+        self._released: str | None = None  # why every use is refused (release)
         #: how many sets and range moves were committed (an env's first plain reset compares it
         #: with its construction's count: a change since means those courses are out of date)
         self.commits = 0
@@ -243,9 +244,8 @@ class Params(Mapping):
         self._released = why
 
     def _check_open(self) -> None:
-        why = self.__dict__.get("_released")
-        if why is not None:
-            raise RuntimeError(why)
+        if self._released is not None:
+            raise RuntimeError(self._released)
 
     @property
     def randomize(self) -> Mapping:

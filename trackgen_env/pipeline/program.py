@@ -326,7 +326,8 @@ class Program:
         E, dev = spec.num_envs, wp.get_device(spec.device)
         if dev.is_cpu:
             kernel_cache.seed()  # the install's compiled kernels, before the first launch compiles any
-        given = _check_out(out, family.result_fields(spec), dev)
+        result_fields = family.result_fields(spec)
+        given = _check_out(out, result_fields, dev)
         self.spec, self.family, self._family = spec, spec.family, family
         self.stages = tuple(name for name, _, _ in found)
         self.num_envs, self.device, self.stream = E, dev, stream
@@ -352,7 +353,7 @@ class Program:
         self.inputs = {name: wp.zeros(info.shape, dtype=info.dtype, device=dev) for name, info in self.input_info.items()}
         ctx.inputs = self.inputs
         arrays = {}
-        for name, (shape, dtype, fill) in family.result_fields(spec).items():
+        for name, (shape, dtype, fill) in result_fields.items():
             arrays[name] = _filled(shape, dtype, fill, dev)
             if name in given:  # the caller's array, holding the same initial values
                 wp.copy(given[name], arrays[name])
@@ -360,8 +361,7 @@ class Program:
         builtin = ctx.all_builtin = all(is_builtin(cls) for _, cls, _ in found)
         ctx.plugin_writes = frozenset(f for _, cls, _ in found if not is_builtin(cls) for f in cls.writes)
         # a plugin's own fields: those no built-in stage writes and the result does not hold
-        own = ctx.plugin_writes.difference(family.result_fields(spec), *(cls.writes for _, cls, _ in found
-                                                                          if is_builtin(cls)))
+        own = ctx.plugin_writes.difference(result_fields, *(cls.writes for _, cls, _ in found if is_builtin(cls)))
         if builtin:
             # no plugin writes rows it was not asked to: the stages may write the result in place
             ctx.in_place = frozenset(family.in_place_fields)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import traceback
 
 import numpy as np
 import warp as wp
 
-from ..capture import CaptureError
+from ..capture import CaptureError, raise_site
 from .component import ComponentContext
 from .contract import POSITIONAL_INPUTS
 from .ownership import driver_of
@@ -35,14 +33,6 @@ def _arrays_of(component) -> dict[str, wp.array]:
 
 def _snapshot(component) -> dict[str, bytes]:
     return {k: v.numpy().tobytes() for k, v in _arrays_of(component).items()}
-
-
-def _where(exc: BaseException) -> str:
-    """``file:line in function`` of the innermost frame of ``exc`` outside Warp."""
-    warp_dir = os.path.dirname(os.path.abspath(wp.__file__))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(warp_dir)]
-    f = frames[-1] if frames else None
-    return "<unknown>" if f is None else f"{f.filename}:{f.lineno} in {f.name}"
 
 
 def check_component(component, generator, *, inputs: dict | None = None, sources=()) -> None:
@@ -118,7 +108,7 @@ def check_component(component, generator, *, inputs: dict | None = None, sources
                 wp.capture_if(flag, on_true=lambda method=method: method(ctx, zero))
         except Exception as exc:
             raise CaptureError(f"component {name!r}: {phase} cannot be recorded in a conditional body "
-                               f"(at {_where(exc)}): {exc}") from exc
+                               f"(at {raise_site(exc)}): {exc}") from exc
         wp.capture_launch(capture.graph)
     if inputs is None:
         return
@@ -144,6 +134,6 @@ def check_component(component, generator, *, inputs: dict | None = None, sources
         with wp.ScopedCapture(device=ctx.device, force_module_load=False) as capture:
             component.step(ctx)
     except Exception as exc:
-        raise CaptureError(f"component {name!r}: step cannot be recorded (at {_where(exc)}): {exc}") from exc
+        raise CaptureError(f"component {name!r}: step cannot be recorded (at {raise_site(exc)}): {exc}") from exc
     component._step_captured = False
     wp.capture_launch(capture.graph)
