@@ -4,6 +4,7 @@ and no module of the package hides a package import inside a function (to dodge 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,45 @@ def test_no_package_import_is_hidden_in_a_function(rel, path):
 
 def test_every_module_has_a_layer():
     assert {_top(rel) for rel, _ in _modules()} <= set(LAYERS)
+
+
+def _readme_layout() -> dict[str, int]:
+    """README's Layout block as {module path relative to the package: the layer its ``# N:`` heading names}.
+
+    A line indented by two spaces names a top-level module (``capture.py``) or opens a folder
+    (``pipeline/``); a deeper line that starts with ``name/`` opens a subfolder of the folder open;
+    every other ``*.py`` name belongs to the folder open. The block ends at the first unindented line.
+    """
+    readme = (PACKAGE.parent / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    lines = re.search(r"```\ntrackgen_env/\n(.*?)```", section, re.S).group(1).splitlines()
+    listed: dict[str, int] = {}
+    layer = folder = None
+    for line in lines:
+        if not line.startswith(" "):
+            break
+        stripped = line.strip()
+        if heading := re.match(r"# (\d+):", stripped):
+            layer, folder = int(heading.group(1)), None
+            continue
+        indent = len(line) - len(line.lstrip())
+        first = stripped.split()[0]
+        if indent == 2:
+            folder = first.rstrip("/") if first.endswith("/") else None
+        elif first.endswith("/"):
+            folder = f"{folder.split('/')[0]}/{first.rstrip('/')}"
+        for name in re.findall(r"(?<![\w./])(\w+\.py)\b", stripped):
+            path = name if indent == 2 and not first.endswith("/") else f"{folder}/{name}"
+            assert path not in listed, f"README's Layout lists {path} twice"
+            listed[path] = layer
+    return listed
+
+
+def test_readme_layout_lists_every_module_in_its_layer():
+    listed = _readme_layout()
+    modules = {rel.as_posix() for rel, _ in _modules() if rel.name != "__init__.py"}
+    assert sorted(set(listed) - modules) == [], "README's Layout lists modules that do not exist"
+    assert sorted(modules - set(listed)) == [], "README's Layout omits these modules"
+    wrong = {path: (layer, LAYERS[path.split("/")[0].removesuffix(".py")]) for path, layer in listed.items()
+             if layer != LAYERS[path.split("/")[0].removesuffix(".py")]}
+    assert not wrong, f"README's Layout puts these modules under another layer than LAYERS (README, LAYERS): {wrong}"
