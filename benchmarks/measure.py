@@ -38,7 +38,7 @@ from trackgen_env.envs.track import TrackVectorEnv
 from trackgen_env.kernel_cache import PREBUILT_DIR
 
 ENVS = {"TrackGen-Track-v0": TrackVectorEnv, "TrackGen-Gates-v0": GatesVectorEnv}
-#: the issue's target for TrackGen-Track-v0 at default capacities, excluding user buffers
+#: the target for TrackGen-Track-v0 at default capacities, excluding user buffers
 TARGET_BYTES_PER_ENV = 16 * 1024
 #: parts of a memory estimate that are host copies of the outputs (not the env's device memory)
 OUTPUT_PARTS = ("numpy outputs",)

@@ -67,7 +67,7 @@ NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 131072, 262144)
 CPU_MAX_ENVS = 65536
 QUICK_NUM_ENVS = (1, 64)
 #: the num_envs of the per-size sections (generation, resets, regeneration, breakdown, memory, the
-#: ratios): the issue's targets are set at 4096 envs on one CPU core and at 131072 on a GPU
+#: ratios): the targets are set at 4096 envs on one CPU core and at 131072 on a GPU
 WORK_ENVS = {"cpu": 4096, "cuda": 131072}
 ENV_IDS = tuple(measure.ENVS)
 #: in the order they run: the per-size sections first, so that a run cut short (a GPU lease's time
@@ -788,7 +788,7 @@ def main(argv=None) -> dict:
                         help="time per measurement (default 1 on the CPU, 0.5 on a GPU, --quick 0.05)")
     parser.add_argument("--work-envs", type=_positive(int), default=None,
                         help="num_envs of the per-size sections and the ratios (default 4096 on the CPU, 131072 on a "
-                             "GPU: the issue's targets; --quick 64)")
+                             "GPU: the targets' size; --quick 64)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=None,
                         help="sections to run (default: all; on a GPU all but first_use and sharding)")
     args = parser.parse_args(argv)

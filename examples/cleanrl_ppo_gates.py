@@ -25,7 +25,7 @@ the next episode with reward 0. So:
 The drone is commanded by collective thrust and body rates (thrust 0 = hover); the
 reward is progress towards the next gate plus a bonus per gate, minus a crash penalty
 (see :class:`trackgen_env.envs.gates.GatesVectorEnv`). Besides the returns, the log
-shows the gates passed per episode. What makes it learn (issue 13, ``docs/gates-env.md``):
+shows the gates passed per episode. What makes it learn (``docs/gates-env.md``):
 
 * ``--start random_gate --random-start-prob 0.5`` (the defaults here): half of the
   episodes start on the course line before a random gate, moving towards it (Kaufmann

@@ -615,7 +615,7 @@ class GatesVectorEnv(CourseVectorEnv):
 
     * v0: initial version; ``autoreset_mode`` (NEXT_STEP, SAME_STEP, DISABLED), ``output``
       ("numpy", "torch") and on-device ``render_mode="rgb_array"`` added without changing
-      the default behaviour. Issue 13 (to make it learnable): the thrust action centred on
+      the default behaviour; made learnable: the thrust action centred on
       hover, gate 0 counted from the start, the target switching only on a counted pass,
       a missed gate terminating as a crash, the reward terms above, and ``start=``.
     """

@@ -430,7 +430,7 @@ def torch_threads_for(policy_device: str, torch_threads: int | None = None) -> i
     Why 1 on the CPU: the 64-64 MLP policy gains nothing from more threads, and torch's idle
     OpenMP threads spin beside the env (Warp runs CPU kernels on one thread) and beside other
     busy processes: on a 2-core machine ``train --steps 20000`` took 36.7 s with torch's
-    default threads and 12.4 s with one, ``eval`` 48.5 s and 9.1 s (issue 9, item 8).
+    default threads and 12.4 s with one, ``eval`` 48.5 s and 9.1 s.
 
     Raises:
         ValueError, TypeError: ``torch_threads`` not None or an int >= 1.

@@ -1,7 +1,7 @@
 """``Launches``: a kernel launch recorded once and replayed while its arguments stay the same.
 
 An eager ``wp.launch`` packs every argument into its C struct on each call: ~20-70 us of
-Python per launch of a stage kernel with 15-20 arrays on this project's CPU, against ~5 us
+Python per launch of a stage kernel with 15-20 arrays on a 2-core CPU, against ~5 us
 for replaying a launch recorded with ``wp.launch(..., record_cmd=True)``. The retry loop
 launches each stage kernel once per round (13 rounds of ~10 kernels per generation at the
 defaults), so the packing alone cost ~10 % of a CPU generation at 4096 envs.
