@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/circuit_stats.py --circuits ../shared/real-courses/circuits \\
-        [--family default --family circuit] [--num-envs 256] [--seed 0] [--png docs/images/circuit_stats.png] [--json FILE]
+    python benchmarks/circuit_stats.py --circuits DIR [--family default --family circuit] \\
+        [--num-envs 256] [--seed 0] [--png docs/images/circuit_stats.png] [--json FILE]
 
 Prints, per generated family (default: both ``default`` and ``circuit``), one row per
 measure: the batch's 5th percentile / median / 95th percentile, the real circuits' min /
@@ -88,7 +88,8 @@ def format_table(table: dict[str, dict[str, float]], family: str, num_generated:
             f"real min / median / max ({num_real} circuits) | generated in real range |")
     rows = [head, "|---|---|---|---|"]
     for key, t in table.items():
-        rows.append(f"| {_cell(MEASURES[key])} | {t['generated_p5']:.3g} / {t['generated_median']:.3g} / {t['generated_p95']:.3g} | "
+        rows.append(f"| {_cell(MEASURES[key])} | {t['generated_p5']:.3g} / {t['generated_median']:.3g} / "
+                    f"{t['generated_p95']:.3g} | "
                     f"{t['real_min']:.3g} / {t['real_median']:.3g} / {t['real_max']:.3g} | "
                     f"{t['generated_in_real_range']:.0%} |")
     return "\n".join(rows)
@@ -96,7 +97,8 @@ def format_table(table: dict[str, dict[str, float]], family: str, num_generated:
 
 def format_circuits(real: dict[str, CircuitStats]) -> str:
     keys = list(MEASURES)
-    rows = ["| circuit | length [m] | mean width [m] | corners | " + " | ".join(_cell(MEASURES[k]) for k in keys) + " |",
+    rows = ["| circuit | length [m] | mean width [m] | corners | " + " | ".join(_cell(MEASURES[k]) for k in keys)
+            + " |",
             "|---|---|---|---|" + "---|" * len(keys)]
     for name, s in real.items():
         r = s.row()
@@ -132,8 +134,10 @@ def plot(gens: dict[str, list[CircuitStats]], real: dict[str, CircuitStats], png
     bins = np.logspace(-3, 1, 50)
     curves = [(gen, COLORS.get(name), f"generated ({name})") for name, gen in gens.items()]
     for stats, color, label in curves + [(list(real.values()), "tab:orange", "real circuits")]:
-        kw = np.clip(np.abs(np.concatenate([s.kappa_width for s in stats])), bins[0], bins[-1])  # the ends: the outer bins
-        ax.hist(kw, bins=bins, weights=np.full(kw.size, 1.0 / kw.size), histtype="step", lw=1.5, color=color, label=label)
+        # the ends: the outer bins
+        kw = np.clip(np.abs(np.concatenate([s.kappa_width for s in stats])), bins[0], bins[-1])
+        ax.hist(kw, bins=bins, weights=np.full(kw.size, 1.0 / kw.size), histtype="step", lw=1.5, color=color,
+                label=label)
     ax.set_ylabel("fraction of the loop", fontsize=8)
     ax.axvline(STRAIGHT_KAPPA_WIDTH, color="k", ls=":", lw=1)
     ax.set_xscale("log")

@@ -383,7 +383,8 @@ class NumpyStep:
         self.next_cp = np.where(lap, 1, np.where(passed, self.next_cp + 1, self.next_cp))
         self.s_prev = s
         obs = np.stack([v, omega, delta, lateral, err, hw,
-                        self.curv[rows, j] * (1 - t) + self.curv[rows, j1] * t, (self.next_cp - 1) / num_cp], 1).astype(np.float32)
+                        self.curv[rows, j] * (1 - t) + self.curv[rows, j1] * t, (self.next_cp - 1) / num_cp],
+                       1).astype(np.float32)
         term = (off | (self.laps >= 1)) & ~reset
         trunc = (self.elapsed >= 1000) & ~reset
         reward = np.where(reset, 0.0, ds - self.penalty * off).astype(np.float32)

@@ -131,20 +131,24 @@ def main(argv=None) -> list[dict]:
         trained, rnd = evaluate(folder / "model.zip", episodes=args.episodes, seed=EVAL_SEED)
         points.append({"steps": n, "mean_gates_passed": trained.mean_gates_passed,
                        "lap_completion_rate": trained.lap_completion_rate, "mean_lap_time_s": trained.mean_lap_time_s,
-                       "random_gates_passed": rnd.mean_gates_passed, "random_lap_completion_rate": rnd.lap_completion_rate})
-        print(f"{n:>9d} steps: gates {trained.mean_gates_passed:.2f}, laps {trained.lap_completion_rate:.0%}", flush=True)
+                       "random_gates_passed": rnd.mean_gates_passed,
+                       "random_lap_completion_rate": rnd.lap_completion_rate})
+        print(f"{n:>9d} steps: gates {trained.mean_gates_passed:.2f}, laps {trained.lap_completion_rate:.0%}",
+              flush=True)
     pilot = pilot_eval(args.episodes, EVAL_SEED)
     print("\n| env steps | mean gates passed | lap completion | mean lap time [s] |\n|---|---|---|---|")
     for p in points:
         lap_time = "-" if math.isnan(p["mean_lap_time_s"]) else f"{p['mean_lap_time_s']:.2f}"
         print(f"| {p['steps']:,} | {p['mean_gates_passed']:.2f} | {p['lap_completion_rate']:.0%} | {lap_time} |")
-    print(f"| random policy | {points[0]['random_gates_passed']:.2f} | {points[0]['random_lap_completion_rate']:.0%} | - |")
+    print(f"| random policy | {points[0]['random_gates_passed']:.2f} | {points[0]['random_lap_completion_rate']:.0%} "
+          f"| - |")
     print(f"| reference controller | {pilot['mean_gates_passed']:.2f} | {pilot['lap_completion_rate']:.0%} | "
           f"{pilot['mean_lap_time_s']:.2f} |")
     print(f"training wall time {wall:.0f} s")
     plot(points, out / "monitor.csv", pilot, Path(args.png))
     if args.json:
-        Path(args.json).write_text(json.dumps({"steps": args.steps, "episodes": args.episodes, "train_wall_time_s": round(wall, 1),
+        Path(args.json).write_text(json.dumps({"steps": args.steps, "episodes": args.episodes,
+                                               "train_wall_time_s": round(wall, 1),
                                                "checkpoints": points, "reference_controller": pilot}, indent=2) + "\n")
     return points
 

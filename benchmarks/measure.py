@@ -150,7 +150,8 @@ def make_env(env_id: str, num_envs: int, device: str, *, capture: bool = True, o
     if output == "torch":
         import torch
 
-        dev = torch.device("cuda", wp.get_device(device).ordinal) if wp.get_device(device).is_cuda else torch.device("cpu")
+        dev = torch.device("cuda",
+                           wp.get_device(device).ordinal) if wp.get_device(device).is_cuda else torch.device("cpu")
         return env, lambda obs: torch.from_numpy(controller(_host(obs))).to(dev)
     return env, controller
 

@@ -150,7 +150,8 @@ def run_throughput(cfg) -> dict:
                 out["num_envs_skipped"].setdefault(env_id, []).append(E)
                 continue
             envs, timers = [], {}
-            for key, kw in (("replay_numpy", {}), ("eager_numpy", {"capture": False}), ("replay_torch", {"output": "torch"}),
+            for key, kw in (("replay_numpy", {}), ("eager_numpy", {"capture": False}),
+                            ("replay_torch", {"output": "torch"}),
                             ("same_step", {"autoreset_mode": "SameStep"})):
                 if key == "replay_torch" and torch is None:
                     continue
@@ -437,7 +438,8 @@ def _two_threads(iterations: int) -> dict:
 
 
 RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
-           "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory, "first_use": run_first_use,
+           "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory,
+           "first_use": run_first_use,
            "carracing": run_carracing, "sharding": run_sharding}
 
 
@@ -513,7 +515,8 @@ def markdown(result: dict, command: str) -> str:
     add = lines.append
     add(f"# Benchmarks: {result['device']}, {result['machine']}, warp {result['warp']}, {result['date']}\n")
     add(f"All figures from one run: `{command}` (load average {result['load_average_before']:.2f} before, "
-        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} cores{_steal_note(result.get('steal_percent'), 'over the run')})."
+        f"{result['load_average_after']:.2f} after, on {os.cpu_count()} "
+        f"cores{_steal_note(result.get('steal_percent'), 'over the run')})."
         " Transitions/s: env-steps/s "
         "of the step alone, without the NEXT_STEP reset steps; CPU figures are one core. "
         "Rerun one table with `--only SECTION`.\n")
@@ -533,7 +536,8 @@ def markdown(result: dict, command: str) -> str:
             add(f"| {name} | {value:,.2f} | {'' if target is None else f'{target[0]} {target[1]:,g}'} | {met} |")
         missing = [name for name in targets if name not in result["ratios"]]
         if missing:
-            add(f"\nNot measured in this run (a section not run or skipped, or another num_envs): {', '.join(missing)}.")
+            add(f"\nNot measured in this run (a section not run or skipped, or another num_envs): "
+                f"{', '.join(missing)}.")
         add("")
     if result.get("not_run"):
         add("Sections not run on this device: " + "; ".join(f"`{k}` ({v})" for k, v in result["not_run"].items())
@@ -549,7 +553,8 @@ def markdown(result: dict, command: str) -> str:
             "outputs, `autoreset_mode=SAME_STEP` (what the SB3 adapter uses; an env that ends restarts in the "
             "same step, so every step is a transition). Floor torch: the floor with the torch outputs' work (device "
             "views out, the actions copied on the device), against Track torch.\n")
-        add("| num_envs | Track replay | Track eager | Track torch | Track SAME_STEP | floor | floor / ours | floor torch "
+        add("| num_envs | Track replay | Track eager | Track torch | Track SAME_STEP | floor | floor / ours | floor "
+            "torch "
             "| floor torch / ours | NumPy step | Gates replay | Gates eager | Gates torch | Gates SAME_STEP |")
         add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for E in cfg["num_envs"]:
@@ -567,7 +572,8 @@ def markdown(result: dict, command: str) -> str:
                 f"{_f(v(g, 'replay_torch'))} | {_f(v(g, 'same_step'))} |")
         for env_id, skipped in tp["num_envs_skipped"].items():
             add(f"\n{env_id}: num_envs {skipped} not run on {result['device']} "
-                f"(over the CPU's cap of {CPU_MAX_ENVS}, for the run's time, or its envs built at once over 60 % of the "
+                f"(over the CPU's cap of {CPU_MAX_ENVS}, for the run's time, or its envs built at once over 60 % of "
+                f"the "
                 "available memory).")
         if "torch" in tp:
             add(f"\nTorch outputs {tp['torch']}.")
@@ -682,7 +688,8 @@ def markdown(result: dict, command: str) -> str:
             "one's end, and the longest one's CPU time in its thread (what it takes on a free core: its ratio is "
             "the ceiling on free cores, less sensitive to the load); host part: the rest of the step (checks, "
             "actions in, outputs out, threads starting).\n")
-        add("| shards | transitions/s (timed in turns) | step [us] | replays [us] | replays, CPU [us] | host part [us] |")
+        add("| shards | transitions/s (timed in turns) | step [us] | replays [us] | replays, CPU [us] | host part "
+            "[us] |")
         add("|---:|---:|---:|---:|---:|---:|")
         for k in (1, 2):
             x = lambda key: f" ({s[key]:.2f}x)" if k == 2 else ""  # noqa: E731
@@ -707,7 +714,8 @@ def markdown(result: dict, command: str) -> str:
         add("| main thread | seconds | ticks/s | longest gap [s] |")
         add("|---|---:|---:|---:|")
         for kind in ("replay", "launch", "python"):
-            add(f"| {kind} | {g[kind]['seconds']:.2f} | {g[kind]['ticks_per_s']:,.0f} | {g[kind]['longest_gap_s']:.3f} |")
+            add(f"| {kind} | {g[kind]['seconds']:.2f} | {g[kind]['ticks_per_s']:,.0f} | "
+                f"{g[kind]['longest_gap_s']:.3f} |")
         add("")
     return "\n".join(lines)
 
@@ -719,8 +727,10 @@ def plot(result: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    series = [("TrackGen-Track-v0", "replay_numpy", "Track, replay"), ("TrackGen-Track-v0", "eager_numpy", "Track, eager"),
-              ("TrackGen-Track-v0", "replay_torch", "Track, replay, torch"), ("TrackGen-Track-v0", "floor", "floor (one kernel)"),
+    series = [("TrackGen-Track-v0", "replay_numpy", "Track, replay"),
+              ("TrackGen-Track-v0", "eager_numpy", "Track, eager"),
+              ("TrackGen-Track-v0", "replay_torch", "Track, replay, torch"),
+              ("TrackGen-Track-v0", "floor", "floor (one kernel)"),
               ("TrackGen-Track-v0", "floor_torch", "floor, torch outputs"),
               ("TrackGen-Track-v0", "numpy_step", "NumPy step"), ("TrackGen-Gates-v0", "replay_numpy", "Gates, replay"),
               ("TrackGen-Gates-v0", "eager_numpy", "Gates, eager"),
@@ -826,8 +836,10 @@ def main(argv=None) -> dict:
     except OSError as exc:
         parser.error(f"--out {out}: cannot write there ({exc})")
     _torch()
-    result = {"device": device, "warp": wp.__version__, "machine": platform.machine(), "date": time.strftime("%Y-%m-%d"),
-              "command": command, "argv": " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+    result = {"device": device, "warp": wp.__version__, "machine": platform.machine(),
+              "date": time.strftime("%Y-%m-%d"),
+              "command": command,
+              "argv": " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
               "config": {k: v for k, v in vars(cfg).items()}, "load_average_before": os.getloadavg()[0],
               "not_run": {s: CPU_ONLY[s] for s in SECTIONS if args.only is None and s not in sections}}
     started = measure.cpu_times()
@@ -840,7 +852,8 @@ def main(argv=None) -> dict:
             result["steal_percent"] = measure.steal_percent(started, measure.cpu_times())
             text = write(result, out, command)  # the last section's write is the run's
     print("\n" + text)
-    print(f"\nwrote {os.path.join(out, 'results.json')}, results.md" + (", throughput.png" if "throughput" in result else ""))
+    print(f"\nwrote {os.path.join(out, 'results.json')}, results.md"
+          + (", throughput.png" if "throughput" in result else ""))
     return result
 
 

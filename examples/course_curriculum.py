@@ -130,7 +130,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     log: list = []
-    ppo = {} if args.n_steps is None else {"n_steps": args.n_steps, "batch_size": min(512, args.n_steps * args.num_envs)}
+    ppo = {} if args.n_steps is None else {"n_steps": args.n_steps,
+                                           "batch_size": min(512, args.n_steps * args.num_envs)}
     env = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     model = train("TrackGen-Track-v0", args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device,
                   out=args.out, progress=not args.no_progress, ppo_kwargs=ppo, env_kwargs=env,

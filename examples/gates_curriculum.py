@@ -137,7 +137,8 @@ def main(argv=None) -> dict:
     torch.set_num_threads(1)
     curriculum = Curriculum(levels=args.levels)
     log: list = []
-    ppo = {} if args.n_steps is None else {"n_steps": args.n_steps, "batch_size": min(2048, args.n_steps * (args.num_envs or 64))}
+    ppo = {} if args.n_steps is None else {"n_steps": args.n_steps,
+                                           "batch_size": min(2048, args.n_steps * (args.num_envs or 64))}
     model = train("TrackGen-Gates-v0", args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device,
                   out=args.out, progress=not args.no_progress, ppo_kwargs=ppo,
                   callbacks=[curriculum_callback(curriculum, log)])

@@ -23,7 +23,8 @@ Run (CPU, ``pip install -e ".[sb3]"``)::
 
 The same spec can be saved and trained by the CLI (``docs/pipelines.md``)::
 
-    PYTHONPATH=examples python -c "import json, plugin_stage as p; json.dump(p.make_spec(16).to_dict(), open('spec.json', 'w'))"
+    PYTHONPATH=examples python -c "import json, plugin_stage as p; \\
+        json.dump(p.make_spec(16).to_dict(), open('spec.json', 'w'))"
     PYTHONPATH=examples python -m trackgen_env train --spec spec.json --plugin plugin_stage:REGISTRY --steps 200000
 """
 

@@ -49,7 +49,8 @@ def main():
 def summary(returns: list[float], lengths: list[int], laps: int, steps: int) -> str:
     """One line of episode statistics; says so when no episode ended (no mean of nothing)."""
     if not returns:
-        return f"0 episodes ended in {steps} steps (a lap takes ~110 steps with pure pursuit): no episode statistics yet"
+        return (f"0 episodes ended in {steps} steps (a lap takes ~110 steps with pure pursuit): "
+                "no episode statistics yet")
     return (f"{len(returns)} episodes: mean return {np.mean(returns):.1f} m of progress, "
             f"mean length {np.mean(lengths):.0f} steps, {laps} laps")
 

@@ -7,7 +7,8 @@ wp.config.log_level = wp.LOG_WARNING  # keep module-load lines out of test outpu
 
 HAS_CUDA = wp.get_cuda_device_count() > 0
 
-DEVICES = ["cpu", pytest.param("cuda:0", marks=[pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")])]
+DEVICES = ["cpu",
+           pytest.param("cuda:0", marks=[pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")])]
 
 
 @pytest.fixture(params=DEVICES)

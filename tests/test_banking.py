@@ -55,7 +55,8 @@ def test_normal_stays_unit_and_perpendicular_and_the_outside_edge_is_higher(devi
     for k in ("centerline", "tangent", "curvature", "half_width"):
         np.testing.assert_array_equal(b[k], f[k])
     for e in range(E):
-        nb, t, kappa, hw = b["normal"][e, :n[e]], b["tangent"][e, :n[e]], b["curvature"][e, :n[e]], b["half_width"][e, :n[e]]
+        nb, t, kappa, hw = (b["normal"][e, :n[e]], b["tangent"][e, :n[e]], b["curvature"][e, :n[e]],
+                            b["half_width"][e, :n[e]])
         np.testing.assert_allclose(np.linalg.norm(nb, axis=1), 1.0, atol=1e-6)
         np.testing.assert_allclose((nb * t).sum(1), 0.0, atol=1e-6)
         # the angle from the level normal is the bank, growing with the curvature
@@ -90,7 +91,8 @@ def test_max_bank_is_a_dynamic_param(device):
     gen.params["banking.max_bank"] = 0.0
     gen.enqueue()
     assert np.all(gen.result.normal.numpy()[..., 2] == 0.0)
-    spec = TrackGenConfig(num_envs=E, device=device, banking=0.1).to_spec().with_randomize({"banking.max_bank": (0.1, 0.5)})
+    spec = TrackGenConfig(num_envs=E, device=device,
+                          banking=0.1).to_spec().with_randomize({"banking.max_bank": (0.1, 0.5)})
     drawn = TrackGenerator(spec, seeds=3).params["banking.max_bank"].numpy()
     assert np.all((drawn >= 0.1) & (drawn < 0.5)) and np.ptp(drawn) > 0
 

@@ -72,7 +72,8 @@ def test_memory_per_env_parts_sum_to_the_total():
 
 def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--out", str(tmp_path)],
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--out",
+                          str(tmp_path)],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert {"results.json", "results.md", "throughput.png"} <= set(os.listdir(tmp_path))
@@ -84,7 +85,8 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     for env_id in measure.ENVS:
         rows = result["throughput"]["rows"][env_id]
         assert [r["num_envs"] for r in rows] == [1, 64]
-        assert all(r["replay_numpy"]["transitions_per_s"] > 0 and r["eager_numpy"]["transitions_per_s"] > 0 for r in rows)
+        assert all(r["replay_numpy"]["transitions_per_s"] > 0 and r["eager_numpy"]["transitions_per_s"] > 0
+                   for r in rows)
         # SAME_STEP: no reset steps, so every env-step is a transition
         assert all(r["same_step"]["reset_steps"] == 0 and r["same_step"]["transitions_per_s"] > 0 for r in rows)
     track = result["throughput"]["rows"]["TrackGen-Track-v0"]
@@ -132,7 +134,8 @@ def test_steal_is_a_share_of_the_cpu_time_between_two_readings(tmp_path, monkeyp
     stat = tmp_path / "stat"  # /proc/stat's first line: user nice system idle iowait irq softirq steal guest guest_nice
     stat.write_text("cpu  100 5 50 800 10 0 5 30 7 0\ncpu0 1 2 3\n")
     real_open = open
-    monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(stat if path == "/proc/stat" else path, *a, **k))
+    monkeypatch.setattr("builtins.open", lambda path, *a,
+                        **k: real_open(stat if path == "/proc/stat" else path, *a, **k))
     assert measure.cpu_times() == (30, 1000)  # guest time is inside user: not counted twice
 
 
@@ -190,7 +193,8 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     cpu = {**result, "throughput": {"rows": {"TrackGen-Track-v0": [{**row, "num_envs": 4096}]}}}
     cpu_ratios = run.ratios(cpu, run.WORK_ENVS["cpu"])
     assert {k for k in run.TARGETS["cpu"] if k in cpu_ratios} == {"track_step_time_over_floor_4096",
-                                                                   "track_courses_per_s_4096", "track_device_bytes_per_env"}
+                                                                   "track_courses_per_s_4096",
+                                                                  "track_device_bytes_per_env"}
 
 
 def test_the_device_check_script_writes_its_logs_and_results(tmp_path):

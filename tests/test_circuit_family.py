@@ -45,7 +45,8 @@ def _check_geometry(result, e: int) -> None:
     assert np.all(np.abs(result.curvature.numpy()[e, :n]) * hw <= 1.0 + 1e-4)
     a, b = np.roll(c, 1, axis=0), np.roll(c, -1, axis=0)
     cross = (c - a)[:, 0] * (b - c)[:, 1] - (c - a)[:, 1] * (b - c)[:, 0]
-    menger = 2.0 * np.abs(cross) / (np.linalg.norm(c - a, axis=1) * np.linalg.norm(b - c, axis=1) * np.linalg.norm(b - a, axis=1))
+    menger = 2.0 * np.abs(cross) / (np.linalg.norm(c - a, axis=1) * np.linalg.norm(b - c, axis=1)
+                                    * np.linalg.norm(b - a, axis=1))
     assert np.all(menger * hw <= 1.05)
     # band self-intersection: points more than 3 widths apart along the loop are >= 1 width apart
     s = np.arange(n) * step
@@ -85,7 +86,8 @@ def test_env_i_draws_the_same_course_for_1_and_64_envs():
     seeds = env_seeds(123, 64).view(np.int32)
     many = _build(presets.circuit(num_envs=64, device=DEV), wp.array(seeds, dtype=wp.int32, device=DEV)).result
     for i in (0, 17, 63):
-        one = _build(presets.circuit(num_envs=1, device=DEV), wp.array(seeds[i:i + 1], dtype=wp.int32, device=DEV)).result
+        one = _build(presets.circuit(num_envs=1, device=DEV),
+                     wp.array(seeds[i:i + 1], dtype=wp.int32, device=DEV)).result
         n = int(one.num_points.numpy()[0])
         assert n == int(many.num_points.numpy()[i]) and one.valid.numpy()[0] == many.valid.numpy()[i]
         for name in ("centerline", "curvature", "half_width", "arc_length"):
@@ -117,8 +119,10 @@ def test_the_tightest_corners_are_as_tight_as_the_real_circuits_hairpins():
     # the real circuits' tightest radius / width: 0.45 / 0.67 / 11.2 at min / median / max (the
     # IMS oval's 11.2; 0.45-2.0 for the others); the family's p5 must reach below the real
     # median and its median within 15% of it (a family of 0.9-width floors had 0.91 / 1.12)
-    real = [centerline_stats(load_centerline_csv(p)).tightest_radius_over_width for p in sorted(glob.glob(str(REAL / "*.csv")))]
-    gen = [s.tightest_radius_over_width for s in track_result_stats(_build(presets.circuit(num_envs=128, device=DEV), 2).result)]
+    real = [centerline_stats(load_centerline_csv(p)).tightest_radius_over_width
+            for p in sorted(glob.glob(str(REAL / "*.csv")))]
+    gen = [s.tightest_radius_over_width
+           for s in track_result_stats(_build(presets.circuit(num_envs=128, device=DEV), 2).result)]
     assert np.percentile(gen, 5) < np.median(real)
     assert np.median(gen) == pytest.approx(np.median(real), rel=0.15)
     assert min(gen) >= 0.5  # the checks' limit: half the width
@@ -188,7 +192,8 @@ def test_a_live_set_past_the_other_end_is_refused_and_changes_nothing():
     gen = build(presets.circuit(num_envs=3, device="cpu"), seeds=0)
     lo, hi = gen.params["circuit_layout.slow_radius_lo"], gen.params["circuit_layout.slow_radius_hi"]
     with pytest.raises(ValueError, match=r"slow_radius_lo <= circuit_layout.slow_radius_hi, got "
-                                         r"circuit_layout.slow_radius_lo=4 and circuit_layout.slow_radius_hi=3 \(env 1\)"):
+                                         r"circuit_layout.slow_radius_lo=4 and circuit_layout.slow_radius_hi=3 \(env "
+                                         r"1\)"):
         gen.params["circuit_layout.slow_radius_lo"] = [0.6, 4.0, 0.6]
     with pytest.raises(ValueError, match="slow_radius_hi=0.5"):
         gen.params["circuit_layout.slow_radius_hi"] = 0.5

@@ -123,7 +123,8 @@ class _ResetReadsInput(Counter):
 def test_check_component_names_a_reset_that_reads_a_bound_input_and_refuses_unknown_inputs():
     with pytest.raises(ValueError, match="'acme.rb': reset reads a bound input .*only step may read"):
         tools.check_component(_ResetReadsInput("acme.rb"), FakeGenerator(E), inputs={"position": vec3s(E)})
-    with pytest.raises(TypeError, match=r"inputs \['foo'\] are not inputs of 'acme.count', which declares \['position'\]"):
+    with pytest.raises(TypeError,
+                       match=r"inputs \['foo'\] are not inputs of 'acme.count', which declares \['position'\]"):
         tools.check_component(Counter("acme.count"), FakeGenerator(E), inputs={"position": vec3s(E), "foo": vec3s(E)})
     with pytest.raises(TypeError, match="expected a component .*got a object"):
         tools.check_component(object(), FakeGenerator(E))

@@ -303,7 +303,8 @@ def test_checkpoint_capacity_auto_is_the_longest_track_over_the_spacing():
     cfg = track_cfg()
     course = Course.track(cfg, checkpoint_spacing=0.6)
     # the longest track the generator can produce: its declared bound (the length or the capacity max_points)
-    assert course.components["checkpoints"].capacity == max(3, int(np.ceil(course.generator.layout.max_loop_length / 0.6)))
+    max_loop = course.generator.layout.max_loop_length
+    assert course.components["checkpoints"].capacity == max(3, int(np.ceil(max_loop / 0.6)))
 
 
 def test_checkpoint_capacity_warns_once_when_a_chosen_capacity_clips_a_valid_env():
@@ -380,7 +381,8 @@ def test_seeds_generate_on_a_bound_array_without_rng_is_a_runtime_error():
 
 
 def test_seeds_preset_and_course_config_are_byte_identical_with_an_rng():
-    a = Course.track(track_cfg(), checkpoint_spacing=0.6, collision="segments", seeds=PerEnvSeededRNG(E, 4, device="cpu"))
+    a = Course.track(track_cfg(), checkpoint_spacing=0.6, collision="segments",
+                     seeds=PerEnvSeededRNG(E, 4, device="cpu"))
     b = Course(CourseConfig(mode="track", gen=track_cfg(), checkpoint_spacing=0.6, collision="segments",
                             seeds=PerEnvSeededRNG(E, 4, device="cpu")))
     assert snapshot(a) == snapshot(b)
@@ -525,7 +527,8 @@ def test_generate_seeds_with_a_generator_without_seeds_is_a_type_error():
     gen = FakeGenerator(E, "cpu", seeds=3)
     course = Course(gen, [Log("a")])
     state, gen.seeds = gen.seeds, None  # the producer protocol's seeds are optional
-    with pytest.raises(TypeError, match=r"generate\(seeds=...\) reseeds the generator's seeds, and FakeGenerator has none"):
+    with pytest.raises(TypeError,
+                       match=r"generate\(seeds=...\) reseeds the generator's seeds, and FakeGenerator has none"):
         course.generate(seeds=3)
     gen.seeds = state
     assert np.array_equal(state.seeds.numpy(), SeedState(E, "cpu", 3).seeds.numpy())  # not reseeded

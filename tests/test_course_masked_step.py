@@ -105,7 +105,8 @@ def test_a_component_of_yours_sees_the_step_mask():
     assert seen == [None, MASK.tolist(), None]
 
 
-@pytest.mark.parametrize("mask, exc", [(np.ones(E, np.int32), TypeError), (wp.ones(E + 1, dtype=wp.int32, device=DEV), ValueError),
+@pytest.mark.parametrize("mask, exc",
+                         [(np.ones(E, np.int32), TypeError), (wp.ones(E + 1, dtype=wp.int32, device=DEV), ValueError),
                                        (wp.ones(E, dtype=wp.float32, device=DEV), ValueError)])
 def test_a_bad_step_mask_is_refused_before_anything_runs(mask, exc):
     course = Course.track(TrackGenConfig(num_envs=E, device=DEV), checkpoint_spacing=0.6, seeds=1)
@@ -119,5 +120,6 @@ def test_a_bad_step_mask_is_refused_before_anything_runs(mask, exc):
 def test_a_bool_mask_is_named_by_its_dtype():
     course = Course.track(TrackGenConfig(num_envs=E, device=DEV), checkpoint_spacing=0.6, seeds=1)
     course.bind(position=wp.array(course.result.start_position.numpy(), dtype=wp.vec3, device=DEV))
-    with pytest.raises(ValueError, match=r"mask must be a \[6\] int32 wp.array on cpu, got shape \(6,\) dtype bool on cpu$"):
+    with pytest.raises(ValueError,
+                       match=r"mask must be a \[6\] int32 wp.array on cpu, got shape \(6,\) dtype bool on cpu$"):
         course.step(mask=wp.zeros(E, dtype=wp.bool, device=DEV))

@@ -33,7 +33,8 @@ def _nvrtc_archs() -> tuple:
 
 def test_the_kernel_modules_are_found():
     names = _kernel_modules()
-    assert {"trackgen_env.pipeline.stages.track", "trackgen_env.envs.track", "trackgen_env.tools.progress"} <= set(names)
+    assert {"trackgen_env.pipeline.stages.track", "trackgen_env.envs.track",
+            "trackgen_env.tools.progress"} <= set(names)
 
 
 @pytest.mark.parametrize("name", _kernel_modules())

@@ -97,7 +97,8 @@ def test_demo_prints_transitions_and_reset_steps(tmp_path, capsys):
     printed = capsys.readouterr().out
     import re
 
-    m = re.search(r"env steps: +1200 \(300 steps x 4 envs\) = (\d+) transitions \+ (\d+) reset steps \(NEXT_STEP", printed)
+    m = re.search(r"env steps: +1200 \(300 steps x 4 envs\) = (\d+) transitions \+ (\d+) reset steps \(NEXT_STEP",
+                  printed)
     assert m and int(m[1]) + int(m[2]) == 1200 and int(m[2]) > 0, printed
     assert re.search(r"throughput: +[\d,]+ transitions/s \(reset steps not counted", printed)
 

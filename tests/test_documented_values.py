@@ -74,7 +74,9 @@ def test_documented_gate_values_yield_valid_courses(kwargs):
 
 
 def test_track_width_refusal_says_expected_and_received():
-    with pytest.raises(ValueError, match=r"width must be <= size / \(2 \* min_turn_radius_factor \+ 1\) = 2 m for size 10 m .*got width 2.5"):
+    with pytest.raises(ValueError,
+                       match=r"width must be <= size / \(2 \* min_turn_radius_factor \+ 1\) = 2 m for size 10 m .*got "
+                             r"width 2.5"):
         TrackGenConfig(width=2.5)
 
 

@@ -202,10 +202,12 @@ def test_disabled_replayed_and_eager_masked_resets_agree():
     [
         ("NextStep", {"reset_mask": np.array([True, False])}, ValueError, "DISABLED"),
         ("Disabled", {"reset_mask": [True, False]}, TypeError, "bool NumPy array"),
-        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError, "bool torch tensor, got a NumPy array of dtype int64"),
+        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError,
+         "bool torch tensor, got a NumPy array of dtype int64"),
         ("Disabled", {"reset_mask": np.array([True])}, ValueError, r"shape \(2,\)"),
         ("Disabled", {"reset_mask": np.array([False, False])}, ValueError, "at least one True"),
-        ("Disabled", {"reset_mask": np.array([True, False]), "x": 1}, ValueError, r"no options but reset_mask, got \['x'\]$"),
+        ("Disabled", {"reset_mask": np.array([True, False]), "x": 1}, ValueError,
+         r"no options but reset_mask, got \['x'\]$"),
     ],
 )
 def test_bad_reset_masks_raise_and_leave_the_env_unchanged(mode, options, error, match):
@@ -227,7 +229,8 @@ def test_a_masked_reset_with_a_seed_or_before_any_reset_raises():
 
 @pytest.mark.parametrize("mode", list(AutoresetMode))
 def test_recorded_and_eager_steps_agree_in_every_mode(mode):
-    envs = [TrackVectorEnv(3, "cpu", seed=10, max_episode_steps=7, autoreset_mode=mode, capture=c) for c in (True, False)]
+    envs = [TrackVectorEnv(3, "cpu", seed=10, max_episode_steps=7, autoreset_mode=mode, capture=c)
+            for c in (True, False)]
     rng = np.random.default_rng(10)
     actions = rng.uniform(-1, 1, (20, 3, 2)).astype(np.float32)
     outs = []

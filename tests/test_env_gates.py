@@ -42,7 +42,8 @@ def test_spaces_dtypes_and_shapes_of_every_return(device):
     assert reward.dtype == np.float32 and reward.shape == (3,)
     assert terminated.dtype == np.bool_ and terminated.shape == (3,)
     assert truncated.dtype == np.bool_ and truncated.shape == (3,)
-    for key, dtype in (("gates_passed", np.int32), ("laps", np.int32), ("collision", np.bool_), ("out_of_bounds", np.bool_),
+    for key, dtype in (("gates_passed", np.int32), ("laps", np.int32), ("collision", np.bool_),
+                       ("out_of_bounds", np.bool_),
                        ("missed_gate", np.bool_)):
         assert info[key].dtype == dtype and info[key].shape == (3,)
         assert info["_" + key].dtype == np.bool_ and info["_" + key].all()
@@ -262,7 +263,8 @@ def test_gates_the_drone_cannot_pass_are_refused():
     from trackgen_env.generators.gate_layouts import RaceLayout
     from trackgen_env.pipeline import presets
 
-    for gates, match in ((GateGenConfig(gate_width=0.05, gate_height=0.05), r"gate_width\) must be larger .*\(0.16 m wide"),
+    for gates, match in ((GateGenConfig(gate_width=0.05, gate_height=0.05),
+                          r"gate_width\) must be larger .*\(0.16 m wide"),
                          (GateGenConfig(gate_width=0.6, gate_height=0.06), r"gate_height\) .* got a height of 0.06 m"),
                          (presets.gates(gate_width=0.6).with_randomize({"gate_frames.gate_width": (0.1, 0.6)}),
                           r"got a width of 0.1 m")):
@@ -293,7 +295,8 @@ def test_gates_the_drone_cannot_pass_are_refused():
     low[0, 2] = -0.1  # gate 0's opening reaches above the floor, but the start (at its height) does not
     with pytest.raises(ValueError, match=r"the start, behind gate 0 .* lies at or below the ground"):
         GatesVectorEnv(2, "cpu", layout=RaceLayout(low, level, np.full(4, 1.5), np.full(4, 1.5)))
-    with pytest.raises(ValueError, match=r"layout: gate 1's opening \(the course flies the smallest\) .* width of 0.1 m"):
+    with pytest.raises(ValueError,
+                       match=r"layout: gate 1's opening \(the course flies the smallest\) .* width of 0.1 m"):
         GatesVectorEnv(2, "cpu", layout=RaceLayout(square, level, np.array([0.6, 0.1, 0.6, 0.6]), np.full(4, 0.6)))
     # a layout written live: both openings are checked before either is written
     from trackgen_env.generators.gate_layouts import write_gate_layout

@@ -19,7 +19,8 @@ def _still(env, thrust=0.0):
 
 
 def _random_gate_env(num_envs, seed, random_start_prob=1.0, **kwargs):
-    return GatesVectorEnv(num_envs, "cpu", seed=seed, start="random_gate", random_start_prob=random_start_prob, **kwargs)
+    return GatesVectorEnv(num_envs, "cpu", seed=seed, start="random_gate", random_start_prob=random_start_prob,
+                          **kwargs)
 
 
 # -- the action ----------------------------------------------------------------------------

@@ -14,7 +14,8 @@ ENVS = [TrackVectorEnv, GatesVectorEnv]
 @pytest.mark.parametrize("name", ["max_episode_steps", "laps"])
 @pytest.mark.parametrize("value", [2**31, 2**40, 0, -1])
 def test_a_limit_outside_int32_or_below_one_is_refused(cls, name, value):
-    with pytest.raises(ValueError, match=rf"{name} must be None \(no limit\) or an int in \[1, 2\*\*31 - 1\].*got {value}"):
+    with pytest.raises(ValueError,
+                       match=rf"{name} must be None \(no limit\) or an int in \[1, 2\*\*31 - 1\].*got {value}"):
         cls(2, "cpu", seed=0, **{name: value})
 
 

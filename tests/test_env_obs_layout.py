@@ -14,7 +14,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _index_cells(text: str, heading: str) -> list[str]:
-    """The first-column cells of the first ``| Index | Observation ...`` table after ``heading`` (continuation rows skipped)."""
+    """The first-column cells of the first ``| Index | Observation ...`` table after ``heading``
+    (continuation rows skipped)."""
     text = text[text.index(heading):]
     rows = re.search(r"\| Index\s*\| Observation.*?\n((?:\s*\|.*\n)+)", text).group(1).splitlines()
     cells = [row.strip().split("|")[1].strip() for row in rows]

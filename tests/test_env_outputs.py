@@ -107,8 +107,10 @@ def test_the_masked_reset_recipe_works_with_torch_outputs(cls, dim):
 
 
 @pytest.mark.parametrize("mask, error, match", [
-    (lambda: torch.tensor([1, 0, 1]), TypeError, r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.int64"),
-    (lambda: torch.tensor([1.0, 0.0, 1.0]), TypeError, r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.float32"),
+    (lambda: torch.tensor([1, 0, 1]), TypeError,
+     r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.int64"),
+    (lambda: torch.tensor([1.0, 0.0, 1.0]), TypeError,
+     r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.float32"),
     (lambda: torch.tensor([True, False]), ValueError, r"shape \(3,\)"),
     (lambda: torch.ones((3, 1), dtype=torch.bool), ValueError, r"shape \(3,\)"),
     (lambda: torch.zeros(3, dtype=torch.bool), ValueError, "at least one True"),
@@ -222,7 +224,8 @@ def test_the_envs_page_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the RecordVideo example writes ./videos
 
     page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "envs.md").read_text()
-    make, same_step, disabled, wrappers = re.findall(r"```python\n(.*?)```", page, re.S)[:4]  # the rest: test_env_wrappers, test_env_single
+    # the rest: test_env_wrappers, test_env_single
+    make, same_step, disabled, wrappers = re.findall(r"```python\n(.*?)```", page, re.S)[:4]
     exec(make.replace("num_envs=1024", "num_envs=4"), {})
     exec(same_step.replace("num_envs=16", "num_envs=4"), {})
     exec(disabled.replace("num_envs=64", "num_envs=4"), {})

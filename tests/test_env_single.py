@@ -88,7 +88,8 @@ def test_step_checks_the_action_and_the_closed_env_in_the_vector_envs_order_afte
         env.step(zero)
         assert env.step(zero)[3] is True
     # the vector env's messages: dtype before shape, then NaN
-    for bad, error, match in [("abc", TypeError, "got dtype <U3"), (np.zeros(2, np.int64), TypeError, "got dtype int64"),
+    for bad, error, match in [("abc", TypeError, "got dtype <U3"),
+                              (np.zeros(2, np.int64), TypeError, "got dtype int64"),
                               (np.zeros(3, np.float32), ValueError, r"shape \(2,\)"),
                               (np.array([np.nan, 0.0], np.float32), ValueError, "NaN")]:
         with pytest.raises(error, match=match):

@@ -87,8 +87,10 @@ def test_a_saved_spec_rebuilds_the_same_env_courses():
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"track": presets.gates(gate_width=0.6)}, TypeError, "track= takes a track PipelineSpec, got a gates one"),
     ({"track": TrackGenConfig(), "registry": REG}, TypeError, "registry= holds the plugin stages of a PipelineSpec"),
-    ({"track": presets.track(), "registry": "acme"}, TypeError, "registry must be a pipeline.Registry or None, got str"),
-    ({"track": {"family": "track"}}, TypeError, "track must be a TrackGenConfig, a track PipelineSpec or None, got dict"),
+    ({"track": presets.track(), "registry": "acme"}, TypeError,
+     "registry must be a pipeline.Registry or None, got str"),
+    ({"track": {"family": "track"}}, TypeError,
+     "track must be a TrackGenConfig, a track PipelineSpec or None, got dict"),
     ({"track": presets.track().with_stage("test_env.lift", registry=REG)}, KeyError, "unknown stage 'test_env.lift'"),
     ({"registry": REG, "centerline": np.zeros((8, 4))}, TypeError, "not both"),
 ])
@@ -193,7 +195,8 @@ def test_a_reset_that_leaves_most_envs_without_a_course_warns_at_the_callers_lin
         env.reset()  # the construction's courses: no warning
         env.reset(seed=1)
     env.course.generator.params["band.width"] = 3.2  # room for a loop (3.4 m would be refused), none passes
-    with pytest.warns(UserWarning, match=r"only 0 of 8 envs \(0.0%\) hold a valid track course after this reset") as rec:
+    with pytest.warns(UserWarning,
+                      match=r"only 0 of 8 envs \(0.0%\) hold a valid track course after this reset") as rec:
         env.reset()
     assert rec[0].filename == __file__
     env.course.generator.params["band.width"] = 1.0

@@ -75,7 +75,8 @@ def test_reset_observation_is_the_car_at_rest_on_the_centreline():
     ahead = obs[:, 8:].reshape(E, -1, 3)[:, :, :2]
     assert (ahead[:, 0, 0] > 0).all()  # the first lookahead point is in front
     K = env.num_lookahead
-    np.testing.assert_allclose(np.linalg.norm(ahead[:, 0], axis=1), env.lookahead_horizon * 2 / (K * (K + 1)), rtol=0.05)
+    np.testing.assert_allclose(np.linalg.norm(ahead[:, 0], axis=1), env.lookahead_horizon * 2 / (K * (K + 1)),
+                               rtol=0.05)
 
 
 def test_next_step_autoreset_exact_sequence():
@@ -143,7 +144,8 @@ def test_reset_without_a_seed_draws_new_tracks():
     before = [t["centerline"].copy() for t in env.tracks()]
     env.reset()
     after = env.tracks()
-    assert all(x.shape != y["centerline"].shape or not np.array_equal(x, y["centerline"]) for x, y in zip(before, after))
+    assert all(x.shape != y["centerline"].shape or not np.array_equal(x, y["centerline"])
+               for x, y in zip(before, after))
 
 
 def _centerlines(env):

@@ -243,7 +243,8 @@ def test_a_circuit_narrower_than_the_car_is_refused_naming_the_row():
 
     rows = _circle(n=60, radius=50.0, wr=2.0, wl=2.0)
     rows[17, 2:] = 0.5  # 1 m wide there; the full car is 2 m wide
-    with pytest.raises(ValueError, match=r"the car is 2 m wide and this circuit's band is 1 m wide at row 17 .*car='rc10'"):
+    with pytest.raises(ValueError,
+                       match=r"the car is 2 m wide and this circuit's band is 1 m wide at row 17 .*car='rc10'"):
         TrackVectorEnv(1, "cpu", car="full", centerline=rows)
     TrackVectorEnv(1, "cpu", car="rc10", centerline=rows)  # 0.2 m wide: it fits
 
@@ -266,7 +267,8 @@ def test_long_segments_among_short_ones_are_split_so_the_spline_does_not_oversho
     rows = _stadium()
     split = split_long_segments(check_centerline(rows))
     seg = np.linalg.norm(np.roll(split[:, :2], -1, 0) - split[:, :2], axis=1)
-    assert len(split) > len(rows) and seg.max() <= 1.5 * np.median(seg) and np.isclose(seg.sum(), centerline_length(rows))
+    assert len(split) > len(rows) and seg.max() <= 1.5 * np.median(seg)
+    assert np.isclose(seg.sum(), centerline_length(rows))
     gen = TrackGenerator.from_centerline(rows, num_envs=1, device="cpu", point_spacing=0.5, seeds=0)
     n = int(gen.result.num_points.numpy()[0])
     line = gen.result.centerline.numpy()[0, :n, :2]
@@ -283,7 +285,8 @@ def test_coordinates_far_from_the_origin_warn_that_float32_loses_them():
     rows = _circle(n=37)
     rows[:, 0] += 5.0e5
     rows[:, 1] += 5.3e6
-    with pytest.warns(UserWarning, match=r"a coordinate lies 5.3\d*e\+06 m from the origin, where float32 .* steps by 0.5 m"):
+    with pytest.warns(UserWarning,
+                      match=r"a coordinate lies 5.3\d*e\+06 m from the origin, where float32 .* steps by 0.5 m"):
         check_centerline(rows)
     with pytest.warns(UserWarning, match="subtract an origin near the course first"):
         RaceLayout(position=[[5e5, 5.3e6, 1.5], [5e5 + 10, 5.3e6, 1.5], [5e5 + 10, 5.3e6 + 10, 1.5]],

@@ -129,7 +129,8 @@ def test_bad_ranges_are_refused(name, value, error, message):
 
 def test_a_steer_range_past_a_right_angle_of_lock_is_refused():
     car = replace(RC, max_steer=1.0)
-    with pytest.raises(ValueError, match=re.escape("steer_range[1] times the car's max_steer (1.0 rad) must be < pi/2, got 1.6")):
+    with pytest.raises(ValueError,
+                       match=re.escape("steer_range[1] times the car's max_steer (1.0 rad) must be < pi/2, got 1.6")):
         TrackVectorEnv(1, "cpu", car=car, steer_range=(1.0, 1.6))
     env = TrackVectorEnv(1, "cpu", car=car, steer_range=(1.0, 1.5))  # 1.5 rad of lock: still < pi/2
     assert env.steer_range == (1.0, 1.5) and 1.5 < 0.5 * math.pi

@@ -122,7 +122,8 @@ def test_a_spec_run_is_scaled_to_its_specs_band_width(circuits, tmp_path, monkey
     (["eval", "x.zip", "--controller", "pure_pursuit"], "--controller applies to --circuits only"),
     (["eval"], "eval needs MODEL"),
     (["eval", "--circuits", ".", "--controller", "pure_pursuit", "--track-csv", "a.csv"], "--track-csv does not apply"),
-    (["eval", "--circuits", ".", "--controller", "pure_pursuit", "--env", "TrackGen-Gates-v0"], "env must be TrackGen-Track-v0"),
+    (["eval", "--circuits", ".", "--controller", "pure_pursuit", "--env", "TrackGen-Gates-v0"],
+     "env must be TrackGen-Track-v0"),
 ])
 def test_bad_circuit_arguments_exit_2(argv, message, capsys):
     assert main(argv) == 2

@@ -61,7 +61,8 @@ def test_a_gates_model_on_real_circuits_is_refused_by_its_env_id(where, tmp_path
     csv = _circuit(tmp_path / "circuits")
     target = str(csv) if where == "--track-csv" else str(csv.parent)
     err = _err(capsys, ["eval", str(model), where, target, "--device", "cpu"])
-    assert f"error: {where} drives a real circuit with the car: env must be TrackGen-Track-v0, got TrackGen-Gates-v0" in err
+    assert (f"error: {where} drives a real circuit with the car: env must be TrackGen-Track-v0, "
+            "got TrackGen-Gates-v0") in err
 
 
 # --- item 2: the observation statistics a run records that it needs
@@ -121,7 +122,8 @@ def test_a_scale_that_makes_the_circuit_unusable_names_the_flag_and_the_length(w
     assert message in err
     length = float(re.search(r"makes Stadium ([0-9.,e+-]+) m long", err).group(1).replace(",", ""))
     assert length == pytest.approx(centerline_length(np.loadtxt(csv, delimiter=",")) * float(scale), rel=1e-2)
-    assert ("pass a smaller --track-scale (at most" if scale == "1000" else "pass a larger --track-scale (at least") in err
+    assert ("pass a smaller --track-scale (at most" if scale == "1000"
+            else "pass a larger --track-scale (at least") in err
     assert "point_spacing" not in err and "max_loop_length" not in err
 
 
@@ -252,7 +254,8 @@ def test_train_and_eval_without_sb3_give_the_install_hint(command, tmp_path, cap
                                    "vecnormalize": {"norm_obs": False}})
     argv = {"train": ["train", "--steps", "1", "--device", "cpu", "--out", str(tmp_path / "out")],
             "eval": ["eval", str(model), "--episodes", "1", "--device", "cpu"],
-            "circuits": ["eval", str(model), "--circuits", str(_circuit(tmp_path / "circuits").parent), "--device", "cpu"]}
+            "circuits": ["eval", str(model), "--circuits", str(_circuit(tmp_path / "circuits").parent), "--device",
+                         "cpu"]}
     err = _err(capsys, argv[command])
     assert 'pip install -e ".[sb3]"' in err
 

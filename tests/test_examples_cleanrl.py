@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from examples_import import EXAMPLES, load_example
+from examples_import import load_example
 
 torch = pytest.importorskip("torch")
 

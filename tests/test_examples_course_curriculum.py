@@ -1,4 +1,5 @@
-"""examples/course_curriculum.py: size and turns grow through the live parameters, no re-recording, sized for the end."""
+"""examples/course_curriculum.py: size and turns grow through the live parameters, no re-recording, sized for
+the end."""
 
 import sys
 import warnings

@@ -58,7 +58,8 @@ def test_curriculum_example_trains_briefly_and_applies_its_level(tmp_path):
 
     threads = torch.get_num_threads()
     try:
-        result = load_example("gates_curriculum").main(["--steps", "512", "--num-envs", "4", "--n-steps", "64", "--levels", "3",
+        result = load_example("gates_curriculum").main(["--steps", "512", "--num-envs", "4", "--n-steps", "64",
+                                                        "--levels", "3",
                                       "--out", str(tmp_path), "--no-progress"])
     finally:
         torch.set_num_threads(threads)

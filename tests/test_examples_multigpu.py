@@ -63,7 +63,8 @@ def test_torchrun_ranks_end_with_identical_weights(ranks):
 
 
 def test_rank_seed_slices_are_disjoint_at_scale():
-    """``env_seeds(s, n)`` is injective in the env index (a bijection of 32-bit ints), so rank slices never share a seed."""
+    """``env_seeds(s, n)`` is injective in the env index (a bijection of 32-bit ints), so rank slices never
+    share a seed."""
     for seed in (0, 1, 2**40 + 7):
         seeds = env_seeds(seed, 64 * 4096)  # e.g. 64 ranks x 4096 envs
         assert np.unique(seeds).size == seeds.size

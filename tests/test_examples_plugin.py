@@ -21,7 +21,8 @@ def example():
 
 def test_the_chicane_moves_the_longest_straights_control_points_apart_sideways(example):
     spec = example.make_spec(32, "cpu", offset=(0.3, 0.3))
-    with_plugin, plain = build(spec, registry=example.REGISTRY, seeds=7), build(presets.track(num_envs=32, device="cpu"), seeds=7)
+    with_plugin, plain = build(spec, registry=example.REGISTRY,
+                               seeds=7), build(presets.track(num_envs=32, device="cpu"), seeds=7)
     assert with_plugin.stages == ("band", "layout", "acme.chicane", "spline", "resample", "checks", "start")
     assert with_plugin.result.valid.numpy().mean() >= 0.95
     # the layout's draws are the same (the plugin draws nothing): where both kept the same
@@ -59,7 +60,8 @@ def test_the_example_trains_ppo_briefly_through_the_env(example, tmp_path):
     threads = torch.get_num_threads()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", UserWarning)  # SB3's "Path ... does not exist. Will create it.", a truncated minibatch
+            # SB3's "Path ... does not exist. Will create it.", a truncated minibatch
+            warnings.simplefilter("error", UserWarning)
             out = example.main(["--steps", "96", "--num-envs", "3", "--n-steps", "32", "--out", str(tmp_path / "new")])
     finally:
         torch.set_num_threads(threads)

@@ -113,7 +113,8 @@ def test_alphapilot_corners_give_centre_normal_and_size_in_the_challenge_order()
 
 
 @needs_real
-@pytest.mark.parametrize("name, message", [(ALPHAPILOT[0], "no 'gate_names'"), (ALPHAPILOT[1], "has no 'Gate10: nominal_location'")])
+@pytest.mark.parametrize("name, message",
+                         [(ALPHAPILOT[0], "no 'gate_names'"), (ALPHAPILOT[1], "has no 'Gate10: nominal_location'")])
 def test_each_alphapilot_file_alone_says_what_is_missing(name, message):
     with pytest.raises(ValueError, match=message) as exc:
         load_gate_layout(REAL / name)
@@ -137,8 +138,10 @@ def test_a_list_written_out_for_several_laps_is_one_lap(tmp_path):
 @pytest.mark.parametrize("key, values", [
     ("yaw_deg", [30.0, 120.0, -150.0, 0.0]),
     ("yaw", list(np.radians([30.0, 120.0, -150.0, 0.0]))),
-    ("quaternion_wxyz", [[math.cos(math.radians(a) / 2), 0, 0, math.sin(math.radians(a) / 2)] for a in (30, 120, -150, 0)]),
-    ("quaternion_xyzw", [[0, 0, math.sin(math.radians(a) / 2), math.cos(math.radians(a) / 2)] for a in (30, 120, -150, 0)]),
+    ("quaternion_wxyz",
+     [[math.cos(math.radians(a) / 2), 0, 0, math.sin(math.radians(a) / 2)] for a in (30, 120, -150, 0)]),
+    ("quaternion_xyzw",
+     [[0, 0, math.sin(math.radians(a) / 2), math.cos(math.radians(a) / 2)] for a in (30, 120, -150, 0)]),
     ("rpy", [[0.0, 0.0, math.radians(a)] for a in (30, 120, -150, 0)]),
 ])
 def test_given_yaws_are_kept_with_their_sign(tmp_path, key, values):
@@ -182,7 +185,8 @@ def test_generic_toml_gates_with_per_gate_sizes(tmp_path):
 
 def test_lsy_style_toml(tmp_path):
     rows = "[env.track]\nrandomize = false\n" + "".join(
-        f"[[env.track.gates]]\npos = {p}\nrpy = [0.0, 0.0, {math.radians(a)}]\n" for p, a in zip(SQUARE, (90, 180, -90, 0)))
+        f"[[env.track.gates]]\npos = {p}\nrpy = [0.0, 0.0, {math.radians(a)}]\n"
+        for p, a in zip(SQUARE, (90, 180, -90, 0)))
     layout = load_gate_layout(_toml_gates(tmp_path, rows))
     assert np.allclose(_yaw(layout.normal), [90.0, 180.0, -90.0, 0.0]) and np.allclose(layout.width, LSY_GATE_SIZE)
 
@@ -207,10 +211,12 @@ def test_gate_size_argument_sets_the_opening_of_gates_without_one(tmp_path):
     ({"gates": [{"position": p, "width": 1} for p in SQUARE]}, r"give both width and height"),
     ({"gates": "four"}, r"gates must be a list of gates"),
     ({"gates": [[0, 0, 1], [0, 0, 1], [1, 1, 1], [2, 0, 1]]}, r"gates 0 and 1 are at the same centre"),
-    ({"gates": [{"corners": [[0, 0, 0]] * 4}, {"position": [1, 0, 1]}, {"position": [0, 1, 1]}]}, r"corners do not span a plane"),
+    ({"gates": [{"corners": [[0, 0, 0]] * 4}, {"position": [1, 0, 1]}, {"position": [0, 1, 1]}]},
+     r"corners do not span a plane"),
     ({"track": [[0, 0, 1]]}, r"no gate layout found"),
     ({"goal_positions": [{"x": 0, "y": 0, "z": 1}] * 3}, r"goal_orientations must list one"),
-    ({"gate_names": ["G1", "G2", "G3"], "G1": {"nominal_location": [[0, 0, 1]] * 3}}, r"G1\.nominal_location must hold 12 numbers"),
+    ({"gate_names": ["G1", "G2", "G3"], "G1": {"nominal_location": [[0, 0, 1]] * 3}},
+     r"G1\.nominal_location must hold 12 numbers"),
 ])
 def test_malformed_yaml_is_refused_naming_the_file_and_the_field(tmp_path, doc, message):
     path = _yaml(tmp_path, doc, "bad.yaml")
@@ -319,7 +325,8 @@ def test_from_layout_flies_the_given_gates_in_every_env():
 
 
 def test_the_layout_input_is_live_and_a_short_count_is_invalid():
-    gen = GateGenerator(GateGenConfig(num_envs=2, device="cpu", source="layout", num_gates=6, gate_width=0.5), prepare=False)
+    gen = GateGenerator(GateGenConfig(num_envs=2, device="cpu", source="layout", num_gates=6, gate_width=0.5),
+                        prepare=False)
     assert set(gen.inputs) == {"gates.pose", "gates.count"} and gen.input_info["gates.pose"].shape == (2, 6)
     gen.generate()
     assert gen.result.valid.numpy().tolist() == [0, 0]  # nothing written: 0 gates
@@ -334,7 +341,8 @@ def test_the_layout_input_is_live_and_a_short_count_is_invalid():
 
 
 def test_write_gate_layout_refusals():
-    big = parse_gate_layout({"gates": [[3 * math.cos(a), 3 * math.sin(a), 1.0] for a in np.linspace(0, 2 * np.pi, 8, endpoint=False)]})
+    big = parse_gate_layout({"gates": [[3 * math.cos(a), 3 * math.sin(a), 1.0]
+                                       for a in np.linspace(0, 2 * np.pi, 8, endpoint=False)]})
     gen = GateGenerator(GateGenConfig(device="cpu", source="layout", num_gates=4, gate_width=0.5))
     with pytest.raises(ValueError, match="over the input capacity num_gates=4"):
         write_gate_layout(gen, big)
@@ -356,7 +364,8 @@ def test_write_gate_layout_refuses_a_randomized_gate_size_and_writes_nothing():
     height = gen.params["gate_frames.gate_height"].numpy().copy()
     with pytest.raises(ValueError, match=r"randomizes \['gate_frames.gate_width'\].*without_randomize"):
         write_gate_layout(gen, _square_layout())
-    assert np.array_equal(gen.inputs["gates.pose"].numpy(), pose) and np.array_equal(gen.inputs["gates.count"].numpy(), count)
+    assert np.array_equal(gen.inputs["gates.pose"].numpy(), pose)
+    assert np.array_equal(gen.inputs["gates.count"].numpy(), count)
     assert np.array_equal(gen.params["gate_frames.gate_height"].numpy(), height)
 
 
@@ -444,7 +453,8 @@ def test_the_bounds_hold_the_course_line_where_it_swings_out_past_the_gates():
 
     # gate 0 faces +x, gate 1 (10 m north) faces -x: the line between them bulges 2.5 m east
     # of both, past the gates' box grown by the 2 m margin
-    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1], "yaw_deg": 0}, {"position": [0, 10, 1], "yaw_deg": 180},
+    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1], "yaw_deg": 0},
+                                          {"position": [0, 10, 1], "yaw_deg": 180},
                                           {"position": [-5, 5, 1], "yaw_deg": -90}]})
     env = GatesVectorEnv(1, "cpu", layout=layout, capture=False)
     line = env.course.course_line.centerline.numpy()[0]
@@ -467,7 +477,8 @@ def test_the_bounds_reach_the_top_of_each_opening_plus_the_margin():
 
     from trackgen_env.envs.gates import GatesVectorEnv
 
-    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1.5], "yaw_deg": 90}, {"position": [5, 5, 1.5], "yaw_deg": 0},
+    layout = parse_gate_layout({"gates": [{"position": [0, 0, 1.5], "yaw_deg": 90},
+                                          {"position": [5, 5, 1.5], "yaw_deg": 0},
                                           {"position": [0, 10, 1.5], "yaw_deg": -90}, {"position": [-5, 5, 1.5],
                                                                                        "yaw_deg": 180}]}, gate_size=1.5)
     env = GatesVectorEnv(1, "cpu", layout=layout, bounds_margin=0.2, capture=False)
@@ -514,7 +525,8 @@ def test_gates_on_one_line_are_refused_and_overlapping_frames_warn():
                    width=[1.5] * 4, height=[1.5] * 4)
     with pytest.raises(ValueError, match="lie on one line"):
         parse_gate_layout({"gates": [[0, 0, 1.5], [5, 0, 1.5], [10, 0, 1.5], [15, 0, 1.5]]})
-    with pytest.warns(UserWarning, match=r"gates 0 and 1 are 0.5 m apart, closer than their openings' diagonal \(2.12 m\)"):
+    with pytest.warns(UserWarning,
+                      match=r"gates 0 and 1 are 0.5 m apart, closer than their openings' diagonal \(2.12 m\)"):
         RaceLayout(position=[[0, 0, 1.5], [0.5, 0, 1.5], [0.5, 0.5, 1.5], [0, 0.5, 1.5]], orientation=upright,
                    width=[1.5] * 4, height=[1.5] * 4)
 
@@ -522,7 +534,8 @@ def test_gates_on_one_line_are_refused_and_overlapping_frames_warn():
 def test_a_gate_field_that_is_not_read_or_a_yaw_in_degrees_warns():
     """yaw: 90 (degrees meant) was flown as 90 rad, and yaw_degrees / sise were ignored, silently."""
     gates = [{"position": [0, 0, 1.5]}, {"position": [10, 0, 1.5]}, {"position": [5, 8, 1.5]}]
-    with pytest.warns(UserWarning, match=r"gates\[0\].yaw is 94.25, over 2 pi: radians are expected \(degrees\? yaw_deg\)"):
+    with pytest.warns(UserWarning,
+                      match=r"gates\[0\].yaw is 94.25, over 2 pi: radians are expected \(degrees\? yaw_deg\)"):
         parse_gate_layout({"gates": [{**gates[0], "yaw": 94.25}, *gates[1:]]})  # 15 turns: along the route
     with pytest.warns(UserWarning, match=r"gates\[2\] has fields that are not read: \['sise'\]"):
         parse_gate_layout({"gates": [*gates[:2], {**gates[2], "sise": 0.3}]})

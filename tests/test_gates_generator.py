@@ -51,7 +51,8 @@ def test_generator_surface():
     assert gen.generate() is gen.result
     built = build(gates(2), seeds=3)  # build knows the stages, not the wrapper classes above it
     assert isinstance(built, Program) and built.family == "gates"
-    assert np.array_equal(built.result.gate_position.numpy(), GateGenerator(gates(2), seeds=3).result.gate_position.numpy())
+    assert np.array_equal(built.result.gate_position.numpy(),
+                          GateGenerator(gates(2), seeds=3).result.gate_position.numpy())
 
 
 def test_prepare_false_holds_no_course_until_generate():
@@ -87,7 +88,8 @@ def test_env_course_does_not_depend_on_num_envs(device):
 
 
 def test_same_run_twice_is_byte_identical(device):
-    assert same(snapshot(GateGenerator(gates(16, device), seeds=5)), snapshot(GateGenerator(gates(16, device), seeds=5)))
+    assert same(snapshot(GateGenerator(gates(16, device), seeds=5)),
+                snapshot(GateGenerator(gates(16, device), seeds=5)))
 
 
 @pytest.mark.parametrize("advance", [False, True])
@@ -403,8 +405,10 @@ def test_gates_without_room_or_a_closed_loop_are_refused():
     gen = GateGenerator(base, seeds=0)
     p = gen.params
     for name, value, match in (("layout.size", 0.01, "no room for the gates: "),
-                               ("gate_frames.gate_width", [0.6] * 10 + [3.0] + [0.6] * 53, "no room for the gates in env 10: "),
-                               ("layout.max_turn", 0.5, r"no closed loop: layout.max_turn must be >= 2 pi / num_gates")):
+                               ("gate_frames.gate_width", [0.6] * 10 + [3.0] + [0.6] * 53,
+                                "no room for the gates in env 10: "),
+                               ("layout.max_turn", 0.5,
+                                r"no closed loop: layout.max_turn must be >= 2 pi / num_gates")):
         with pytest.raises(ValueError, match=rf"params\['{name}'\] leaves {match}"):
             p[name] = value
     assert np.all(p["layout.size"].numpy() == 8.0) and np.all(p["gate_frames.gate_width"].numpy() == np.float32(0.6))
@@ -421,4 +425,5 @@ def test_gates_without_room_or_a_closed_loop_are_refused():
                                             "gate_frames.gate_height": 0.995 * side}), seeds=0)
     assert under.result.valid.numpy().all()
     with pytest.raises(ValueError, match="no room for the gates"):
-        GateGenerator(base.with_params({**regular, "gate_frames.gate_width": 1.01 * side, "gate_frames.gate_height": 1.01 * side}))
+        GateGenerator(base.with_params({**regular, "gate_frames.gate_width": 1.01 * side,
+                                        "gate_frames.gate_height": 1.01 * side}))

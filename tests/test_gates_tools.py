@@ -52,7 +52,8 @@ def test_gate_checkpoints_are_the_gate_openings(device):
     assert np.allclose(cs.direction.numpy(), normal, atol=1e-6)
     assert np.allclose(cs.half_width.numpy(), W / 2) and np.allclose(cs.half_height.numpy(), H / 2)
     chord = np.linalg.norm(np.roll(p, -1, axis=1) - p, axis=2)
-    assert np.allclose(cs.arc_length.numpy(), np.concatenate([np.zeros((4, 1)), np.cumsum(chord, axis=1)[:, :-1]], axis=1), rtol=1e-5)
+    assert np.allclose(cs.arc_length.numpy(),
+                       np.concatenate([np.zeros((4, 1)), np.cumsum(chord, axis=1)[:, :-1]], axis=1), rtol=1e-5)
     assert np.allclose(cs.loop_length.numpy(), chord.sum(axis=1), rtol=1e-5)
 
 
@@ -173,9 +174,12 @@ def test_course_line_passes_through_every_gate_along_its_normal(device):
     assert np.allclose(tan[:, ::8], n, atol=1e-5)
     assert np.allclose(np.linalg.norm(tan, axis=2), 1.0, atol=1e-5)
     assert np.allclose(nor[..., 2], 0.0) and np.allclose(np.sum(nor * tan, axis=2), 0.0, atol=1e-5)
-    assert np.allclose(nor[..., :2], np.stack([-tan[..., 1], tan[..., 0]], axis=-1) / np.linalg.norm(tan[..., :2], axis=2, keepdims=True), atol=1e-5)
+    assert np.allclose(nor[..., :2],
+                       np.stack([-tan[..., 1], tan[..., 0]], axis=-1)
+                       / np.linalg.norm(tan[..., :2], axis=2, keepdims=True), atol=1e-5)
     seg = np.linalg.norm(np.roll(pts, -1, axis=1) - pts, axis=2)
-    assert np.allclose(cl.arc_length.numpy(), np.concatenate([np.zeros((4, 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1), rtol=1e-4)
+    assert np.allclose(cl.arc_length.numpy(),
+                       np.concatenate([np.zeros((4, 1)), np.cumsum(seg, axis=1)[:, :-1]], axis=1), rtol=1e-4)
     assert np.allclose(cl.loop_length.numpy(), seg.sum(axis=1), rtol=1e-5)
     assert np.allclose(cl.half_width.numpy(), W / 2)
 
@@ -204,7 +208,8 @@ def test_localizer_reads_the_course_line():
     assert np.allclose(loc.result.lateral_offset.numpy(), 0.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("value, error", [(1, ValueError), (0, ValueError), (2.0, TypeError), (True, TypeError), ("8", TypeError)])
+@pytest.mark.parametrize("value, error",
+                         [(1, ValueError), (0, ValueError), (2.0, TypeError), (True, TypeError), ("8", TypeError)])
 def test_samples_per_gate_is_checked(value, error):
     with pytest.raises(error, match=r"samples_per_gate must be (an int|>= 2), got"):  # checks.check_int
         tools.CenterlineFromGates(value)
@@ -257,7 +262,9 @@ def test_disc_collision_ignores_the_ground_and_flags_invalid_envs():
     assert hit.tolist() == [0]
 
 
-@pytest.mark.parametrize("r, error", [(0.0, ValueError), (-0.1, ValueError), (float("inf"), ValueError), ("0.02", TypeError), (True, TypeError)])
+@pytest.mark.parametrize("r, error",
+                         [(0.0, ValueError), (-0.1, ValueError), (float("inf"), ValueError), ("0.02", TypeError),
+                          (True, TypeError)])
 def test_post_radius_is_checked(r, error):
     with pytest.raises(error, match="post radius"):
         tools.DiscCollision(r)
@@ -303,7 +310,8 @@ def test_box_body_against_the_frame(device):
     q = gen.result.gate_orientation.numpy()[:, 1]
     centres = [p[0, 1], p[1, 1], p[2, 1] - 0.5 * n[2, 1]]
     half = [[0.02, 0.02, 0.02], [0.02, 0.07, 0.01], [0.02, 0.3, 0.3]]  # fits; wider than the opening; in front
-    hit, dist = _step(frame, ctx, position=vec3s(centres, device), orientation=wp.array(q, dtype=wp.quat, device=device),
+    hit, dist = _step(frame, ctx, position=vec3s(centres, device),
+                      orientation=wp.array(q, dtype=wp.quat, device=device),
                       half_extents=vec3s(half, device))
     assert hit.tolist() == [0, 1, 0]
     assert dist[0] == pytest.approx(W / 2 - 0.02, abs=1e-5)

@@ -88,7 +88,8 @@ def test_in_place_and_staged_programs_give_the_same_bytes(source):
 
 def _builtin_programs():
     """A program over every built-in stage (each preset), with its inputs written."""
-    programs = [build(presets.track(num_envs=E, device=DEV), seeds=1), build(presets.gates(num_envs=E, device=DEV), seeds=1),
+    programs = [build(presets.track(num_envs=E, device=DEV), seeds=1),
+                build(presets.gates(num_envs=E, device=DEV), seeds=1),
                 build(presets.circuit(num_envs=E, device=DEV), seeds=1),
                 build(presets.track(num_envs=E, device=DEV, banking=0.3), seeds=1)]
     given = build(_given_centerline_spec(), seeds=1, prepare=False)

@@ -285,11 +285,13 @@ def test_sdf_warning_fires_when_its_cells_are_too_coarse_at_the_largest_size():
     """At 64 nodes the cells are 10 / 55 = 0.18 m at the construction size (under 0.8 / 4 = 0.2 m)
     but 12 / 55 = 0.22 m at the randomizer's hi."""
     spec = presets.track(num_envs=E, device="cpu")
-    _no_warnings(lambda: Course.track(spec, checkpoint_spacing=0.6, collision=tools.BandCollision("sdf", resolution=64)))
+    _no_warnings(lambda: Course.track(spec, checkpoint_spacing=0.6,
+                                      collision=tools.BandCollision("sdf", resolution=64)))
     wide = spec.with_randomize({"layout.size": (8.0, 12.0)})
     with pytest.warns(UserWarning, match=r"largest course size 12 m.*resolution=70\)"):
         Course.track(wide, checkpoint_spacing=0.6, collision=tools.BandCollision("sdf", resolution=64))
-    _no_warnings(lambda: Course.track(wide, checkpoint_spacing=0.6, collision=tools.BandCollision("sdf", resolution=70)))
+    _no_warnings(lambda: Course.track(wide, checkpoint_spacing=0.6,
+                                      collision=tools.BandCollision("sdf", resolution=70)))
     with pytest.warns(UserWarning, match="largest course size 12 m"):
         Course.track(spec, checkpoint_spacing=0.6, collision=tools.BandCollision("sdf", resolution=64), size_hi=12.0)
 
@@ -298,12 +300,14 @@ def test_the_grid_warnings_check_the_components_in_extra_too():
     """A coarse sdf collision or a small height field passed in extra= (under another name) warned
     nothing; the message names the component and its fix."""
     wide = presets.track(num_envs=E, device="cpu", elevation=1.0).with_randomize({"layout.size": (8.0, 12.0)})
-    with pytest.warns(UserWarning, match=r"height field 'acme.hf' covers a course square of 10 m.*build 'acme.hf' with size=12"):
+    with pytest.warns(UserWarning,
+                      match=r"height field 'acme.hf' covers a course square of 10 m.*build 'acme.hf' with size=12"):
         Course.track(wide, checkpoint_spacing=0.6, extra=[tools.HeightFieldBake(32, size=10.0, name="acme.hf")])
     with pytest.warns(UserWarning, match=r"grid of 'acme.sdf', 64 nodes.*build 'acme.sdf' with resolution=70"):
         Course.track(wide, checkpoint_spacing=0.6, extra=[tools.BandCollision("sdf", resolution=64, name="acme.sdf")])
     _no_warnings(lambda: Course.track(wide, checkpoint_spacing=0.6, extra=[
-        tools.HeightFieldBake(32, size=12.0, name="acme.hf"), tools.BandCollision("sdf", resolution=70, name="acme.sdf")]))
+        tools.HeightFieldBake(32, size=12.0, name="acme.hf"),
+        tools.BandCollision("sdf", resolution=70, name="acme.sdf")]))
 
 
 # --- the docs page -------------------------------------------------------------------------

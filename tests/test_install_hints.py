@@ -13,7 +13,8 @@ from trackgen_env.integrations.sb3 import SB3_INSTALL_HINT
 
 
 def test_the_hint_names_the_source_checkouts_extra_first():
-    assert install_hint("torch") == 'pip install -e ".[torch]" in a source checkout (else pip install "trackgen_env[torch]")'
+    assert install_hint("torch") == ('pip install -e ".[torch]" in a source checkout '
+                                     '(else pip install "trackgen_env[torch]")')
     assert SB3_INSTALL_HINT == install_hint("sb3")
 
 

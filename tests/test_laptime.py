@@ -56,4 +56,5 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="shape"):
         reference_lap_time(np.zeros((2, 2)), CAR)
     with pytest.raises(ValueError, match="> 0"):
-        reference_lap_time(stadium(100.0, 10.0, 1.0), SimpleNamespace(friction=0.0, max_accel=1, max_brake=1, max_speed=1))
+        reference_lap_time(stadium(100.0, 10.0, 1.0),
+                           SimpleNamespace(friction=0.0, max_accel=1, max_brake=1, max_speed=1))

@@ -79,7 +79,8 @@ def test_default_capacity_keeps_the_courses_of_randomized_sizes_widths_and_hills
 def test_flat_loop_bound_holds_the_longest_loop_at_the_corners_of_the_documented_ranges(kwargs):
     cfg = TrackGenConfig(num_envs=500, device="cpu", **kwargs)
     bound = flat_loop_bound(cfg.size, cfg.width, cfg.radius_jitter, cfg.min_turn_radius_factor, cfg.num_control_points)
-    assert cfg.max_points == min(math.ceil(cfg.max_loop_length / cfg.point_spacing), math.ceil(bound / cfg.point_spacing)) + 2
+    assert cfg.max_points == min(math.ceil(cfg.max_loop_length / cfg.point_spacing),
+                                 math.ceil(bound / cfg.point_spacing)) + 2
     roomy = TrackGenerator(TrackGenConfig(num_envs=500, device="cpu", max_points=2 * cfg.max_points, **kwargs), seeds=8)
     valid = roomy.result.valid.numpy() != 0
     assert valid.mean() > 0.99
@@ -105,7 +106,8 @@ def _checks(program):
 
 
 def _inside(view: wp.array, base: wp.array) -> bool:
-    return base.ptr <= view.ptr and view.ptr + view.strides[0] * (view.shape[0] - 1) + view.shape[1] * 16 <= base.ptr + base.capacity
+    view_end = view.ptr + view.strides[0] * (view.shape[0] - 1) + view.shape[1] * 16
+    return base.ptr <= view.ptr and view_end <= base.ptr + base.capacity
 
 
 def test_checks_block_bounds_share_the_spline_table_when_every_stage_is_builtin():

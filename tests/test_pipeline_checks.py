@@ -54,21 +54,28 @@ def _tampered(edit):
 
 
 @pytest.mark.parametrize("edit, error, match", [
-    (lambda d: d["params"].__setitem__("band.width", "0.8"), TypeError, r"params\['band.width'\] must be a number, got str"),
-    (lambda d: d["params"].__setitem__("band.width", True), TypeError, r"params\['band.width'\] must be a number, got bool"),
-    (lambda d: d["params"].__setitem__("band.width", float("nan")), ValueError, r"params\['band.width'\] must be finite"),
+    (lambda d: d["params"].__setitem__("band.width", "0.8"), TypeError,
+     r"params\['band.width'\] must be a number, got str"),
+    (lambda d: d["params"].__setitem__("band.width", True), TypeError,
+     r"params\['band.width'\] must be a number, got bool"),
+    (lambda d: d["params"].__setitem__("band.width", float("nan")), ValueError,
+     r"params\['band.width'\] must be finite"),
     (lambda d: d["stages"].append("start"), ValueError, r"distinct; \['start'\] appear more than once"),
-    (lambda d: d.__setitem__("stages", "band"), TypeError, r"'stages' must be a list or tuple of stage names \(str\), got 'band'"),
+    (lambda d: d.__setitem__("stages", "band"), TypeError,
+     r"'stages' must be a list or tuple of stage names \(str\), got 'band'"),
     (lambda d: d.__setitem__("stages", ["band", 3]), TypeError, r"'stages' must be a list or tuple"),
     (lambda d: d.__setitem__("params", None), TypeError, r"'params' must be a mapping \(dict\), got NoneType"),
     (lambda d: d.__setitem__("params", [1.0]), TypeError, r"'params' must be a mapping \(dict\), got list"),
     (lambda d: d.__setitem__("settings", None), TypeError, r"'settings' must be a mapping"),
     (lambda d: d.__setitem__("randomize", []), TypeError, r"'randomize' must be a mapping"),
-    (lambda d: d.__setitem__("randomize", {"band.width": 0.5}), ValueError, r"randomize\['band.width'\] must be a \(lo, hi\) pair, got 0.5"),
+    (lambda d: d.__setitem__("randomize", {"band.width": 0.5}), ValueError,
+     r"randomize\['band.width'\] must be a \(lo, hi\) pair, got 0.5"),
     (lambda d: d.__setitem__("randomize", {"band.width": [0.9, 0.5]}), ValueError, r"needs lo <= hi"),
     (lambda d: d.__setitem__("randomize", {"band.width": ["0.5", 0.9]}), TypeError, r"must be a number, got str"),
-    (lambda d: d.__setitem__("randomize", {"band.widht": [0.5, 0.9]}), ValueError, r"'band.widht', which is not a parameter"),
-    (lambda d: d.__setitem__("family", "tracks"), ValueError, r"family must be one of \['gates', 'track'\], got 'tracks'"),
+    (lambda d: d.__setitem__("randomize", {"band.widht": [0.5, 0.9]}), ValueError,
+     r"'band.widht', which is not a parameter"),
+    (lambda d: d.__setitem__("family", "tracks"), ValueError,
+     r"family must be one of \['gates', 'track'\], got 'tracks'"),
     (lambda d: d.__setitem__("num_envs", -1), ValueError, r"num_envs must be >= 1, got -1"),
     (lambda d: d.__setitem__("num_envs", 2.5), TypeError, r"num_envs must be an int, got float 2.5"),
     (lambda d: d.__setitem__("num_envs", "4"), TypeError, r"num_envs must be an int, got str '4'"),
@@ -144,7 +151,8 @@ def _stage(name="acme.ok", **attrs):
 
 
 @pytest.mark.parametrize("attrs, match", [
-    (dict(reads="half_width"), r"reads must be a tuple of field names \(str\), got str 'half_width' \(write \('half_width',\)"),
+    (dict(reads="half_width"),
+     r"reads must be a tuple of field names \(str\), got str 'half_width' \(write \('half_width',\)"),
     (dict(writes=["centerline", 3]), r"writes must be a tuple of field names \(str\)"),
     (dict(params=(("dz", 0.0),)), r"params must be a tuple of pipeline.Param"),
     (dict(params=Param("dz", 0.0)), r"params must be a tuple of pipeline.Param"),
@@ -185,7 +193,8 @@ def test_an_infinite_bound_prints_open_and_a_refused_value_prints_as_a_number():
     assert Param("p", 1.0).bounds() == "(-inf, inf)"
     assert Param("p", 1.0, 0.0, 2.0).bounds() == "[0, 2]"
     program = build(presets.track(num_envs=E, device=DEV))
-    with pytest.raises(ValueError, match=r"params\['band.width'\] must be finite and in \(0, [^\]]*\), got -1$") as info:
+    with pytest.raises(ValueError,
+                       match=r"params\['band.width'\] must be finite and in \(0, [^\]]*\), got -1$") as info:
         program.params["band.width"] = -1.0
     assert "array" not in str(info.value)
 
@@ -236,8 +245,10 @@ def test_set_range_moves_the_draws_of_the_later_generations_deterministically():
     ("layout.size", 9.0, 11.0, ValueError, r"params\['layout.size'\] is not randomized \(randomized: \['band.width'\]\)"
                                            r": set params\['layout.size'\] = value"),
     ("band.width", 0.9, 0.7, ValueError, r"set_range\('band.width'\) needs lo <= hi, got \(0.9, 0.7\)$"),
-    ("band.width", 1e-50, 0.8, ValueError, r"params\['band.width'\] must be finite and in \(0, inf\), got 0"),  # float32 0
-    ("band.width", 0.6, 1e300, ValueError, r"set_range\('band.width'\) hi must fit a float32 \(\|v\| < 3.4e38\), got 1e\+300"),
+    # float32 0
+    ("band.width", 1e-50, 0.8, ValueError, r"params\['band.width'\] must be finite and in \(0, inf\), got 0"),
+    ("band.width", 0.6, 1e300, ValueError,
+     r"set_range\('band.width'\) hi must fit a float32 \(\|v\| < 3.4e38\), got 1e\+300"),
     ("band.width", 0.6, 10**400, ValueError, r"hi must be finite, got an int beyond the float range$"),
     ("band.width", [0.7, [0.7], 0.7, 0.7], 0.9, TypeError, r"lo takes a number or 4 numbers, got list"),
     ("band.width", [0.6, 0.6, 0.9, 0.6], 0.8, ValueError, r"needs lo <= hi, got \(0.9, 0.8\) in env 2"),
@@ -268,7 +279,8 @@ def test_a_live_set_is_checked_as_the_float32_it_would_store():
         program.params["band.width"] = [1e-50, 0.1, 0.1, 1e-45]  # two underflows: the first named
     with pytest.raises(ValueError, match=r"params\['layout.size'\] must fit a float32 \(\|v\| < 3.4e38\), got 1e\+39"):
         program.params["layout.size"] = [10.0, 10.0, 1e39, 10.0]
-    assert np.allclose(program.params["band.width"].numpy(), 0.8) and np.allclose(program.params["layout.size"].numpy(), 10)
+    assert np.allclose(program.params["band.width"].numpy(), 0.8)
+    assert np.allclose(program.params["layout.size"].numpy(), 10)
     from decimal import Decimal
     from fractions import Fraction
     program.params["band.width"] = Fraction(7, 10)  # numbers, as floats
@@ -300,7 +312,8 @@ def test_a_live_size_whose_flat_loops_exceed_the_capacity_warns_and_its_courses_
     program.enqueue(advance=True)
     assert program.result.valid.numpy().all()
     with pytest.warns(UserWarning, match=r"params\['layout.size'\]: with these values the longest flat loop is over "
-                                         r"1.25x this generator's capacity of 25.15 m \(max_points=251 at point_spacing=0.1 m"):
+                                         r"1.25x this generator's capacity of 25.15 m \(max_points=251 at "
+                                         r"point_spacing=0.1 m"):
         program.params["layout.size"] = 15.0
     program.enqueue(advance=True)
     assert not program.result.valid.numpy().any()
@@ -344,7 +357,8 @@ def test_an_ordered_pair_is_checked_against_the_other_ends_live_range():
         program.params.set_range("layout.altitude_max", 1.2, 3.0)  # its lo below altitude_min
     program.params.set_range("layout.altitude_max", 1.6, 3.0)
     both = build(spec.with_randomize({"layout.altitude_min": (0.5, 1.0)}), seeds=0)
-    with pytest.raises(ValueError, match=r"params\['layout.altitude_max'\] \(against the largest layout.altitude_min its "
+    with pytest.raises(ValueError,
+                       match=r"params\['layout.altitude_max'\] \(against the largest layout.altitude_min its "
                                          r"live range draws; .*move that one first\) needs layout.altitude_min <= "
                                          r"layout.altitude_max, got layout.altitude_min=1 and layout.altitude_max=0.9"):
         both.params.set_range("layout.altitude_max", 0.9, 2.5)
@@ -477,7 +491,8 @@ def test_a_construction_value_or_randomize_end_is_checked_as_float32_stores_it()
     with pytest.raises(ValueError, match=r"parameter 'band.width' must be finite and in \(0, inf\), got 0 "
                                          r"\(given 1e-46, which float32 stores as 0\)$"):
         TrackGenerator(TrackGenConfig(num_envs=2, device="cpu", width=1e-46))
-    with pytest.raises(ValueError, match=r"the randomize range of 'band.width' .* \(given 1e-46, which float32 stores as 0\)$"):
+    with pytest.raises(ValueError,
+                       match=r"the randomize range of 'band.width' .* \(given 1e-46, which float32 stores as 0\)$"):
         build(presets.track(num_envs=2, device="cpu").with_randomize({"band.width": (1e-46, 1.0)}))
     build(presets.track(num_envs=2, device="cpu").with_params({"band.width": 1e-40}))  # a float32 (subnormal) > 0
 
@@ -516,7 +531,9 @@ def test_max_retries_is_fixed_at_build():
 def test_register_refuses_an_ordered_that_is_no_tuple_of_param_pairs(ordered, error, match):
     """A bad ordered registered silently and failed at build (a bare KeyError, an unpacking error) or never."""
     stage = _stage(params=(Param("lo", 0.0), Param("hi", 1.0)), ordered=ordered)
-    with pytest.raises(error, match=r"ordered must be a tuple of \(lo, hi\) pairs of its params' names \['lo', 'hi'\].*" + match):
+    with pytest.raises(error,
+                       match=r"ordered must be a tuple of \(lo, hi\) pairs of its params' names \['lo', 'hi'\].*"
+                       + match):
         Registry().register(stage)
     Registry().register(_stage(params=(Param("lo", 0.0), Param("hi", 1.0)), ordered=(("lo", "hi"),)))
 
@@ -563,9 +580,13 @@ def test_a_stage_that_declares_a_field_it_never_allocates_or_clashes_with_one_is
     reg.register(Forgets)
     reg.register(Clashes)
     spec = presets.track(num_envs=2, device="cpu")
-    with pytest.raises(ValueError, match=r"stage 'acme.forgets' declares writes \['acme_offset'\], which its allocate made no field of"):
+    with pytest.raises(ValueError,
+                       match=r"stage 'acme.forgets' declares writes \['acme_offset'\], which its allocate made no "
+                             r"field of"):
         build(spec.with_stage("acme.forgets", after="start", registry=reg), registry=reg, seeds=0)
-    with pytest.raises(ValueError, match=r"field 'half_width' exists as \(2, \d+\) float32; stage 'acme.clashes' asked for \(2, 3\)"):
+    with pytest.raises(ValueError,
+                       match=r"field 'half_width' exists as \(2, \d+\) float32; "
+                             r"stage 'acme.clashes' asked for \(2, 3\)"):
         build(spec.with_stage("acme.clashes", after="start", registry=reg), registry=reg, seeds=0)
 
 
@@ -575,7 +596,9 @@ def test_a_refused_range_end_is_named():
     from trackgen_env.pipeline import build, presets
 
     program = build(presets.track(num_envs=2, device="cpu").with_randomize({"layout.size": (8.0, 12.0)}), seeds=0)
-    with pytest.raises(ValueError, match=r"set_range\('layout.size'\) lo: params\['layout.size'\] must be finite and in \(0, inf\), got 0"):
+    with pytest.raises(ValueError,
+                       match=r"set_range\('layout.size'\) lo: params\['layout.size'\] must be finite and in \(0, "
+                             r"inf\), got 0"):
         program.params.set_range("layout.size", 0.0, 10.0)
     def at_most_11(name, values):
         if np.any(np.asarray(values) > 11.0):

@@ -274,7 +274,8 @@ def test_course_presets_build_a_plugin_spec_with_its_registry():
     spec = _spec(4, stage="test.picky_theme", reg=reg)
     course = Course.track(spec, checkpoint_spacing=0.6, registry=reg, seeds=9)
     program = build(spec, registry=reg, seeds=9)
-    assert np.array_equal(course.generator.fields["test.picky_theme"].numpy(), program.fields["test.picky_theme"].numpy())
+    assert np.array_equal(course.generator.fields["test.picky_theme"].numpy(),
+                          program.fields["test.picky_theme"].numpy())
     assert np.array_equal(course.result.centerline.numpy(), program.result.centerline.numpy())
 
     class GatesTheme(Theme):

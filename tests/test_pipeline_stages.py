@@ -119,7 +119,8 @@ def _digest(result) -> str:
 
 
 def _numpy(result) -> dict:
-    return {f.name: getattr(result, f.name).numpy().copy() for f in dataclasses.fields(result)}  # .numpy() is a view on the CPU
+    # .numpy() is a view on the CPU
+    return {f.name: getattr(result, f.name).numpy().copy() for f in dataclasses.fields(result)}
 
 
 # -- the built-in stage lists --------------------------------------------------------------------
@@ -166,9 +167,11 @@ def test_randomized_and_given_courses_are_those_of_before_the_stages():
 @pytest.mark.parametrize("family", ["track", "gates"])
 def test_a_spec_saved_as_json_rebuilds_byte_identical_courses(family, tmp_path):
     if family == "track":
-        spec = presets.track(num_envs=E, device=DEV).with_randomize({"band.width": (0.6, 1.0), "layout.size": (9.0, 11.0)})
+        spec = presets.track(num_envs=E,
+                             device=DEV).with_randomize({"band.width": (0.6, 1.0), "layout.size": (9.0, 11.0)})
     else:
-        spec = presets.gates(num_envs=E, device=DEV, gate_width=0.2).with_randomize({"gate_frames.gate_width": (0.1, 0.3)})
+        spec = presets.gates(num_envs=E, device=DEV,
+                             gate_width=0.2).with_randomize({"gate_frames.gate_width": (0.1, 0.3)})
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec.to_dict()))
     again = PipelineSpec.from_dict(json.loads(path.read_text()))
@@ -183,7 +186,8 @@ def test_a_spec_saved_as_json_rebuilds_byte_identical_courses(family, tmp_path):
 def test_a_spec_with_a_plugin_stage_round_trips_through_json():
     reg = _registry()
     spec = presets.track(num_envs=E, device=DEV).with_stage("test.shift", after="resample", params={"dz": 0.5},
-                                                              registry=reg).with_randomize({"test.shift.dz": (0.0, 1.0)})
+                                                              registry=reg).with_randomize({"test.shift.dz": (0.0,
+                                                                                                              1.0)})
     again = PipelineSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
     assert _digest(build(spec, registry=reg, seeds=1).result) == _digest(build(again, registry=reg, seeds=1).result)
 
@@ -304,7 +308,8 @@ def test_an_env_over_a_host_plugin_steps_eagerly_with_one_warning(monkeypatch):
 def _shift_spec(num_envs: int, reg: Registry, *, second: bool = False) -> PipelineSpec:
     spec = presets.track(num_envs=num_envs, device=DEV).with_stage("test.shift", after="resample", registry=reg)
     if second:
-        spec = spec.with_stage("test.scale", after="test.shift", registry=reg).with_randomize({"test.scale.k": (0.5, 2.0)})
+        spec = spec.with_stage("test.scale", after="test.shift",
+                               registry=reg).with_randomize({"test.scale.k": (0.5, 2.0)})
     return spec.with_randomize({"test.shift.dz": (-1.0, 1.0), "band.width": (0.6, 1.0)})
 
 
@@ -355,7 +360,8 @@ def test_a_live_set_out_of_the_declared_bounds_is_refused():
 def test_build_refuses_an_unknown_stage_listing_the_known_ones():
     data = presets.track(device=DEV).to_dict()
     data["stages"].insert(2, "acme.banking")
-    with pytest.raises(KeyError, match="'acme.banking'.*known stages are \\[.*'band'.*pass the Registry it is registered in"):
+    with pytest.raises(KeyError,
+                       match="'acme.banking'.*known stages are \\[.*'band'.*pass the Registry it is registered in"):
         build(PipelineSpec.from_dict(data))
     with pytest.raises(KeyError, match="acme.banking"):
         presets.track(device=DEV).with_stage("acme.banking")
@@ -436,8 +442,10 @@ def test_out_takes_a_result_like_object():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (lambda E, P: wp.zeros((E, P + 1), dtype=float, device=DEV), r"out\['half_width'\] must be .*shape \(8, \d+\).*got shape \(8, \d+\)"),
-    (lambda E, P: wp.zeros((E, P), dtype=wp.float64, device=DEV), r"out\['half_width'\] .*dtype float32.*got .*dtype float64"),
+    (lambda E, P: wp.zeros((E, P + 1), dtype=float, device=DEV),
+     r"out\['half_width'\] must be .*shape \(8, \d+\).*got shape \(8, \d+\)"),
+    (lambda E, P: wp.zeros((E, P), dtype=wp.float64, device=DEV),
+     r"out\['half_width'\] .*dtype float32.*got .*dtype float64"),
 ])
 def test_out_refuses_a_wrong_array_before_anything_is_written(bad, match):
     spec = presets.track(num_envs=E, device=DEV)

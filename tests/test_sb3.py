@@ -249,7 +249,8 @@ def test_missing_sb3_gives_an_import_error_naming_the_extra(monkeypatch):
 
 
 def test_importing_the_package_does_not_import_sb3():
-    code = "import sys, trackgen_env, trackgen_env.integrations.sb3, trackgen_env.integrations.train; assert 'stable_baselines3' not in sys.modules"
+    code = ("import sys, trackgen_env, trackgen_env.integrations.sb3, trackgen_env.integrations.train; "
+            "assert 'stable_baselines3' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -358,7 +359,8 @@ def test_render_tiles_the_envs_rgb_frames():
 
 def test_a_sharded_adapter_renders_as_one_env():
     kw = {"seed": 2, "device": "cpu", "render_mode": "rgb_array"}
-    one, two = make_sb3_vec_env("TrackGen-Track-v0", 4, **kw), make_sb3_vec_env("TrackGen-Track-v0", 4, num_shards=2, **kw)
+    one = make_sb3_vec_env("TrackGen-Track-v0", 4, **kw)
+    two = make_sb3_vec_env("TrackGen-Track-v0", 4, num_shards=2, **kw)
     for venv in (one, two):
         venv.reset()
     np.testing.assert_array_equal(np.stack(two.get_images()), np.stack(one.get_images()))
@@ -424,7 +426,8 @@ def test_a_sharded_adapter_steps_as_one_envs_adapter():
     dones and infos as one env's adapter of the same seed (auto-resets included); set_options is
     checked as the env's reset checks it."""
     kw = dict(device="cpu", seed=0)
-    one, two = make_sb3_vec_env("TrackGen-Track-v0", 8, **kw), make_sb3_vec_env("TrackGen-Track-v0", 8, num_shards=2, **kw)
+    one = make_sb3_vec_env("TrackGen-Track-v0", 8, **kw)
+    two = make_sb3_vec_env("TrackGen-Track-v0", 8, num_shards=2, **kw)
     assert type(two.env).__name__ == "ShardedVectorEnv" and two.env.num_shards == 2
     one.seed(3)
     two.seed(3)

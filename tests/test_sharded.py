@@ -377,7 +377,8 @@ def test_a_setting_every_shard_holds_alike_reads_as_one_envs():
 
     env = ShardedVectorEnv("TrackGen-Track-v0", 7, 3, seed=0, device="cpu", max_episode_steps=50)
     one = gymnasium.make_vec("TrackGen-Track-v0", num_envs=7, seed=0, device="cpu", max_episode_steps=50).unwrapped
-    for name in ("car", "car_model", "device", "max_episode_steps", "laps", "output", "num_lookahead", "autoreset_mode"):
+    for name in ("car", "car_model", "device", "max_episode_steps", "laps", "output", "num_lookahead",
+                 "autoreset_mode"):
         assert getattr(env, name) == getattr(one, name), name
     obs, _ = env.reset(seed=0)
     assert np.array_equal(PurePursuit(env.car)(obs), PurePursuit(one.car)(one.reset(seed=0)[0]))

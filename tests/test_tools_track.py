@@ -49,13 +49,16 @@ class CircleGenerator:
         self.np = dict(centerline=z3(), tangent=z3(), normal=z3(), arc_length=np.zeros((E, P), np.float32),
                        curvature=np.zeros((E, P), np.float32), half_width=np.zeros((E, P), np.float32),
                        num_points=np.zeros(E, np.int32), loop_length=np.zeros(E, np.float32),
-                       start_position=np.zeros((E, 3), np.float32), start_orientation=np.tile(np.float32([0, 0, 0, 1]), (E, 1)),
+                       start_position=np.zeros((E, 3), np.float32),
+                       start_orientation=np.tile(np.float32([0, 0, 0, 1]), (E, 1)),
                        valid=np.zeros(E, np.int32), generation=np.zeros(E, np.int32))
         for e, c in enumerate(circles):
             self.set_circle(e, c)
         dtypes = dict(centerline=wp.vec3, tangent=wp.vec3, normal=wp.vec3, start_position=wp.vec3,
                       start_orientation=wp.quat)
-        self.result = TrackResult(**{k: wp.array(v, dtype=dtypes.get(k, wp.int32 if v.dtype == np.int32 else wp.float32), device=self.device)
+        self.result = TrackResult(**{k: wp.array(v,
+                                                 dtype=dtypes.get(k, wp.int32 if v.dtype == np.int32 else wp.float32),
+                                                 device=self.device)
                                      for k, v in self.np.items()})
         longest = float(self.np["loop_length"].max())
         self.layout = TrackLayout(E, P, longest if declare_max_length else None)
@@ -428,7 +431,8 @@ class GateSet(Component):
         E = ctx.num_envs
         x = np.float32([0.0, 2.0, 4.0, 6.0])
         self.set = CheckpointSet(
-            position=wp.array(np.tile(np.stack([x, 0 * x, 0 * x + 1.0], -1), (E, 1, 1)), dtype=wp.vec3, device=ctx.device),
+            position=wp.array(np.tile(np.stack([x, 0 * x, 0 * x + 1.0], -1), (E, 1, 1)), dtype=wp.vec3,
+                              device=ctx.device),
             direction=wp.array(np.tile(np.float32([1, 0, 0]), (E, 4, 1)), dtype=wp.vec3, device=ctx.device),
             half_width=wp.full((E, 4), 0.3, dtype=wp.float32, device=ctx.device),
             half_height=wp.full((E, 4), 0.2, dtype=wp.float32, device=ctx.device),
@@ -646,7 +650,8 @@ def test_collision_box_footprint_corners(device, backend, yaw_offset, expect_hit
     angle, half_extents = 0.7, np.float32([0.6, 0.1, 0.05])
     positions = [circle_point(c, angle) if c else np.zeros(3) for c in CIRCLES]
     yaw = angle + math.pi / 2 + yaw_offset
-    hit, dist, col = collide(device, positions, backend, orientation=[yaw_quat(yaw)] * 3, half_extents=[half_extents] * 3)
+    hit, dist, col = collide(device, positions, backend, orientation=[yaw_quat(yaw)] * 3, half_extents=[half_extents]
+                             * 3)
     np.testing.assert_array_equal(hit, [expect_hit, expect_hit, 1])
     for e in (0, 1):
         radius, n, center = CIRCLES[e]
@@ -654,7 +659,8 @@ def test_collision_box_footprint_corners(device, backend, yaw_offset, expect_hit
         corners = [positions[e][:2] + sx * half_extents[0] * fwd + sy * half_extents[1] * left
                    for sx in (-1, 1) for sy in (-1, 1)]
         # clearance of each corner: half width minus its distance from the circle
-        assert_clearance(col, dist, e, min(HALF_WIDTH - abs(np.linalg.norm(c - np.array(center)) - radius) for c in corners))
+        assert_clearance(col, dist, e,
+                         min(HALF_WIDTH - abs(np.linalg.norm(c - np.array(center)) - radius) for c in corners))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -827,7 +833,8 @@ def test_localizer_reset_unsets_only_masked_warm_segments(device):
     np.testing.assert_array_equal(loc._warm.numpy()[:2], [-1, loc.result.segment.numpy()[1]])
 
 
-@pytest.mark.parametrize("window, error", [(0, ValueError), (-3, ValueError), (2.5, TypeError), (True, TypeError), ("8", TypeError)])
+@pytest.mark.parametrize("window, error",
+                         [(0, ValueError), (-3, ValueError), (2.5, TypeError), (True, TypeError), ("8", TypeError)])
 def test_localizer_refuses_bad_warm_window(window, error):
     with pytest.raises(error, match="warm_window"):
         Localizer(warm_window=window)

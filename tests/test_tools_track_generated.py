@@ -88,8 +88,9 @@ def test_masked_regeneration_keeps_unmasked_component_rows(generated):
     pos.assign(gen.result.centerline.numpy()[:, 3])
     for c in (pr, col, loc):
         c.step(ctx)
-    snap = lambda: [a.numpy().copy() for a in (cp.result.position, cp.result.num_checkpoints, pr.result.next_checkpoint,  # noqa: E731
-                                               pr._has_prev, col.segment, loc._warm, sdf.grid)]
+    def snap():
+        return [a.numpy().copy() for a in (cp.result.position, cp.result.num_checkpoints, pr.result.next_checkpoint,
+                                           pr._has_prev, col.segment, loc._warm, sdf.grid)]
     before = snap()
     mask = wp.array([1, 0] * (NUM_ENVS // 2), dtype=wp.int32, device="cpu")
     gen.enqueue(advance=True, mask=mask)

@@ -116,7 +116,8 @@ def test_the_blocked_scan_gives_the_point_by_point_verdict(lanes):
         wp.launch(track_checks._checks_one_pass, threads, inputs=[per, pending, listed, num, 2.0, *arrays, box, span],
                   outputs=[ok], device=DEV)
     else:
-        wp.launch(track_checks._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes], outputs=[box, span, ok],
+        wp.launch(track_checks._check_blocks, (E, lanes), inputs=[pending, 2.0, *arrays, lanes],
+                  outputs=[box, span, ok],
                   device=DEV)
         wp.launch(track_checks._checks, (E, lanes), inputs=[pending, lanes, c, tot, cl, al, h, box, span], outputs=[ok],
                   device=DEV)
@@ -142,7 +143,8 @@ def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
     E = 256
     if source == "procedural":
         # a tight bound too, so that many draws are rejected (at the last attempt as well)
-        specs = [presets.track(num_envs=E, device=DEV), presets.track(num_envs=E, device=DEV, min_turn_radius_factor=4.0)]
+        specs = [presets.track(num_envs=E, device=DEV),
+                 presets.track(num_envs=E, device=DEV, min_turn_radius_factor=4.0)]
     else:
         specs = [presets.track(num_envs=E, device=DEV, source="centerline", max_input_points=16)]
     for spec in specs:
@@ -169,7 +171,8 @@ def test_the_spline_by_control_segment_lanes_gives_the_one_pass_bytes(source):
             ok = ctx.ok.numpy().copy()
             # a rejected draw that retries builds no table: compare the envs that keep theirs
             keep = (ok != 0) | (ctx.attempt.numpy() >= ctx.max_retries)
-            outputs.append((ok, {n: ctx.fields[n].numpy()[keep].tobytes() for n in ("table", "loop_length", "num_points")}))
+            outputs.append((ok,
+                            {n: ctx.fields[n].numpy()[keep].tobytes() for n in ("table", "loop_length", "num_points")}))
         assert np.array_equal(outputs[0][0], outputs[1][0])
         assert outputs[0][1] == outputs[1][1]
         assert np.count_nonzero(outputs[0][0] == 0) > 0  # rejections are compared too
@@ -226,7 +229,8 @@ def test_a_dense_sample_from_the_weight_table_is_the_curve_at_i_over_samples(sou
     """The spline reads a B-spline's basis weights at its dense samples from a table: the same
     floats as the curve evaluated at t = i / samples (a power of two: the product is exact)."""
     inputs = 16 if source == "centerline" else 0
-    program = build(presets.track(num_envs=1, device=DEV, source=source, max_input_points=inputs), seeds=0, prepare=False)
+    program = build(presets.track(num_envs=1, device=DEV, source=source, max_input_points=inputs), seeds=0,
+                    prepare=False)
     spline = next(s for s in program._stages if s.name == "spline")
     kind = int(track._BSPLINE if source == "procedural" else track._CATMULL_ROM)
     rng = np.random.default_rng(4)

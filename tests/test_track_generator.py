@@ -1,7 +1,5 @@
 """TrackGenerator: determinism, geometry, masked commit, centreline input, bad config."""
 
-import math
-
 import numpy as np
 import pytest
 import warp as wp
@@ -29,7 +27,8 @@ def test_env_track_does_not_depend_on_num_envs(device):
     seeds64 = env_seeds(42, 64).view(np.int32)  # the bits of the device seed array
     snap = snapshot(big)
     for i in (0, 17, 63):
-        one = TrackGenerator(TrackGenConfig(num_envs=1, device=device), seeds=wp.array([seeds64[i]], dtype=wp.int32, device=device))
+        one = TrackGenerator(TrackGenConfig(num_envs=1, device=device),
+                             seeds=wp.array([seeds64[i]], dtype=wp.int32, device=device))
         assert rows(snapshot(one), 0) == rows(snap, i)
 
 
@@ -111,11 +110,13 @@ def check_geometry(gen):
         assert abs(seg.mean() - spacing) < 0.5 * spacing
         assert abs(seg.sum() - r.loop_length.numpy()[e]) < 0.01 * seg.sum()
         loop = r.loop_length.numpy()[e]
-        assert np.allclose(r.arc_length.numpy()[e, :n], np.arange(n) * loop / n, atol=1e-5 * loop), "arc length not uniform"
+        assert np.allclose(r.arc_length.numpy()[e, :n], np.arange(n) * loop / n, atol=1e-5
+                           * loop), "arc length not uniform"
         # turn radius from three consecutive points (Menger curvature) >= half width
         a, b, c = np.roll(p, 1, axis=0)[:, :2], p[:, :2], np.roll(p, -1, axis=0)[:, :2]
         cross = np.abs((b - a)[:, 0] * (c - b)[:, 1] - (b - a)[:, 1] * (c - b)[:, 0])
-        kappa = 2 * cross / (np.linalg.norm(b - a, axis=1) * np.linalg.norm(c - b, axis=1) * np.linalg.norm(c - a, axis=1))
+        kappa = 2 * cross / (np.linalg.norm(b - a, axis=1) * np.linalg.norm(c - b, axis=1)
+                             * np.linalg.norm(c - a, axis=1))
         assert np.all(kappa * hw <= 1.0 + 1e-3)
         # no band self-intersection: points far apart along the loop are >= 2 half widths apart
         s = r.arc_length.numpy()[e, :n]
@@ -132,7 +133,8 @@ def check_geometry(gen):
 @given(seed=st.integers(0, 2**40), size=st.floats(6.0, 30.0), width=st.floats(0.3, 1.2),
        spacing=st.floats(0.05, 0.3), ctrl=st.integers(6, 12))
 def test_geometry_holds_on_every_valid_env(seed, size, width, spacing, ctrl):
-    cfg = TrackGenConfig(num_envs=16, device="cpu", size=size, width=width, point_spacing=spacing, num_control_points=ctrl)
+    cfg = TrackGenConfig(num_envs=16, device="cpu", size=size, width=width, point_spacing=spacing,
+                         num_control_points=ctrl)
     check_geometry(TrackGenerator(cfg, seeds=seed))
 
 
@@ -154,17 +156,21 @@ def test_no_room_for_a_loop_is_refused():
     gen = TrackGenerator(presets.track(num_envs=4, device="cpu"), seeds=0)
     for name, value, where in (("layout.size", 0.01, ""), ("layout.size", 2.39, ""), ("band.width", 1e6, ""),
                                ("band.width", [0.8, 3.4, 0.8, 0.8], " in env 1")):
-        with pytest.raises(ValueError, match=rf"params\['{name}'\] leaves no room for a loop{where}: .*set band.width first"):
+        with pytest.raises(ValueError,
+                           match=rf"params\['{name}'\] leaves no room for a loop{where}: .*set band.width first"):
             gen.params[name] = value
-    assert np.all(gen.params["layout.size"].numpy() == 10.0) and np.all(gen.params["band.width"].numpy() == np.float32(0.8))
+    assert np.all(gen.params["layout.size"].numpy() == 10.0)
+    assert np.all(gen.params["band.width"].numpy() == np.float32(0.8))
     gen.params["layout.size"] = 2.5  # room, in theory: accepted; in practice no draw passes either
     gen.generate()
     assert gen.result.valid.numpy().sum() == 0
     # both randomized: a width end meets the largest size, a size end the narrowest band
-    spec = presets.track(num_envs=4, device="cpu").with_randomize({"layout.size": (8.0, 12.0), "band.width": (0.6, 3.5)})
+    spec = presets.track(num_envs=4,
+                         device="cpu").with_randomize({"layout.size": (8.0, 12.0), "band.width": (0.6, 3.5)})
     with pytest.warns(UserWarning, match="hold a valid track course"):  # wide bands draw few loops
         gen = TrackGenerator(spec, seeds=0)
-    with pytest.raises(ValueError, match=r"params\['band.width'\] leaves no room .* got layout.size 12 m and band.width 4.5 m"):
+    with pytest.raises(ValueError,
+                       match=r"params\['band.width'\] leaves no room .* got layout.size 12 m and band.width 4.5 m"):
         gen.params.set_range("band.width", 0.6, 4.5)
     assert np.all(gen.params.randomize["band.width"][1].numpy() == 3.5)
     gen.params.set_range("band.width", 0.6, 3.9)

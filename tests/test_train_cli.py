@@ -240,7 +240,8 @@ def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
     from trackgen_env.integrations.train import plot_learning_curve
 
     csv = tmp_path / "monitor.csv"
-    lines = ['#{"t_start": 0, "env_id": "None"}', "r,l,t,laps"] + [f"{i * 0.1},{100 + i},{i},{i % 2}" for i in range(50)]
+    lines = ['#{"t_start": 0, "env_id": "None"}', "r,l,t,laps"] + [f"{i * 0.1},{100 + i},{i},{i % 2}"
+                                                                   for i in range(50)]
     csv.write_text("\n".join(lines) + "\n")
     plot_learning_curve(csv, tmp_path / "curve.png", window=10)
     assert (tmp_path / "curve.png").stat().st_size > 1000
@@ -334,8 +335,11 @@ def test_eval_of_a_spec_run_drives_the_spec_with_its_plugin(spec_run, monkeypatc
 
 @pytest.mark.parametrize("argv, message", [
     (["--plugin", "plugin_stage:REGISTRY"], "a plugin registry (--plugin) holds the stages of a spec"),
-    (["--spec", "GATES", "--env", "TrackGen-Track-v0"], "the spec is of the gates family, which TrackGen-Gates-v0 drives"),
-    (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"], "the plugin registry 'no_such_module_xyz:R' (--plugin): cannot import 'no_such_module_xyz' (No module named 'no_such_module_xyz')"),
+    (["--spec", "GATES", "--env", "TrackGen-Track-v0"],
+     "the spec is of the gates family, which TrackGen-Gates-v0 drives"),
+    (["--spec", "TRACK", "--plugin", "no_such_module_xyz:R"],
+     "the plugin registry 'no_such_module_xyz:R' (--plugin): cannot import 'no_such_module_xyz' (No module named "
+     "'no_such_module_xyz')"),
     (["--spec", "TRACK", "--plugin", "json"], "a plugin registry is named 'module:attribute'"),
     (["--spec", "TRACK", "--plugin", "json:dumps"], "must be a pipeline.Registry"),
     (["--spec", "MISSING"], "MISSING.json: cannot read the file (No such file or directory)"),
@@ -426,7 +430,8 @@ def test_a_spec_file_that_is_no_spec_is_named_in_one_line(content, tmp_path, cap
     (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
     assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: --spec {path}: expected a JSON spec (PipelineSpec.to_dict()") and "Traceback" not in err
+    assert err.startswith(f"error: --spec {path}: expected a JSON spec (PipelineSpec.to_dict()")
+    assert "Traceback" not in err
 
 
 @pytest.fixture(scope="module")
@@ -448,7 +453,8 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
     record = json.loads((preset_run / "train.json").read_text())
     env_id, spec, env_kwargs = train_module.train_preset("circuit", 2, "cpu")
     assert record["preset"] == "circuit" and record["env_id"] == env_id == "TrackGen-Track-v0"
-    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 2500, "friction_range": [0.85, 1.15]}
+    assert record["num_envs"] == 2 and record["env_kwargs"] == {"max_episode_steps": 2500,
+                                                                "friction_range": [0.85, 1.15]}
     assert env_kwargs == {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
     saved = PipelineSpec.from_dict(json.loads((preset_run / "spec.json").read_text()))
     assert saved == spec and record["spec"] == spec.to_dict()
@@ -491,7 +497,8 @@ def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that
     _, spec, circuit = train_module.train_preset("circuit", 2, "cpu")
     env_id, spec_rs, env_kwargs = train_module.train_preset("circuit_random_start", 2, "cpu")
     assert env_id == "TrackGen-Track-v0" and spec_rs == spec
-    assert env_kwargs == {**circuit, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0), "stall_steps": 100}
+    assert env_kwargs == {**circuit, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0),
+                          "stall_steps": 100}
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["train", "--preset", "circuit_random_start", "--steps", "64", "--num-envs", "2", "--device", "cpu",
                      "--out", str(tmp_path), "--no-progress"]) == 0
@@ -527,12 +534,15 @@ def test_train_preset_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--preset", "no_such_recipe", "--steps", "10"])
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start'\\], got 'nope'"):
+    with pytest.raises(ValueError,
+                       match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start'\\], got "
+                             "'nope'"):
         train_module.train(preset="nope", steps=10, out=tmp_path / "a", progress=False)
     with pytest.raises(ValueError, match="the preset 'circuit' trains TrackGen-Track-v0, got env TrackGen-Gates-v0"):
         train_module.train("TrackGen-Gates-v0", 10, preset="circuit", out=tmp_path / "b", progress=False)
     with pytest.raises(ValueError, match="pass preset or spec"):
-        train_module.train("TrackGen-Track-v0", 10, preset="circuit", spec=presets.track(), out=tmp_path / "c", progress=False)
+        train_module.train("TrackGen-Track-v0", 10, preset="circuit", spec=presets.track(), out=tmp_path / "c",
+                           progress=False)
     assert not any((tmp_path / d).exists() for d in "abc")  # refused before anything was written
 
 

@@ -11,9 +11,9 @@ courses against a random policy (lap completion, lap time); see :mod:`trackgen_e
 ``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
 tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
 They need ``pip install -e ".[sb3]"`` (in a source checkout, as the README installs).
-``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``) once round every circuit CSV of a
-folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
-(:mod:`trackgen_env.integrations.circuits`).
+``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``)
+once round every circuit CSV of a folder and tabulates lap, lap time, ratio to the reference lap time
+and off-tracks (:mod:`trackgen_env.integrations.circuits`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"env steps (default: 600; with --track-csv the time of {CIRCUIT_LAPS:g} laps at a "
                            f"{CIRCUIT_SPEED:g} m/s average, so a faster car drives more than one lap; the env's time "
                            "limit with --gates-file)")
-    demo.add_argument("--device", default=None, help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
+    demo.add_argument("--device", default=None,
+                      help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated courses (default: 0)")
     demo.add_argument("--out", default="out/demo", help="folder for the pictures (default: out/demo)")
     demo.add_argument("--track-csv", default=None, metavar="FILE",
@@ -81,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--env", choices=sorted(ENV_IDS), default=None,
                        help="env id (default: the --spec's family's, else TrackGen-Track-v0)")
     train.add_argument("--steps", type=int, required=True, help="env steps to train for, all envs together")
-    train.add_argument("--num-envs", type=int, default=None, help="parallel envs (default: the env's, 16 track / 64 gates)")
+    train.add_argument("--num-envs", type=int, default=None,
+                       help="parallel envs (default: the env's, 16 track / 64 gates)")
     train.add_argument("--seed", type=int, default=0, help="seed of the training courses, torch and numpy (default: 0)")
     train.add_argument("--device", default=None, help='Warp device of the env (default: cuda:0 if present, else cpu)')
     train.add_argument("--out", default=None, help="folder for model.zip, vecnormalize.pkl, monitor.csv, train.json "
@@ -98,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "wide (1:10), friction x 0.85-1.15, 2500-step episodes, the learning rate falling "
                             "linearly to 0; the recipe that transfers to real circuits, docs/training.md; "
                             "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
-                            "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 "
+                            "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x "
+                            "0.8-1.2 "
                             "and the steering lock x 0.95-1.05)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
@@ -107,18 +110,24 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
     ev.add_argument("model", metavar="MODEL", nargs="?", default=None,
                     help="a model.zip written by train (optional with --circuits --controller)")
-    ev.add_argument("--env", choices=sorted(ENV_IDS), default=None, help="env id (default: the model's, from train.json)")
+    ev.add_argument("--env", choices=sorted(ENV_IDS), default=None,
+                    help="env id (default: the model's, from train.json)")
     ev.add_argument("--episodes", type=int, default=None,
-                    help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a deterministic policy)")
+                    help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a "
+                         "deterministic policy)")
     ev.add_argument("--seed", type=int, default=None,
                     help=f"seed of the held-out courses; must not overlap the training seeds (default: {EVAL_SEED}; "
                          "not with --circuits, whose runs draw nothing)")
     ev.add_argument("--device", default=None, help="Warp device of the env")
     ev.add_argument("--track-csv", default=None, metavar="FILE",
-                    help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training width")
-    ev.add_argument("--track-scale", type=float, default=None, help="scale factor of the --track-csv circuit or of every "
-                                                                     "--circuits circuit (e.g. 0.1: true 1:10; default: "
-                                                                     "each circuit's mean width -> the training track width)")
+                    help="drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m), scaled to the training "
+                         "width")
+    ev.add_argument("--track-scale", type=float, default=None,
+                    help="scale factor of the --track-csv circuit or of every "
+                                                                     "--circuits circuit (e.g. 0.1: true 1:10; "
+                                                                     "default: "
+                                                                     "each circuit's mean width -> the training track "
+                                                                     "width)")
     ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                     help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
     ev.add_argument("--circuits", default=None, metavar="DIR",
@@ -299,13 +308,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             resolve_device(device)
         except ValueError:
-            print(f"error: --device must be one of {[str(d) for d in wp.get_devices()]}, got {device!r}", file=sys.stderr)
+            print(f"error: --device must be one of {[str(d) for d in wp.get_devices()]}, got {device!r}",
+                  file=sys.stderr)
             return 2
     if args.command == "demo" and not 0 <= args.seed < 2**31:  # train and eval check theirs, in the same range
         print(f"error: --seed must be an int in [0, 2**31), got {args.seed}", file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
-        print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates", file=sys.stderr)
+        print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates",
+              file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "track" and args.gates_file:
         print("error: --gates-file flies a race layout with the gates env; add --env gates", file=sys.stderr)

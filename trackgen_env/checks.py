@@ -13,7 +13,8 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
+__all__ = ["check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name",
+           "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -87,7 +88,8 @@ def check_float(name: str, value, *, lo: float | None = None, hi: float | None =
     try:
         value = float(value)
     except OverflowError:  # an int past float64's range (Python ints have no bound)
-        raise ValueError(f"{name} must be finite, got an int of {value.bit_length()} bits, past float64's range") from None
+        raise ValueError(f"{name} must be finite, got an int of {value.bit_length()} bits, "
+                         "past float64's range") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if lo is not None and (value <= lo if lo_open else value < lo):

@@ -31,7 +31,8 @@ increasing order (``StageContext.pending_envs``, ``num_pending``), and a stage k
 that list on the CPU (every env on CUDA, a thread each)::
 
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    end = env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])
+    for i in range(thread * envs_per_thread, end):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue                 # on CUDA (and any split of a thread per env)

@@ -104,7 +104,8 @@ def registered(device=None, *, stream=None, conditional: bool = False):
     """
     dev = stream.device if stream is not None else wp.get_device(device)
     if not dev.is_cuda:
-        raise ValueError(f"registered() joins a CUDA capture; on {dev} record with wp.ScopedCapture(device={str(dev)!r})")
+        raise ValueError(f"registered() joins a CUDA capture; on {dev} record with "
+                         f"wp.ScopedCapture(device={str(dev)!r})")
     if stream is None:
         import torch
 

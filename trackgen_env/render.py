@@ -235,7 +235,8 @@ def draw_track(frames, view, num, centerline, half_width, num_points, valid, cp_
         wp.launch(_track_band, (num, points), inputs=[centerline, half_width, num_points, view, edges],
                   outputs=[frames], device=dev)
     wp.launch(_track_checkpoints, (num, cp_position.shape[1]),
-              inputs=[cp_position, cp_direction, cp_half_width, num_checkpoints, valid, view], outputs=[frames], device=dev)
+              inputs=[cp_position, cp_direction, cp_half_width, num_checkpoints, valid, view], outputs=[frames],
+              device=dev)
     wp.launch(_track_car, num, inputs=[position, yaw, float(car_half_extents[0]), float(car_half_extents[1]), view],
               outputs=[frames], device=dev)
 
@@ -386,7 +387,8 @@ def draw_gates(frames, view, num, gate_position, direction, half_width, half_hei
     wp.launch(_gates_view, num, inputs=[gate_position, half_width, num_gates, float(size), float(top_rows)],
               outputs=[view], device=dev)
     wp.launch(_gates_clear, (num, size, size), inputs=[top_rows], outputs=[frames], device=dev)
-    wp.launch(_gates_line, (num, line.shape[1]), inputs=[line, line_points, view, top_rows], outputs=[frames], device=dev)
+    wp.launch(_gates_line, (num, line.shape[1]), inputs=[line, line_points, view, top_rows], outputs=[frames],
+              device=dev)
     wp.launch(_gates_gates, (num, gate_position.shape[1]),
               inputs=[gate_position, direction, half_width, half_height, num_gates, next_gate, view, top_rows],
               outputs=[frames], device=dev)

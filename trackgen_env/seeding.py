@@ -51,7 +51,8 @@ class Stream(enum.IntEnum):
     #: a generator's layout stage; attempt ``a`` of the retry loop draws from
     #: ``LAYOUT * ATTEMPT_STREAMS + a``
     LAYOUT = 1
-    #: ``with_randomize`` parameters: ``RANDOMIZE + offset``, the offset a built-in parameter declares (``Param.stream``) or a hash of a plugin parameter's name
+    #: ``with_randomize`` parameters: ``RANDOMIZE + offset``, the offset a built-in parameter declares
+    #: (``Param.stream``) or a hash of a plugin parameter's name
     RANDOMIZE = 1 << 20
     #: the checkpoint sampler of ``tools.checkpoints`` ("CPKS")
     CHECKPOINT_SAMPLER = 0x43504B53
@@ -243,7 +244,8 @@ class SeedState:
             _check_seed_array(seeds, self.num_envs, self.device)
             self.seeds, self.owned = seeds, False
         elif seeds is None or (isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_))):
-            self.seeds = wp.array(_seed_values(0 if seeds is None else int(seeds), self.num_envs), dtype=wp.int32, device=self.device)
+            self.seeds = wp.array(_seed_values(0 if seeds is None else int(seeds), self.num_envs), dtype=wp.int32,
+                                  device=self.device)
             self.owned = True
         elif isinstance(seeds, (list, tuple, np.ndarray)):
             self.seeds = wp.array(_seed_values(seeds, self.num_envs), dtype=wp.int32, device=self.device)

@@ -136,7 +136,8 @@ def resample_closed(xy, spacing: float, values=None):
     if values is not None:
         v = np.asarray(values, dtype=np.float64)
         vc = np.concatenate([v, v[:1]], axis=0)
-        vals = np.interp(t, s, vc) if v.ndim == 1 else np.stack([np.interp(t, s, vc[:, c]) for c in range(v.shape[1])], 1)
+        vals = (np.interp(t, s, vc) if v.ndim == 1
+                else np.stack([np.interp(t, s, vc[:, c]) for c in range(v.shape[1])], 1))
     return out, length / m, vals
 
 

@@ -41,7 +41,8 @@ def route_inputs(course, args: tuple, arrays: dict) -> dict[str, dict[str, wp.ar
         if name not in declared and name not in POSITIONAL_INPUTS:
             raise TypeError(
                 f"bind() got an unknown input {name!r}; the component inputs of this course are "
-                f"{sorted(declared)} (position, orientation, half_extents and box_position are accepted on every course)"
+                f"{sorted(declared)} (position, orientation, half_extents and box_position are accepted on every "
+                f"course)"
             )
     routed, missing = {}, []
     for c in course._bind_order:

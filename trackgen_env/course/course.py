@@ -514,7 +514,8 @@ class Course:
                                    f"(recorded at {caller()})")
             state = self.seeds
             if state is None:
-                raise TypeError(f"generate(seeds=...) reseeds the generator's seeds, and {type(self.generator).__name__} "
+                raise TypeError(f"generate(seeds=...) reseeds the generator's seeds, and "
+                                f"{type(self.generator).__name__} "
                                 "has none (no seeds attribute, docs/producer-protocol.md): reseed it yourself, then "
                                 "call regenerate()")
             if getattr(state, "rng", None) is None and not getattr(state, "owned", True):
@@ -679,7 +680,8 @@ def _check_generator(generator) -> None:
 
 def _preset_of(config: CourseConfig, stream):
     if config.mode == "track":
-        return TrackPreset(config.gen if config.gen is not None else TrackGenConfig(), checkpoint_spacing=config.checkpoint_spacing,
+        return TrackPreset(config.gen if config.gen is not None else TrackGenConfig(),
+                           checkpoint_spacing=config.checkpoint_spacing,
                            collision=config.collision, max_checkpoints=config.max_checkpoints, seeds=config.seeds,
                            stream=stream)
     return GatesPreset(config.gen if config.gen is not None else GateGenConfig(), collision=config.post_radius,

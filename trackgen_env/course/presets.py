@@ -73,7 +73,8 @@ class _Preset:
         family, self.kind = source_family(source)
         if family is not None and family != self.family:
             raise TypeError(
-                f"Course.{self.family} takes a {self.family} source, got a {family} one: use {preset_for_family(family)}"
+                f"Course.{self.family} takes a {self.family} source, got a {family} one: use "
+                f"{preset_for_family(family)}"
             )
         if self.kind == "built" and (seeds is not None or stream is not None or registry is not None):
             raise TypeError(
@@ -124,7 +125,8 @@ class TrackPreset(_Preset):
                 raise ValueError(f'collision must be None, "segments", "sdf" or a component, got {collision!r}')
         elif collision is not None and not _is_component(collision):
             raise TypeError(
-                f'collision must be None, "segments", "sdf" or a component, got {type(collision).__name__} {collision!r}'
+                f'collision must be None, "segments", "sdf" or a component, got {type(collision).__name__} '
+                f'{collision!r}'
                 + (" (a post radius is for Course.gates)" if isinstance(collision, Real) else "")
             )
         own = [tools.Checkpoints(spacing, max_checkpoints="auto" if max_checkpoints is None else max_checkpoints),
@@ -176,7 +178,8 @@ class TrackPreset(_Preset):
                            f'build {c.name!r} with resolution={need}')
                     warnings.warn(
                         f'the "sdf" collision grid of {c.name!r}, {c.resolution} nodes per side, has cells of up to '
-                        f"{cell:.3g} m at the largest course size {largest:g} m, coarser than half the narrowest band's "
+                        f"{cell:.3g} m at the largest course size {largest:g} m, coarser than half the narrowest "
+                        f"band's "
                         f"half width ({width_lo / 4:.3g} m): pass {fix} (or more)",
                         stacklevel=4,
                     )
@@ -255,7 +258,8 @@ class GatesPreset(_Preset):
             params.add_validator(WIDTH_PARAM, _refuse_nonpositive_width)
 
 
-def check_gate_width(source, *, fix: str = f"pass gate_width= (presets.gates defaults to 0) or randomize {WIDTH_PARAM!r} "
+def check_gate_width(source, *,
+                     fix: str = f"pass gate_width= (presets.gates defaults to 0) or randomize {WIDTH_PARAM!r} "
                                              "with a lo > 0") -> None:
     """Refuse a gate source whose construction width is 0 (a randomized width: its lo must be > 0).
 

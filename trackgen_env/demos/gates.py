@@ -1,4 +1,5 @@
-"""``python -m trackgen_env demo --env gates [--gates-file FILE]``: the reference controller on generated gates or a layout."""
+"""``python -m trackgen_env demo --env gates [--gates-file FILE]``: the reference controller on generated gates
+or a layout."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     gates += int(info["gates_passed"][running].sum())
     laps += int(info["laps"][running].sum())
     return {
-        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps, "gates": gates, "laps": laps, "episodes": episodes, "collisions": collisions,
+        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps,
+        "gates": gates, "laps": laps, "episodes": episodes, "collisions": collisions,
         "out_of_bounds": out_of_bounds, "courses": courses, "traces": [np.array(t) for t in traces],
         "first_end": first_end,
     }

@@ -70,7 +70,8 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     running = ~ended
     laps += int(info["laps"][running].sum())
     return {
-        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps, "laps": laps, "episodes": episodes, "off_track": off_track,
+        "env_seconds": env_seconds, "transitions": steps * env.num_envs - reset_steps, "reset_steps": reset_steps,
+        "laps": laps, "episodes": episodes, "off_track": off_track,
         "tracks": tracks, "traces": [np.array(t) for t in traces], "speeds": [np.array(s) for s in speeds],
         "first_end": first_end,
     }
@@ -126,7 +127,8 @@ def run(args) -> int:
         )
     else:
         labels = [
-            f"env {e}: {end} in {(len(out['traces'][e]) - 1) * env.car.dt:.1f} s" if end != "running" else f"env {e}: running"
+            f"env {e}: {end} in {(len(out['traces'][e]) - 1) * env.car.dt:.1f} s" if end != "running"
+            else f"env {e}: running"
             for e, end in enumerate(out["first_end"])
         ]
         path = viz.plot_track_grid(

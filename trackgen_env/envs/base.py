@@ -141,7 +141,8 @@ def check_limit(name: str, value, auto: int | None = None) -> int | None:
         TypeError: neither None, an int, nor (with ``auto``) ``"auto"``; another string among them.
         ValueError: an int outside ``[1, 2**31 - 1]``.
     """
-    expected = 'None (no limit), an int or "auto" (the env\'s default)' if auto is not None else "None (no limit) or an int"
+    expected = ('None (no limit), an int or "auto" (the env\'s default)' if auto is not None
+                else "None (no limit) or an int")
     if value is None:
         return None
     if auto is not None and isinstance(value, str) and value == "auto":
@@ -239,8 +240,10 @@ class CourseVectorEnv(VectorEnv):
         """Why ``name`` cannot be set, and what to do instead; ``owner``: the class named (default this env's)."""
         cls = owner or type(self).__name__
         arg = self.argument_of(name)
-        how = f"build a new env with {arg}..." if arg else "it is derived from the constructor's arguments: build a new env"
-        return f"{cls}.{name} is read-only: it is fixed at construction (the step graph and the buffers were built from it); {how}"
+        how = (f"build a new env with {arg}..." if arg
+               else "it is derived from the constructor's arguments: build a new env")
+        return (f"{cls}.{name} is read-only: it is fixed at construction (the step graph and the buffers were built "
+                f"from it); {how}")
 
     def _freeze(self) -> None:
         """Make every public attribute and every public class setting read-only, but the live ones."""
@@ -337,7 +340,8 @@ class CourseVectorEnv(VectorEnv):
         probe_cls, params, takes_any = cls._probe_class()
         unknown = [] if takes_any else sorted(set(kwargs) - set(params) - {"self"})
         if unknown:  # as the constructor would refuse them (a typo must not give another env's figure)
-            raise TypeError(f"{cls.__name__}.memory_estimate() got arguments {probe_cls.__name__}() does not take: {unknown}")
+            raise TypeError(f"{cls.__name__}.memory_estimate() got arguments {probe_cls.__name__}() does not take: "
+                            f"{unknown}")
         return cls._estimate(num_envs, kwargs)
 
     @classmethod
@@ -491,7 +495,8 @@ class CourseVectorEnv(VectorEnv):
     def check_open(self) -> None:
         """Raises RuntimeError when the env is closed."""
         if self.closed:
-            raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its buffers): build a new env")
+            raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its buffers): build a new "
+                               f"env")
 
     def _record(self, body, what: str):
         try:

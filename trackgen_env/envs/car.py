@@ -153,7 +153,8 @@ class CarParams:
         if unset and len(unset) < len(DYNAMIC_FIELDS):
             raise ValueError(f"the dynamic model's fields are all set or all None; unset: {unset}")
         if not unset and self.dynamic_speed <= self.kinematic_speed:
-            raise ValueError(f"dynamic_speed must be > kinematic_speed, got {self.dynamic_speed} <= {self.kinematic_speed}")
+            raise ValueError(f"dynamic_speed must be > kinematic_speed, got {self.dynamic_speed} <= "
+                             f"{self.kinematic_speed}")
 
     @property
     def has_tyres(self) -> bool:
@@ -222,7 +223,8 @@ def understeer_gradient(p: CarParams) -> float:
         ValueError: ``p`` has no tyre parameters.
     """
     if not p.has_tyres:
-        raise ValueError("the car has no tyre parameters (mass, cornering stiffness, ...): set them for the dynamic model")
+        raise ValueError("the car has no tyre parameters (mass, cornering stiffness, ...): set them for the dynamic "
+                         "model")
     return (1.0 / p.cornering_stiffness_front - 1.0 / p.cornering_stiffness_rear) / (p.friction * GRAVITY)
 
 
@@ -679,7 +681,8 @@ class CarState:
             wp.launch(
                 _dynamic_car_step,
                 threads,
-                inputs=[per, self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0, int(reset_only),
+                inputs=[per, self._model, self._tyres, action, reset_mask, start_position, start_orientation, v0,
+                        int(reset_only),
                         self.grip, self.accel_scale, self.steer_scale],
                 outputs=[self.position, self.orientation, self.yaw, self.speed, self.yaw_rate, self.steer, self.slip,
                          self.elapsed],

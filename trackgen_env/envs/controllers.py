@@ -36,7 +36,8 @@ wp.set_module_options({"enable_backward": False})
 
 # -- the car: pure pursuit --------------------------------------------------------------------
 class PurePursuit:
-    """Pure-pursuit steering with a curvature speed profile, on :class:`~trackgen_env.envs.track.TrackVectorEnv` observations.
+    """Pure-pursuit steering with a curvature speed profile, on
+    :class:`~trackgen_env.envs.track.TrackVectorEnv` observations.
 
     Steering (Coulter, "Implementation of the Pure Pursuit Path Tracking Algorithm",
     CMU-RI-TR-92-01, 1992): the goal point is where the polyline through the observation's
@@ -314,7 +315,8 @@ class ReferenceController:
             at the last call (the warm start of the next search).
     """
 
-    def __init__(self, num_envs: int, device=None, params: QuadrotorParams | None = None, gains: ControllerGains | None = None):
+    def __init__(self, num_envs: int, device=None, params: QuadrotorParams | None = None,
+                 gains: ControllerGains | None = None):
         self.num_envs = check_int("num_envs", num_envs, lo=1)
         self.device = wp.get_device(device)
         if params is not None and not isinstance(params, QuadrotorParams):
@@ -355,7 +357,8 @@ class ReferenceController:
 
 
 class CourseLinePilot:
-    """The reference controller of :class:`~trackgen_env.envs.gates.GatesVectorEnv`: flies each drone along its course line.
+    """The reference controller of :class:`~trackgen_env.envs.gates.GatesVectorEnv`: flies each drone along its
+    course line.
 
     A geometric controller (Lee et al. 2010; Mellinger & Kumar 2011;
     :class:`ReferenceController`) tracking the closed course

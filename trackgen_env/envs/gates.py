@@ -156,7 +156,8 @@ def _start_state(
                     point = b
                 lateral = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), tangent))
                 up = wp.cross(tangent, lateral)
-                p = point + uniform_range(key, 2, -offset, offset) * lateral + uniform_range(key, 3, -offset, offset) * up
+                p = (point + uniform_range(key, 2, -offset, offset) * lateral
+                     + uniform_range(key, 3, -offset, offset) * up)
                 heading = wp.atan2(tangent[1], tangent[0]) + uniform_range(key, 4, -yaw, yaw)
                 roll = uniform_range(key, 5, -tilt, tilt)
                 pitch = uniform_range(key, 6, -tilt, tilt)
@@ -427,7 +428,8 @@ def _check_above_ground(layout: RaceLayout, generator: GateGenerator) -> None:
     whose start pose (``generator``'s, behind gate 0) does: the drone would start in the ground."""
     start = generator.result.start_position.numpy()[0]
     if start[2] <= 0.0:
-        raise ValueError(f"{layout.name}: the start, behind gate 0 at ({start[0]:.3g}, {start[1]:.3g}, {start[2]:.3g}) m, lies at or below "
+        raise ValueError(f"{layout.name}: the start, behind gate 0 at ({start[0]:.3g}, {start[1]:.3g}, "
+                         f"{start[2]:.3g}) m, lies at or below "
                          f"the ground (the gates env's ground is z = 0, z up): the drone would crash at every start; "
                          f"raise gate 0 (its centre is at z = {layout.position[0, 2]:g} m)")
     side, up = gate_axes(layout.orientation)
@@ -436,7 +438,8 @@ def _check_above_ground(layout: RaceLayout, generator: GateGenerator) -> None:
     if low.size:
         g = int(low[0])
         raise ValueError(f"{layout.name}: gate {g}'s opening lies below the ground (its highest point is at z = "
-                         f"{top[g]:.3g} m; the gates env's ground is z = 0, z up): no drone can fly through it. A layout "
+                         f"{top[g]:.3g} m; the gates env's ground is z = 0, z up): no drone can fly through it. A "
+                         f"layout "
                          f"in z-down coordinates (NED) needs its z negated")
 
 
@@ -465,11 +468,12 @@ class GatesVectorEnv(CourseVectorEnv):
 
     | Index | Action        | Physical meaning (default :class:`QuadrotorParams`)                    |
     |-------|---------------|-------------------------------------------------------------------------|
-    | 0     | thrust        | collective thrust centred on hover [N]: ``m g (1 + a (T/W - 1))`` for a >= 0, ``m g (1 + a)`` for a < 0: 0 = hover (2.45 N), +1 = maximum (7.36 N), -1 = none |
+    | 0     | thrust        | collective thrust centred on hover: 0 = hover (2.45 N), +1 = max (7.36 N), -1 = none |
     | 1     | roll rate     | body-rate command about body x, ``a * max_body_rate[0]`` [rad/s]: +-8  |
     | 2     | pitch rate    | body-rate command about body y, ``a * max_body_rate[1]`` [rad/s]: +-8  |
     | 3     | yaw rate      | body-rate command about body z, ``a * max_body_rate[2]`` [rad/s]: +-3  |
 
+    The thrust for an action a is ``m g (1 + a (T/W - 1))`` for a >= 0 and ``m g (1 + a)`` for a < 0.
     Body frame: x forward, y left, z up along the thrust. Values outside [-1, 1]
     (including +-inf) are clipped. Any real floating dtype is accepted (converted to
     float32); NaN raises ``ValueError``, another dtype ``TypeError``, another shape
@@ -507,14 +511,16 @@ class GatesVectorEnv(CourseVectorEnv):
 
     | Term | Argument (default) | Per step | Typical magnitude |
     |------|--------------------|----------|-------------------|
-    | progress | ``progress_weight`` (1) | ``w (|g - p_{t-1}| - |g - p_t|)`` [m] | +0.05 at 2.5 m/s, about +2.5 per 2.5 m leg |
+    | progress | ``progress_weight`` (1) | ``w (|g - p_{t-1}| - |g - p_t|)`` [m] | +0.05 at 2.5 m/s, +2.5 a 2.5 m leg |
     | gate | ``gate_bonus`` (2) | once per gate passed in order | +2 per gate (a 7-gate lap: 14) |
-    | crash | ``crash_penalty`` (2) | on a collision, the ground, leaving the bounds, or crossing the next gate's plane outside its opening | -2, once |
+    | crash | ``crash_penalty`` (2) | a collision, the ground, leaving the bounds, or a missed gate | -2, once |
     | body rate | ``body_rate_penalty`` (0.002) | ``-w |omega|`` [rad/s] | -0.002 to -0.01 |
     | smoothness | ``smoothness_penalty`` (2e-4) | ``-w |a_t - a_{t-1}|^2`` | ~-1e-4 (a random policy: ~-1e-3) |
-    | approach (Song et al.) | ``approach_penalty`` (0: off) | ``-w f^2 (1 - exp(-d_n^2 / (2 s)))``, ``f = max(1 - d_p / approach_distance, 0)``, ``s = max((1 - f) W / 6, 0.05)`` | 0 to -w near the plane, off-axis |
+    | approach | ``approach_penalty`` (0: off) | ``-w f^2 (1 - exp(-d_n^2 / (2 s)))`` (Song et al.) | 0 to -w off-axis |
 
-    (``d_p``: distance to the next gate's plane, ``d_n``: to its normal axis, ``W``: its width.)
+    (A missed gate: the next gate's plane crossed outside its opening. Approach: ``f = max(1 - d_p /
+    approach_distance, 0)``, ``s = max((1 - f) W / 6, 0.05)``; ``d_p``: distance to the next gate's
+    plane, ``d_n``: to its normal axis, ``W``: its width.)
     The progress is a potential difference, so flying back and forth earns nothing; a
     gate counts only when crossed inside its opening, front to back, in order, once. The
     crash penalty is a little less than one gate's progress and bonus (about 4.5): a
@@ -543,8 +549,9 @@ class GatesVectorEnv(CourseVectorEnv):
     * Termination: the body box touches a gate frame (the course's ``collision``
       component), the drone reaches the ground (z <= 0), it leaves the course bounds
       (the bounding box of the gates, up to the top of each opening, and of the course line
-      through them, grown by ``bounds_margin`` on every side but the ground), it crosses the next gate's plane forwards outside the opening (a
-      missed gate), it completed ``laps`` laps (gates passed in order), or the course is invalid.
+      through them, grown by ``bounds_margin`` on every side but the ground), it crosses the
+      next gate's plane forwards outside the opening (a missed gate), it completed ``laps``
+      laps (gates passed in order), or the course is invalid.
     * Truncation: ``max_episode_steps`` steps (counted on the device).
 
     Auto-reset (``autoreset_mode``, ``docs/envs.md``), always onto a **new** course (the
@@ -728,7 +735,8 @@ class GatesVectorEnv(CourseVectorEnv):
         self.drone = Quadrotor(E, dev, self.quadrotor)
         # the drones' state arrays (stable, written in place by the dynamics)
         d = self.drone
-        self.position, self.velocity, self.orientation, self.body_rate = d.position, d.velocity, d.orientation, d.body_rate
+        self.position, self.velocity = d.position, d.velocity
+        self.orientation, self.body_rate = d.orientation, d.body_rate
         self.half_extents = d.half_extents
         self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)

@@ -59,7 +59,8 @@ def check_actions(actions, num_envs: int, action_dim: int, action_labels: str = 
         nan = np.isnan(a)
         if nan.any():
             rows = np.flatnonzero(nan.any(axis=1))
-            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the env is unchanged")
+            raise ValueError(f"actions hold NaN in env(s) {rows[:8].tolist()}{' ...' if rows.size > 8 else ''}; the "
+                             f"env is unchanged")
     return a
 
 
@@ -213,7 +214,8 @@ class EnvIO:
 
     # -- the action in -----------------------------------------------------------------------
     def write_actions(self, actions) -> None:
-        """Check ``actions`` (``[E, A]`` real floats; NumPy, array-like or torch) and write them, clipped, into the action buffer.
+        """Check ``actions`` (``[E, A]`` real floats; NumPy, array-like or torch) and write them, clipped, into the
+        action buffer.
 
         Raises:
             TypeError: not of a real floating dtype.
@@ -222,7 +224,8 @@ class EnvIO:
         if self._torch is not None and _is_torch(actions):
             # stays on the device: no host round trip, no sync; NaN is not checked (that would sync)
             if not actions.dtype.is_floating_point:
-                raise TypeError(f"actions must be a real floating tensor (float32 preferred), got dtype {actions.dtype}")
+                raise TypeError(f"actions must be a real floating tensor (float32 preferred), "
+                                f"got dtype {actions.dtype}")
             check_action_shape(actions.shape, self.num_envs, self.action_dim, self.action_labels)
             self._torch["action"].copy_(actions, non_blocking=True)  # the dynamics kernels clip to [-1, 1]
             return
@@ -288,7 +291,8 @@ class EnvIO:
         info = {name: next(empty) for name in self.info}
         if not final:
             return HostOutputs(obs, reward, terminated, truncated, info)
-        return HostOutputs(obs, reward, terminated, truncated, info, next(empty), {name: next(empty) for name in self.final_info})
+        return HostOutputs(obs, reward, terminated, truncated, info, next(empty),
+                           {name: next(empty) for name in self.final_info})
 
     def copy_outputs(self, out: HostOutputs, rows: slice = slice(None)) -> None:
         """Copy this env's output buffers into ``out``'s rows ``rows`` (``E`` rows; all of them by default).
@@ -353,7 +357,8 @@ def host_bool_mask(mask):
     if not _is_torch(mask):
         return mask
     if str(mask.dtype) != "torch.bool":
-        raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got a torch tensor of dtype {mask.dtype}")
+        raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got a torch tensor "
+                        f"of dtype {mask.dtype}")
     return mask.detach().cpu().numpy()
 
 

@@ -55,7 +55,8 @@ def build(target: str | os.PathLike = kernel_cache.PREBUILT_DIR, env_ids: tuple[
     """
     with tempfile.TemporaryDirectory(prefix="trackgen-prebuild-") as cache:
         env = {**os.environ, "WARP_CACHE_PATH": cache}
-        code = ("import warp as wp; wp.config.log_level = wp.LOG_WARNING; from trackgen_env.envs.prebuild import compile_envs; "
+        code = ("import warp as wp; wp.config.log_level = wp.LOG_WARNING; from trackgen_env.envs.prebuild import "
+                "compile_envs; "
                 f"compile_envs({tuple(env_ids)!r}); print(wp.config.kernel_cache_dir)")
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         if run.returncode != 0:

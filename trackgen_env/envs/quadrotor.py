@@ -34,7 +34,8 @@ from ..polyline import GRAVITY
 
 wp.set_module_options({"enable_backward": False})
 
-__all__ = ["QuadrotorParams", "QuadrotorModel", "quadrotor_model", "action_to_command", "thrust_to_action", "Quadrotor", "GRAVITY"]
+__all__ = ["QuadrotorParams", "QuadrotorModel", "quadrotor_model", "action_to_command", "thrust_to_action", "Quadrotor",
+           "GRAVITY"]
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,8 @@ def _fly(
         a2 = wp.clamp(action[e, 2], -1.0, 1.0)
         a3 = wp.clamp(action[e, 3], -1.0, 1.0)
         thrust, rate_cmd = action_to_command(dynamics, a0, a1, a2, a3)
-        p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e], body_rate[e])
+        p, v, q, w = integrate_quadrotor(dynamics, thrust, rate_cmd, position[e], velocity[e], orientation[e],
+                                         body_rate[e])
         position[e] = p
         velocity[e] = v
         orientation[e] = q
@@ -275,7 +277,8 @@ class Quadrotor:
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
              *, start_velocity: wp.array | None = None, reset_only: bool = False) -> None:
-        """Put the masked envs at their start state (zero body rates); advance the others one control step ``dt``. Capturable.
+        """Put the masked envs at their start state (zero body rates); advance the others one control step ``dt``.
+        Capturable.
 
         Args:
             action: ``[E, 4]`` float32 ``wp.array`` on this device: (thrust, roll rate,

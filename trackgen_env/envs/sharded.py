@@ -176,7 +176,8 @@ class ShardedParams(Mapping):
         """``name -> (lo, hi)``: the live ranges of the randomized parameters, ``[E] float32``
         NumPy copies over every shard (move them with :meth:`set_range`)."""
         return MappingProxyType({
-            name: tuple(_read_only(np.concatenate([p.randomize[name][i].numpy() for p in self._params])) for i in (0, 1))
+            name: tuple(_read_only(np.concatenate([p.randomize[name][i].numpy() for p in self._params]))
+                        for i in (0, 1))
             for name in self._params[0].randomize})
 
     def __setitem__(self, name: str, value) -> None:

@@ -62,7 +62,8 @@ class SingleCourseEnv(gymnasium.Env):
     def __init__(self, device: str | None = None, *, render_mode: str | None = None, **kwargs):
         fixed = sorted(set(kwargs) & set(_FIXED))
         if fixed:
-            raise TypeError(f"{type(self).__name__} is one env with its own reset (num_envs=1, autoreset_mode=DISABLED, "
+            raise TypeError(f"{type(self).__name__} is one env with its own reset (num_envs=1, "
+                            f"autoreset_mode=DISABLED, "
                             f'output="numpy"): do not pass {fixed}; for many envs use gymnasium.make_vec')
         self.vector_env = self.vector_class(1, device, render_mode=render_mode, autoreset_mode=AutoresetMode.DISABLED,
                                             output="numpy", **kwargs)
@@ -206,7 +207,8 @@ class TrackEnv(SingleCourseEnv):
     whose docstring holds the spaces, reward and episode end; here unbatched)."""
 
     vector_class = TrackVectorEnv
-    metadata = {"render_modes": TrackVectorEnv.metadata["render_modes"], "render_fps": TrackVectorEnv.metadata["render_fps"]}
+    metadata = {"render_modes": TrackVectorEnv.metadata["render_modes"],
+                "render_fps": TrackVectorEnv.metadata["render_fps"]}
 
 
 class GatesEnv(SingleCourseEnv):
@@ -214,4 +216,5 @@ class GatesEnv(SingleCourseEnv):
     (:class:`GatesVectorEnv`, whose docstring holds the spaces, reward and episode end; here unbatched)."""
 
     vector_class = GatesVectorEnv
-    metadata = {"render_modes": GatesVectorEnv.metadata["render_modes"], "render_fps": GatesVectorEnv.metadata["render_fps"]}
+    metadata = {"render_modes": GatesVectorEnv.metadata["render_modes"],
+                "render_fps": GatesVectorEnv.metadata["render_fps"]}

@@ -28,7 +28,8 @@ wp.set_module_options({"enable_backward": False})
 
 #: Names of the first observation entries (one each), in order: the one definition of the
 #: layout, which the kernel's offsets below and the class docstring's table follow.
-OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "half_width", "curvature", "lap_fraction")
+OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "half_width", "curvature",
+              "lap_fraction")
 #: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
 OBS_LOOKAHEAD = len(OBS_FIELDS)
 #: ``max_episode_steps`` by default and for ``"auto"``: 50 s at the default car's 20 Hz.
@@ -302,7 +303,8 @@ def _check_car_fits(source, car: CarParams) -> None:
         wider = ("a randomize range of band.width whose lo is a few car widths" if "band.width" in spec.randomize
                  else "track=TrackGenConfig(width=...), a few car widths")
         raise ValueError(
-            f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m (band.width): "
+            f"the car is {car.width:g} m wide and the narrowest band these tracks draw is {narrowest:g} m "
+            f"(band.width): "
             f"its body would be off such a band from the start, and that env would end at every step; pass "
             f"{narrower}wider tracks ({wider})"
         )
@@ -317,7 +319,8 @@ def _check_car_fits_circuit(centerline, car: CarParams) -> None:
     if np.float32(car.width) >= np.float32(width[row]):
         narrower = _narrower_car(car)
         raise ValueError(
-            f"the car is {car.width:g} m wide and this circuit's band is {width[row]:g} m wide at row {row} (w_tr_right_m + "
+            f"the car is {car.width:g} m wide and this circuit's band is {width[row]:g} m wide at row {row} "
+            f"(w_tr_right_m + "
             f"w_tr_left_m): its body would be off the band there, and the env would end at every pass; pass {narrower}"
             f"the circuit at a larger scale (a 1:10 circuit is for car='rc10')"
         )
@@ -329,8 +332,10 @@ def _flat_live(name: str, values: np.ndarray) -> None:
     v = np.asarray(values)
     if np.any(v > 0.0):
         raise ValueError(f"params[{name!r}] must stay 0 in an env built with flat tracks: its car is kept on the "
-                         f"ground plane (no height field is baked), and on hills it would drive through them; build the "
-                         f"env with hills (track=presets.track(elevation=...), or a randomize range of layout.elevation "
+                         f"ground plane (no height field is baked), and on hills it would drive through them; build "
+                         f"the "
+                         f"env with hills (track=presets.track(elevation=...), or a randomize range of "
+                         f"layout.elevation "
                          f"up to the most a curriculum will ask for), got {first_bad(v, v > 0.0, ' m')}")
 
 
@@ -399,9 +404,10 @@ class TrackVectorEnv(CourseVectorEnv):
     | 5            | half width of the band at the car                              | m     |
     | 6            | centreline curvature at the car (left turn > 0)                | 1/m   |
     | 7            | fraction of the current lap done, in [0, 1)                    | -     |
-    | 8 + 3k, 9 + 3k | centreline point ``d_k`` ahead of the car's arc length s, in the car frame (x forward, y left), k = 0 .. K - 1 | m |
+    | 8 + 3k, 9 + 3k | centreline point ``d_k`` ahead of the car's arc length s, car frame, k < K | m |
     | 10 + 3k      | centreline curvature at that point (left turn > 0)             | 1/m   |
 
+    The lookahead points are in the car frame (x forward, y left), k = 0 .. K - 1.
     The lookahead distances grow as triangular numbers, dense near the car and reaching far
     enough to brake: ``d_k = lookahead_horizon * (k + 1)(k + 2) / (K (K + 1))`` with ``K =
     num_lookahead``, so ``d_{K-1} = lookahead_horizon`` (rc10: 0.09, 0.27, 0.54, ... 4.95 m).
@@ -603,7 +609,8 @@ class TrackVectorEnv(CourseVectorEnv):
         self.steer_range = _check_scale_range("steer_range", steer_range)
         if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
             raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
-                             f"got {self.steer_range[1]} (a wheel angle of {self.car.max_steer * self.steer_range[1]:.4g} rad)")
+                             f"got {self.steer_range[1]} (a wheel angle of "
+                             f"{self.car.max_steer * self.steer_range[1]:.4g} rad)")
         if not isinstance(random_start, (bool, np.bool_)):
             raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
         self.random_start = bool(random_start)
@@ -612,7 +619,8 @@ class TrackVectorEnv(CourseVectorEnv):
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
-        horizon = max(15.0 * c.wheelbase, c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
+        horizon = max(15.0 * c.wheelbase,
+                      c.max_speed**2 / (2.0 * c.max_brake)) if lookahead_horizon is None else lookahead_horizon
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
         if checkpoint_spacing is not None:
             checkpoint_spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
@@ -630,7 +638,8 @@ class TrackVectorEnv(CourseVectorEnv):
                 raise TypeError("pass either track= (generated tracks, with registry= for a spec's plugins) or "
                                 "centerline= (a given circuit), not both")
             if isinstance(centerline, (str, os.PathLike)):
-                raise TypeError(f"centerline= takes the circuit's [N, 4] points, got the path {os.fspath(centerline)!r}: "
+                raise TypeError(f"centerline= takes the circuit's [N, 4] points, got the path "
+                                f"{os.fspath(centerline)!r}: "
                                 "load it first, centerline=load_centerline_csv(path)")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             _check_car_fits_circuit(centerline, self.car)
@@ -648,7 +657,8 @@ class TrackVectorEnv(CourseVectorEnv):
             self.checkpoint_spacing = max(2.0 * self.car.max_speed * self.car.dt, spacing)
         elif checkpoint_spacing < spacing:
             raise ValueError(
-                f"checkpoint_spacing must be >= the centreline's point spacing ({spacing:g} m): checkpoints closer than "
+                f"checkpoint_spacing must be >= the centreline's point spacing ({spacing:g} m): checkpoints closer "
+                f"than "
                 f"the points carry no more progress (each is interpolated between the same two points) and take "
                 f"memory (36 B each, per env, for every checkpoint the longest loop holds), got {checkpoint_spacing:g}")
         else:
@@ -666,7 +676,8 @@ class TrackVectorEnv(CourseVectorEnv):
         # on hills or banked corners the car rides on a baked ground (CarState.follow_ground)
         ground = _on_hills_or_banked(source)
         self.course = Course.track(
-            source, checkpoint_spacing=self.checkpoint_spacing, collision=tools.BandCollision("segments", window=window),
+            source, checkpoint_spacing=self.checkpoint_spacing,
+            collision=tools.BandCollision("segments", window=window),
             extra=[tools.Localizer(warm_window=window)], heightfield=True if ground else None, **seeds,
         )
         if centerline is not None:
@@ -680,7 +691,8 @@ class TrackVectorEnv(CourseVectorEnv):
         E, dev = self.num_envs, self.device
         self.state = CarState(self.car, E, dev, model=self.car_model)
         self._ground = self.course.heightfield  # None on a flat, level track: no launch
-        self.course.bind(position=self.state.position, orientation=self.state.orientation, half_extents=self.state.half_extents)
+        self.course.bind(position=self.state.position, orientation=self.state.orientation,
+                         half_extents=self.state.half_extents)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         self._stalled = wp.zeros(E, dtype=wp.int32, device=dev)  # steps since the last new checkpoint
         # the random start of each env's episode (written for the reset envs)
@@ -691,7 +703,8 @@ class TrackVectorEnv(CourseVectorEnv):
         k = np.arange(self.num_lookahead)
         K = max(self.num_lookahead, 1)
         distances = self.lookahead_horizon * (k + 1) * (k + 2) / (K * (K + 1))
-        self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)  # [K + 1]: never empty
+        # [K + 1]: never empty
+        self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- what differs from the gates env: the car, the observation, the picture --------------

@@ -162,7 +162,8 @@ class RaceLayout:
         step = np.linalg.norm(np.roll(pos, -1, axis=0) - pos, axis=1)
         bad = np.flatnonzero(step < 1e-6)
         if bad.size:
-            raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre {pos[bad[0]].tolist()}")
+            raise ValueError(f"{n}: gates {bad[0]} and {(bad[0] + 1) % G} are at the same centre "
+                             f"{pos[bad[0]].tolist()}")
         warn_far_coordinates(pos, n)
         spread = np.linalg.svd(pos - pos.mean(axis=0), compute_uv=False)
         if spread[1] < 1e-3 * spread[0]:
@@ -293,7 +294,8 @@ def _read(path: str) -> dict:
     return data
 
 
-def parse_gate_layout(doc: dict, *, name: str = "layout", gate_size: float | Sequence[float] | None = None) -> RaceLayout:
+def parse_gate_layout(doc: dict, *, name: str = "layout",
+                      gate_size: float | Sequence[float] | None = None) -> RaceLayout:
     """A :class:`RaceLayout` from a parsed file (the mapping ``yaml.safe_load`` / ``tomllib`` returns).
 
     Args and errors as for :func:`load_gate_layout` (``name`` is used in the messages).
@@ -372,7 +374,8 @@ def _parse_sim2real(doc: dict, name: str, size: tuple[float, float]) -> RaceLayo
         raise ValueError(f"{name}: goal_orientations must list one {{yaw, offset}} per goal ({len(goals)}), got {got}")
     pos, frames = [], []
     for i, (g, o) in enumerate(zip(goals, yaws)):
-        for where, item, keys in ((f"goal_positions[{i}]", g, ("x", "y", "z")), (f"goal_orientations[{i}]", o, ("yaw",))):
+        for where, item, keys in ((f"goal_positions[{i}]", g, ("x", "y", "z")),
+                                  (f"goal_orientations[{i}]", o, ("yaw",))):
             if not isinstance(item, dict) or any(k not in item for k in keys):
                 raise ValueError(f"{name}: {where} must be a mapping with {', '.join(keys)}, got {item!r}")
         if "gate" in g and _num(g["gate"], f"goal_positions[{i}].gate", name) == 0.0:
@@ -423,8 +426,10 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
             normal = frame[1][:, 0]
             lateral = frame[1][:, 1]
             if float(normal @ course[k]) < -0.5:  # a given facing is kept, but rarely meant against the route
-                warnings.warn(f"{name}: gate {k} faces against the route (its normal points back from gate {k - 1 if k else G - 1} "
-                              f"to gate {(k + 1) % G}, {math.degrees(math.acos(max(-1.0, float(normal @ course[k])))):.0f} "
+                warnings.warn(f"{name}: gate {k} faces against the route (its normal points back from gate "
+                              f"{k - 1 if k else G - 1} "
+                              f"to gate {(k + 1) % G}, "
+                              f"{math.degrees(math.acos(max(-1.0, float(normal @ course[k])))):.0f} "
                               f"deg from the direction of travel): the course line turns back to pass it as it faces; "
                               f"turn it by 180 deg if the route passes it the other way", UserWarning, stacklevel=4)
             roll = math.asin(min(1.0, abs(float(lateral[2]))))
@@ -438,7 +443,8 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
                 centred = corners - corners.mean(axis=0)
                 _, sv, vt = np.linalg.svd(centred)
                 if sv[1] < 1e-6 or sv[2] > 0.05 * sv[0]:
-                    raise ValueError(f"{name}: gate {k}'s 4 corners do not span a plane (singular values {sv.round(4).tolist()})")
+                    raise ValueError(f"{name}: gate {k}'s 4 corners do not span a plane (singular values "
+                                     f"{sv.round(4).tolist()})")
                 normal = vt[2]
             d = float(normal @ course[k])
             if abs(d) < 1e-6:
@@ -464,7 +470,8 @@ def _course_normals(pos: np.ndarray, name: str) -> np.ndarray:
     for k in range(G):
         d_in, d_out = _horizontal(pos[k] - pos[k - 1]), _horizontal(pos[(k + 1) % G] - pos[k])
         if d_in is None and d_out is None:
-            raise ValueError(f"{name}: gate {k} is stacked above both neighbours: its orientation cannot follow the course")
+            raise ValueError(f"{name}: gate {k} is stacked above both neighbours: its orientation cannot follow the "
+                             f"course")
         if d_in is None or d_out is None:
             out[k] = d_out if d_in is None else d_in
             continue
@@ -614,7 +621,8 @@ def _enough(count: int, name: str, field: str) -> None:
 def _size(gate_size, default: float, name: str) -> tuple[float, float]:
     if gate_size is None:
         return (default, default)
-    size = (gate_size, gate_size) if isinstance(gate_size, (int, float)) and not isinstance(gate_size, bool) else tuple(gate_size)
+    one_number = isinstance(gate_size, (int, float)) and not isinstance(gate_size, bool)
+    size = (gate_size, gate_size) if one_number else tuple(gate_size)
     if len(size) != 2:
         raise ValueError(f"gate_size must be a number or (width, height) in m, got {gate_size!r}")
     w, h = (_num(s, "gate_size", "gate_size") for s in size)

@@ -33,8 +33,8 @@ class GateGenerator(Program):
         stream: the ``wp.Stream`` to launch on (default: the device's current stream).
         prepare: run the first generation now (loads the Warp module: do it before any
             capture) and read ``result.valid`` back once: a ``UserWarning`` names the valid
-            rate if under 90 % of the envs hold a course. With False, ``result`` holds no course (``valid`` 0) until the first
-            ``generate``.
+            rate if under 90 % of the envs hold a course. With False, ``result`` holds no
+            course (``valid`` 0) until the first ``generate``.
 
     Attributes:
         family: ``"gates"``.

@@ -85,7 +85,8 @@ def _load_model(model_path: Path, policy_device: str, stats_path: Path | None):
     statistics at ``stats_path``, :func:`~trackgen_env.integrations.train.observation_stats`), and its space."""
     model = load_model(model_path, policy_device)
     # without its venv: normalize_obs needs none
-    normalize = None if stats_path is None else load_observation_stats(stats_path, model_path, model.observation_space.shape)
+    normalize = (None if stats_path is None
+                 else load_observation_stats(stats_path, model_path, model.observation_space.shape))
 
     def policy(obs):
         o = normalize.normalize_obs(obs) if normalize is not None else obs
@@ -121,7 +122,8 @@ def _reference_line(path: Path, points: np.ndarray, scale: float) -> tuple[np.nd
         if line.shape[1] < 2 or line.shape[0] < 3:
             raise ValueError(f"{raceline}: expected >= 3 rows of x_m, y_m")
         if not np.isfinite(line[:, :2]).all():
-            raise ValueError(f"{raceline}: non-finite value in row {int(np.flatnonzero(~np.isfinite(line[:, :2]).all(1))[0])}")
+            raise ValueError(f"{raceline}: non-finite value in row "
+                             f"{int(np.flatnonzero(~np.isfinite(line[:, :2]).all(1))[0])}")
         return line[:, :2] * scale, "raceline"
     return points[:, :2], "centerline"
 
@@ -270,11 +272,13 @@ def format_circuits_table(results: list[CircuitResult], title: str = "") -> str:
         return "-" if isinstance(x, float) and math.isnan(x) else format(x, fmt)
 
     rows = [f"**{title}**\n" if title else "",
-            "| circuit | scale | length [m] | lap completed | lap time [s] | reference [s] | ratio | off-track | lap fraction |",
+            "| circuit | scale | length [m] | lap completed | lap time [s] | reference [s] | ratio | off-track | lap "
+            "fraction |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         ref = f"{r.reference_lap_time_s:.2f}" + ("" if r.reference_line == "raceline" else " (centreline)")
-        rows.append(f"| {r.circuit} | 1:{1.0 / r.scale:.1f} | {r.length_m:.1f} | {'yes' if r.lap_completed else 'no'} | {num(r.lap_time_s, '.2f')} | "
+        rows.append(f"| {r.circuit} | 1:{1.0 / r.scale:.1f} | {r.length_m:.1f} | {'yes' if r.lap_completed else 'no'} "
+                    f"| {num(r.lap_time_s, '.2f')} | "
                     f"{ref} | {num(r.ratio, '.3f')} | {r.off_track_count} | {r.lap_fraction:.2f} |")
     s = _summary(results)
     rows.append(f"\n{s['laps_completed']} / {s['circuits']} laps completed, {s['clean_laps']} without leaving the "

@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from ..checks import check_int, install_hint
 from ..envs.sharded import ShardedVectorEnv
 
-__all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]
+__all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]  # noqa: F822 (module __getattr__)
 
 #: How to install the SB3 extra: a source checkout's form (the README's), else the index's.
 SB3_INSTALL_HINT = install_hint("sb3")
@@ -183,7 +183,8 @@ def _build_adapter_class():
                 )
             output = getattr(env.unwrapped, "output", "numpy")
             if output != "numpy":
-                raise ValueError(f'SB3VecEnv needs NumPy outputs (SB3 works on NumPy arrays): build the env with output="numpy", got {output!r}')
+                raise ValueError(f'SB3VecEnv needs NumPy outputs (SB3 works on NumPy arrays): build the env with '
+                                 f'output="numpy", got {output!r}')
             self.env = env
             self.spec = getattr(env, "spec", None)  # the env's EnvSpec: VecMonitor records its id
             self._seed: int | None = None
@@ -206,19 +207,23 @@ def _build_adapter_class():
             elif isinstance(options, (list, tuple)):
                 per_env = list(options)
             else:
-                raise TypeError(f"SB3VecEnv.set_options: expected None, an options dict or a list of them (one per env), "
+                raise TypeError(f"SB3VecEnv.set_options: expected None, an options dict or a list of them (one per "
+                                f"env), "
                                 f"got {type(options).__name__} {options!r}")
             if len(per_env) != self.num_envs:
-                raise ValueError(f"SB3VecEnv.set_options: expected one options dict or {self.num_envs} (one per env), got {len(per_env)}")
+                raise ValueError(f"SB3VecEnv.set_options: expected one options dict or {self.num_envs} (one per env), "
+                                 f"got {len(per_env)}")
             if any(o != per_env[0] for o in per_env):
-                raise ValueError("SB3VecEnv: the vector env takes one options dict for all envs; got different per-env options")
+                raise ValueError("SB3VecEnv: the vector env takes one options dict for all envs; got different "
+                                 "per-env options")
             check = getattr(self.env.unwrapped, "check_reset_options", None)
             if check is not None:
                 check(per_env[0] or None, None)
             super().set_options(options)
 
         def reset(self):
-            """Reset every env (with the seed from ``seed()``, if any, and options from ``set_options()``); returns ``obs``."""
+            """Reset every env (with the seed from ``seed()``, if any, and options from ``set_options()``);
+            returns ``obs``."""
             options = self._options[0] if self._options[0] else None
             obs, info = self.env.reset(seed=self._seed, options=options)
             self.reset_infos = _split_info(info, self.num_envs)
@@ -242,7 +247,8 @@ def _build_adapter_class():
             done_envs = np.flatnonzero(dones)
             if done_envs.size:
                 if "final_obs" not in info:
-                    raise RuntimeError("SB3VecEnv: an env ended but the step's info holds no 'final_obs' (is it SAME_STEP?)")
+                    raise RuntimeError("SB3VecEnv: an env ended but the step's info holds no 'final_obs' (is it "
+                                       "SAME_STEP?)")
                 final_obs, final_info = info["final_obs"], info.get("final_info", {})
                 finals = _split_info(final_info, self.num_envs) if final_info else None
                 for i in done_envs:
@@ -301,13 +307,15 @@ def _build_adapter_class():
             return [getattr(self._owner(attr_name), attr_name)] * n
 
         def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-            if indices is not None and sorted(set(int(i) for i in self._get_indices(indices))) != list(range(self.num_envs)):
+            if indices is not None and (sorted(set(int(i) for i in self._get_indices(indices)))
+                                        != list(range(self.num_envs))):
                 raise ValueError(
                     f"SB3VecEnv.set_attr({attr_name!r}): the envs share one vector env, so an attribute can only be "
                     f"set for all envs (indices=None), got indices={indices!r}"
                 )
             setattr(self._owner(attr_name), attr_name, value)
-            if attr_name == "render_mode":  # live in the env: the adapter's render() follows it, as SB3's __init__ set it
+            # live in the env: the adapter's render() follows it, as SB3's __init__ set it
+            if attr_name == "render_mode":
                 self.render_mode = self.env.render_mode
                 self.metadata = {"render_modes": [] if self.render_mode is None else
                                  ["human", "rgb_array"] if self.render_mode == "rgb_array" else [self.render_mode]}

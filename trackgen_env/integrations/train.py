@@ -55,7 +55,8 @@ from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
 from .sb3 import make_sb3_vec_env, require_sb3
 
-__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate", "minibatch_size",
+__all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
+           "minibatch_size",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
            "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
@@ -200,7 +201,8 @@ def load_registry(reference: str) -> Registry:
     """
     module_name, _, attribute = str(reference).partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"a plugin registry is named 'module:attribute' (e.g. plugin_stage:REGISTRY), got {reference!r}")
+        raise ValueError(f"a plugin registry is named 'module:attribute' (e.g. plugin_stage:REGISTRY), got "
+                         f"{reference!r}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -224,7 +226,8 @@ def _spec_kwargs(env_id: str, spec, plugin: str | None) -> dict[str, Any]:
         raise TypeError(f"spec must be a pipeline.PipelineSpec or None, got {type(spec).__name__}")
     want, argument = SPEC_ENVS[spec.family]
     if want != env_id:
-        raise ValueError(f"the spec is of the {spec.family} family, which {want} drives: pass --env {want} (got {env_id})")
+        raise ValueError(f"the spec is of the {spec.family} family, which {want} drives: pass --env {want} (got "
+                         f"{env_id})")
     registry = load_registry(plugin) if plugin is not None else None
     _check_stages(spec, registry, plugin)
     return {argument: spec, **({"registry": registry} if registry is not None else {})}
@@ -268,7 +271,8 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: expected the JSON record that train writes, but the file is not JSON ({exc})") from None
+        raise ValueError(f"{path}: expected the JSON record that train writes, "
+                         f"but the file is not JSON ({exc})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}: expected the JSON object that train writes, got a {type(record).__name__}")
     _check_record(record, path)
@@ -403,12 +407,14 @@ def check_circuit_scale(circuits: dict[str, np.ndarray], scale: float, car: CarP
     narrow, long = max(least, key=least.get), min(most, key=most.get)
     if scale < least[narrow]:
         p = points[narrow] * scale
-        raise ValueError(f"{at} makes {narrow} {centerline_length(p):.3g} m long and {float(np.mean(p[:, 2] + p[:, 3])):.3g} m "
+        raise ValueError(f"{at} makes {narrow} {centerline_length(p):.3g} m long and "
+                         f"{float(np.mean(p[:, 2] + p[:, 3])):.3g} m "
                          f"wide, narrower than the car ({car.width:g} m): pass a larger --track-scale (at least "
                          f"{_digits(least[narrow], up=True):g}{every})")
     if scale > most[long]:
         raise ValueError(f"{at} makes {long} {centerline_length(points[long] * scale):,.0f} m long, over what a track "
-                         f"holds at the car's point spacing ({car.wheelbase / 3.0:.3g} m): pass a smaller --track-scale "
+                         f"holds at the car's point spacing ({car.wheelbase / 3.0:.3g} m): pass a smaller "
+                         f"--track-scale "
                          f"(at most {_digits(most[long], up=False):g}{every})")
 
 
@@ -613,7 +619,8 @@ def train(
             spec with ``env_kwargs`` that set the courses too (``track`` / ``gates`` / ``registry``);
             an unknown ``preset``, or one with ``spec`` / ``plugin``, or of another env.
         TypeError: a ``steps``/``num_envs``/``torch_threads`` that is not an int; a ``spec`` that is not one.
-        ImportError: stable-baselines3 is missing (:data:`~trackgen_env.integrations.sb3.SB3_INSTALL_HINT`), or the plugin's module.
+        ImportError: stable-baselines3 is missing (:data:`~trackgen_env.integrations.sb3.SB3_INSTALL_HINT`), or the
+            plugin's module.
     """
     _check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
@@ -684,7 +691,8 @@ def train(
             "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
             "env_kwargs": recorded_kwargs,
             # as given (a number, "lin_<number>"); a caller's own schedule by its repr
-            "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"]) else hyper["learning_rate"]},
+            "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"])
+                    else hyper["learning_rate"]},
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
             "preset": preset, "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
         }
@@ -871,7 +879,8 @@ def evaluate(
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
         if seed == meta["seed"] or shared:
-            raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed {meta['seed']}): "
+            raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed "
+                             f"{meta['seed']}): "
                              f"pick another --seed (default {EVAL_SEED})")
     env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}
     if meta.get("spec") is not None and meta.get("env_id") == env_id and track_csv is None and gates_file is None:
@@ -889,7 +898,8 @@ def evaluate(
         env_kwargs.update(_circuit_kwargs(track_csv, track_scale, env_kwargs))
     if gates_file is not None:
         if env_id != "TrackGen-Gates-v0":
-            raise ValueError(f"--gates-file flies a race layout with the quadrotor: env must be TrackGen-Gates-v0, got {env_id}")
+            raise ValueError(f"--gates-file flies a race layout with the quadrotor: env must be TrackGen-Gates-v0, "
+                             f"got {env_id}")
         # the layout replaces the generated courses, and its length sets the time limit
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
         env_kwargs["layout"] = load_gate_layout(gates_file)
@@ -933,7 +943,8 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
         venv = make()
         shape = (venv.num_envs, *venv.action_space.shape)
         low, high = venv.action_space.low, venv.action_space.high
-        results.append(_run_episodes(venv, lambda o: rng.uniform(low, high, shape).astype(np.float32), dt, laps, keys, "random"))
+        results.append(_run_episodes(venv, lambda o: rng.uniform(low, high, shape).astype(np.float32), dt, laps, keys,
+                                     "random"))
         venv.close()
     return results
 

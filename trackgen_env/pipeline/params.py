@@ -234,7 +234,8 @@ class Params(Mapping):
         if clash:
             offsets = {n: self._streams[n] - int(Stream.RANDOMIZE) for n in clash}
             raise ValueError(
-                f"parameters {clash} share a random stream (offsets {offsets}): give one another Param.stream offset in "
+                f"parameters {clash} share a random stream (offsets {offsets}): give one another Param.stream offset "
+                f"in "
                 f"[0, {DECLARED_STREAMS}) that no other parameter of the spec declares, or stream=None (a hash of its "
                 f"name; two hashed ones that meet: rename one)")
 
@@ -381,7 +382,8 @@ class Params(Mapping):
             wp.launch(
                 _draw,
                 self.num_envs,
-                inputs=[seeds.seeds, seeds.counters, mask if mask is not None else seeds.counters, 0 if mask is None else 1,
+                inputs=[seeds.seeds, seeds.counters, mask if mask is not None else seeds.counters, 0 if mask is None
+                        else 1,
                         self._streams[name], lo, hi],
                 outputs=[self._arrays[name]],
                 device=self.device,

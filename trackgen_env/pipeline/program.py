@@ -121,7 +121,8 @@ def _finalize(
     run: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -350,7 +351,8 @@ class Program:
         self.input_info = {}
         for stage in self._stages:
             self.input_info.update(stage.input_info(ctx))
-        self.inputs = {name: wp.zeros(info.shape, dtype=info.dtype, device=dev) for name, info in self.input_info.items()}
+        self.inputs = {name: wp.zeros(info.shape, dtype=info.dtype, device=dev)
+                       for name, info in self.input_info.items()}
         ctx.inputs = self.inputs
         arrays = {}
         for name, (shape, dtype, fill) in result_fields.items():
@@ -410,7 +412,8 @@ class Program:
         capturing = is_capturing(dev)
         if capturing and not self.capturable:
             raise NotCapturableError(
-                f"the program's stages {self._host_stages} run on the host (registered capturable=False): regenerate outside a capture"
+                f"the program's stages {self._host_stages} run on the host (registered capturable=False): regenerate "
+                f"outside a capture"
             )
         own_stream = self.stream if ctx is None else None
         with wp.ScopedStream(own_stream) if own_stream is not None else contextlib.nullcontext():
@@ -444,7 +447,8 @@ class Program:
     def max_retries(self, value) -> None:
         # the stages' kernels and any recorded graph hold it: a write would change eager runs only
         raise AttributeError(f"max_retries is fixed when the program is built (it is {self._max_retries}; got "
-                             f"{value!r}): pass max_retries= to the preset that makes its spec (presets.track(max_retries=...))")
+                             f"{value!r}): pass max_retries= to the preset that makes its spec "
+                             f"(presets.track(max_retries=...))")
 
     def _round(self) -> None:
         """One round of the stages for every pending env (the body of the retry loop)."""
@@ -523,7 +527,8 @@ def _low_valid_hint(stages, config_name: str, hints=()) -> str:
     if plugins:
         return (f"one of the stages {list(stages)} rejects most draws: check the parameters of the plugin stages "
                 f"{plugins} and what they write")
-    return f"the config's checks reject most draws; see the {config_name} docstring for the ranges that yield valid courses"
+    return (f"the config's checks reject most draws; see the {config_name} docstring for the ranges "
+            "that yield valid courses")
 
 
 # -- build-time checks (nothing is allocated before they pass) ---------------------------------
@@ -539,7 +544,8 @@ def _check_params(spec: PipelineSpec, found) -> dict:
         raise ValueError(f"the spec sets parameters {undeclared} that none of its stages {spec.stages} declares")
     missing = sorted(set(declared) - set(spec.params))
     if missing:
-        raise ValueError(f"the spec gives no value for the parameters {missing} of its stages: use with_stage/with_params")
+        raise ValueError(f"the spec gives no value for the parameters {missing} of its stages: use "
+                         f"with_stage/with_params")
     for full, p in declared.items():
         what = f"stage {owner[full]!r}: parameter {full!r}"
         p.check(what, spec.params[full])
@@ -549,7 +555,8 @@ def _check_params(spec: PipelineSpec, found) -> dict:
         if full not in declared:
             raise ValueError(f"randomize names {full!r}, which none of the stages {spec.stages} declares")
         if not declared[full].dynamic:
-            raise ValueError(f"stage {owner[full]!r}: parameter {full!r} is static (dynamic=False) and cannot be randomized")
+            raise ValueError(f"stage {owner[full]!r}: parameter {full!r} is static (dynamic=False) and cannot be "
+                             f"randomized")
         if lo > hi:
             raise ValueError(f"randomize[{full!r}] needs lo <= hi, got ({lo}, {hi})")
         what = f"stage {owner[full]!r}: the randomize range of {full!r}"
@@ -672,7 +679,8 @@ def _check_out(out, result_fields: dict, device) -> dict:
             raise TypeError(f"out=: {expected}; got {type(out).__name__} {out!r}, which has none of them")
     unknown = sorted(set(given) - set(result_fields), key=str)
     if unknown:
-        raise ValueError(f"out= names fields {unknown} that the result does not have; its fields are {list(result_fields)}")
+        raise ValueError(f"out= names fields {unknown} that the result does not have; its fields are "
+                         f"{list(result_fields)}")
     for name, arr in given.items():
         shape, dtype, _ = result_fields[name]
         want = f"a wp.array of shape {shape}, dtype {dtype_name(dtype)} on {device}"

@@ -143,7 +143,8 @@ class PipelineSpec:
     # -- edits --------------------------------------------------------------------------------
     def _check_name(self, name) -> None:
         if not isinstance(name, str) or name not in self.params:
-            raise KeyError(f"unknown parameter {name!r}; the parameters of this {self.family} spec are {sorted(self.params)}")
+            raise KeyError(f"unknown parameter {name!r}; the parameters of this {self.family} spec are "
+                           f"{sorted(self.params)}")
 
     def with_stage(self, name: str, *, after: str | None = None, before: str | None = None,
                    params: Mapping[str, float] | None = None, registry: Registry | None = None) -> "PipelineSpec":
@@ -183,7 +184,8 @@ class PipelineSpec:
             at = len(self.stages) if after is None else self.stages.index(after) + 1
         declared = cls.full_params()
         values = {**self.params, **{full: p.default for full, p in declared.items()}}
-        for key, value in _check_mapping("with_stage", {} if params is None else params, "'param' -> value", "params= ").items():
+        for key, value in _check_mapping("with_stage", {} if params is None else params, "'param' -> value",
+                                         "params= ").items():
             full = key if key in declared else f"{name}.{key}"
             if full not in declared:
                 raise KeyError(f"stage {name!r} declares no parameter {key!r}; its parameters are {sorted(declared)}")
@@ -238,7 +240,8 @@ class PipelineSpec:
             if names.count(name) > 1:
                 raise ValueError(f"without_randomize(): {name!r} is named {names.count(name)} times")
             if name not in randomize:
-                raise ValueError(f"without_randomize(): {name!r} is not randomized (randomized: {sorted(self.randomize)})")
+                raise ValueError(f"without_randomize(): {name!r} is not randomized (randomized: "
+                                 f"{sorted(self.randomize)})")
             del randomize[name]
         return replace(self, randomize=randomize)
 

@@ -19,4 +19,5 @@ from .progress import Progress
 
 __all__ = ["Component", "ComponentContext", "InputSpec", "check_component"]
 __all__ += ["Checkpoints", "CheckpointSampler", "Progress", "BandCollision", "Localizer"]
-__all__ += ["GateCheckpoints", "CenterlineFromGates", "DiscCollision", "FrameCollision", "HeightFieldBake", "HeightField"]
+__all__ += ["GateCheckpoints", "CenterlineFromGates", "DiscCollision", "FrameCollision", "HeightFieldBake",
+            "HeightField"]

@@ -129,7 +129,6 @@ def _band_collision(
         if with_frame != 0 and frame_warm[e] != start:
             searches = 2
         j = int(0)
-        t = float(0.0)
         lateral = float(0.0)
         hw = float(0.0)
         jf = int(0)
@@ -141,14 +140,15 @@ def _band_collision(
                 from_segment = frame_warm[e]
             js, ts, lateral_s, hw_s = locate(line, normal, half_width, e, n, from_segment, 0, window, 1, c)
             if i == 0:
-                j, t, lateral, hw = js, ts, lateral_s, hw_s
+                j, lateral, hw = js, lateral_s, hw_s
             jf, tf, lateral_f = js, ts, lateral_s
         warm[e] = j
         if with_frame != 0:
             frame_warm[e] = jf
             write_frame(e, n, jf, tf, lateral_f, tangent, arc_length, curvature, loop_length, frame_orientation,
                         use_orientation, s, lateral_offset, heading_error, curvature_out, segment)
-        clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j, lateral, hw)
+        clearance = _clearance(orientation, half_extents, use_box, line, normal, half_width, e, n, window, c, j,
+                               lateral, hw)
         distance[e] = clearance
         hit[e] = wp.where(clearance >= 0.0, 0, 1)  # a NaN body (a diverged simulation) is a hit
 
@@ -178,8 +178,9 @@ class BandCollision(Component):
       (a teleport); corners search within ``+- window`` of the centre's segment, their
       descent starting at the segment their offset along it points to. The clearance is
       the half width interpolated at the closest point minus the distance to it across
-      the line (:func:`~trackgen_env.polyline.project`), exact for the polyline. Whatever segment the descent stops on, a point it finds
-      within the half width of that segment is on the band, and one beyond it is searched
+      the line (:func:`~trackgen_env.polyline.project`), exact for the polyline. Whatever
+      segment the descent stops on, a point it finds within the half width of that segment
+      is on the band, and one beyond it is searched
       again globally: a body far from the band is a hit from any warm start, whatever the
       shape of the line (the distance, unlike the component along the normal, does not
       vanish past the end of a segment at a sharp turn or an out-and-back tip).

@@ -192,7 +192,8 @@ def bake(ctx, mask: wp.array | None, src, origin: wp.array, cell: wp.array, reac
     ctx.launch_envs(_sdf_clear, [m, cell, lanes, grid], lanes)
     lanes = ctx.lanes(src.centerline.shape[1])
     ctx.launch_envs(_sdf_splat,
-                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, origin, cell, reach, lanes, grid],
+                    [m, ctx.result.valid, src.centerline, src.half_width, src.num_points, origin, cell, reach, lanes,
+                     grid],
                     lanes)
 
 

@@ -73,7 +73,8 @@ def check_component(component, generator, *, inputs: dict | None = None, sources
     declared = [spec.name for spec in getattr(component, "inputs", ())]
     unknown = sorted(set(inputs or {}) - set(declared) - set(POSITIONAL_INPUTS))  # as Course.bind takes them
     if unknown:
-        raise TypeError(f"check_component: inputs {unknown} are not inputs of {getattr(component, 'name', component)!r}, "
+        raise TypeError(f"check_component: inputs {unknown} are not inputs of "
+                        f"{getattr(component, 'name', component)!r}, "
                         f"which declares {declared}")
     ctx.add(component)
     name = component.name

@@ -112,7 +112,8 @@ def _place_checkpoints(
             draws[e] = 0
         for k in range(lane, capacity, lanes):
             if k >= n:
-                pad_checkpoint(e, k, half_height, cp_position, cp_direction, cp_half_width, cp_half_height, cp_arc_length)
+                pad_checkpoint(e, k, half_height, cp_position, cp_direction, cp_half_width, cp_half_height,
+                               cp_arc_length)
             else:
                 s = float(k) * length / float(n)
                 # last point j with arc_length[e, j] <= s (arc lengths increase from 0)
@@ -265,7 +266,8 @@ class Checkpoints(Component):
         return self._sampler
 
     def __repr__(self) -> str:
-        return f"Checkpoints(spacing={self.spacing}, max_checkpoints={self.max_checkpoints or 'auto'}, name={self.name!r})"
+        return (f"Checkpoints(spacing={self.spacing}, max_checkpoints={self.max_checkpoints or 'auto'}, "
+                f"name={self.name!r})")
 
 
 class CheckpointSampler:
@@ -304,7 +306,8 @@ class CheckpointSampler:
             ValueError: an output of another dtype, shape or device.
         """
         ctx, cps = self._ctx, self._checkpoints.result
-        for arr, dtype, label in ((out_position, wp.vec3, "out_position"), (out_orientation, wp.quat, "out_orientation"),
+        for arr, dtype, label in ((out_position, wp.vec3, "out_position"),
+                                  (out_orientation, wp.quat, "out_orientation"),
                                   (out_index, wp.int32, "out_index")):
             if arr is not None:
                 check_env_array(label, arr, ctx.num_envs, ctx.device, dtype)
@@ -313,7 +316,8 @@ class CheckpointSampler:
             _sample_checkpoints,
             [
                 ctx.mask(mask), seeds.seeds, seeds.counters, cps.num_checkpoints, cps.position, cps.direction,
-                int(Stream.CHECKPOINT_SAMPLER), 0 if out_index is None else 1, self.draws, out_position, out_orientation,
+                int(Stream.CHECKPOINT_SAMPLER), 0 if out_index is None else 1, self.draws, out_position,
+             out_orientation,
                 out_index if out_index is not None else self.draws,
             ],
         )

@@ -148,7 +148,8 @@ def validate_structure(components, *, added: Iterable[str] = (), ordered: bool =
         seen.add(name)
     for c in components:
         if getattr(c, "context", None) is not None:
-            raise ValueError(f"component {c.name!r} is already attached to another course or context: build a new instance")
+            raise ValueError(f"component {c.name!r} is already attached to another course or context: build a new "
+                             f"instance")
     before = list(added)
     for c in components:
         after = getattr(c, "after", ())
@@ -225,7 +226,8 @@ def _check_input(component_name: str, spec: InputSpec, arr, via: str, num_envs, 
     shape = None if num_envs is None else spec.shape(num_envs)
     want = (f"a wp.array of dtype {dtype_name(spec.dtype)}" if shape is None else
             f"a wp.array of shape {shape}, dtype {dtype_name(spec.dtype)} on {device}")
-    where = f"input {spec.name!r} of component {component_name!r}" + (f" (routed from {via!r})" if via != spec.name else "")
+    where = f"input {spec.name!r} of component {component_name!r}" + (
+        f" (routed from {via!r})" if via != spec.name else "")
     if not isinstance(arr, wp.array):
         raise TypeError(f"{where} must be {want}, got {type(arr).__name__} (wrap a tensor with wp.from_torch)")
     if not wp.types.types_equal(arr.dtype, spec.dtype):

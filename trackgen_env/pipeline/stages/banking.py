@@ -51,7 +51,8 @@ def _bank(
     normal: wp.array2d(dtype=wp.vec3),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # exactly the rows resample wrote this round (the normal is tilted in place: a row it
         # skipped still holds an earlier round's tilt)
@@ -81,7 +82,8 @@ class Banking(Stage):
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
             _bank, (threads, self.lanes),
-            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes, ctx.params["banking.max_bank"],
+            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.ok, ctx.attempt, ctx.max_retries, self.lanes,
+                    ctx.params["banking.max_bank"],
                     ctx.settings["min_turn_radius_factor"], f["num_points"], f["tangent"], f["curvature"],
                     f["half_width"]],
             outputs=[f["normal"]], device=ctx.device,

@@ -172,7 +172,8 @@ def _circuit_layout(
     ok: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -234,7 +235,8 @@ def _circuit_layout(
                 hi = mid
         scale = wp.exp(0.5 * (lo + hi))
         accept = int(1)
-        if wp.abs(_straight_share(fillet, e, k_count, perimeter, scale, straight_r) - aim) > straight_fraction_tolerance[e]:
+        if wp.abs(_straight_share(fillet, e, k_count, perimeter, scale,
+                                  straight_r) - aim) > straight_fraction_tolerance[e]:
             accept = 0  # the polygon cannot reach its drawn share (its edges too short for the fillets)
         for k in range(k_count):
             f = fillet[e, k]
@@ -350,7 +352,8 @@ class CircuitLayout(Stage):
         _p("slow_radius_lo", 0.55, 0.0, math.inf, "[widths] least radius of a slow corner (log-uniform)", 52, True),
         _p("slow_radius_hi", 3.0, 0.0, math.inf, "[widths] largest radius of a slow corner", 53, True),
         _p("slow_turn", 1.4, 0.0, 4.0, "[rad] a corner turning more is slow (4: none by its turn)", 54),
-        _p("straight_fraction_tolerance", 0.05, 0.0, 1.0, "a draw that misses its straight share by more is rejected", 55),
+        _p("straight_fraction_tolerance", 0.05, 0.0, 1.0, "a draw that misses its straight share by more is rejected",
+           55),
     )
     ordered = tuple((f"{pair}_lo", f"{pair}_hi") for pair in
                     ("corners", "radius", "gap", "corner_radius", "slow_radius", "straight_fraction"))
@@ -374,7 +377,8 @@ class CircuitLayout(Stage):
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(
             _circuit_layout, threads,
-            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, f["ctrl_hw"]]
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending,
+                    f["ctrl_hw"]]
                    + [p[f"{self.name}.{q.name}"] for q in self.params] + [f["circuit_vertex"], f["circuit_fillet"]],
             outputs=[f["ctrl"], f["ctrl_count"], ctx.ok], device=ctx.device,
         )

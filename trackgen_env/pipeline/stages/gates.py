@@ -37,7 +37,8 @@ from ...types import GateLayout, GateResult
 from ..stage import Family, Param, Stage, check_settings
 
 __all__ = ["Layout", "GateFrames", "Start", "Checks", "GATES", "GATE_STAGES", "LAYOUT_STAGES", "GATES_DEFAULTS",
-           "check_gates", "SETTINGS", "GATES_PARAMS", "spec_fields", "horizontal_dir", "DEFAULT_GATE_HEIGHT", "MAX_GATES"]
+           "check_gates", "SETTINGS", "GATES_PARAMS", "spec_fields", "horizontal_dir", "DEFAULT_GATE_HEIGHT",
+           "MAX_GATES"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -115,7 +116,8 @@ def _layout(
     position: wp.array2d(dtype=wp.vec3),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -152,7 +154,8 @@ def _orient(
     orientation: wp.array2d(dtype=wp.quat),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -175,7 +178,8 @@ def _openings(
     gate_height: wp.array(dtype=float),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -196,7 +200,8 @@ def _start(
     start_orientation: wp.array(dtype=wp.quat),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -272,7 +277,8 @@ def _checks(
     ok: wp.array(dtype=wp.int32),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -365,12 +371,14 @@ class Layout(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _layout, dim,
-            inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, p["layout.size"],
+            inputs=[per, lanes, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs,
+                    ctx.num_pending, p["layout.size"],
                     p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.altitude_min"],
                     p["layout.altitude_max"], p["gate_frames.gate_height"], ctx.settings["ground_clearance"]],
             outputs=[f["gate_position"]], device=ctx.device,
         )
-        wp.launch(_orient, dim, inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"]], outputs=[f["gate_orientation"]],
+        wp.launch(_orient, dim, inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"]],
+                  outputs=[f["gate_orientation"]],
                   device=ctx.device)
 
 
@@ -391,7 +399,9 @@ class GateFrames(Stage):
     def enqueue(self, ctx, pending):
         p, f = ctx.params, ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        wp.launch(_openings, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, p["gate_frames.gate_width"], p["gate_frames.gate_height"]],
+        wp.launch(_openings, threads,
+                  inputs=[per, pending, ctx.pending_envs, ctx.num_pending, p["gate_frames.gate_width"],
+                          p["gate_frames.gate_height"]],
                   outputs=[f["gate_width"], f["gate_height"]], device=ctx.device)
 
 
@@ -409,7 +419,9 @@ class Start(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        wp.launch(_start, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"], ctx.settings["start_clearance"]],
+        wp.launch(_start, threads,
+                  inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"],
+                          ctx.settings["start_clearance"]],
                   outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
 
@@ -487,7 +499,8 @@ class Checks(Stage):
         moved = ctx.plugin_writes & {"gate_position", "num_gates"}
         if not moved and all(name in ctx.params for name in _ROOM_PARAMS):
             room = _gates_have_room(ctx.params, ctx.settings)
-            what = "stage 'checks': the construction values (or randomize ranges) of " + ", ".join(_ROOM_PARAMS) + " leave"
+            what = ("stage 'checks': the construction values (or randomize ranges) of "
+                    + ", ".join(_ROOM_PARAMS) + " leave")
             for name, end in _FAVOURABLE.items():  # each one's least favourable end (as a live range end is)
                 room(name, getattr(ctx.params, "least" if end == "most" else "most")(name), what)
             for name in _ROOM_PARAMS:
@@ -498,7 +511,8 @@ class Checks(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _checks, dim,
-            inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"], f["start_position"], p["gate_frames.gate_width"],
+            inputs=[per, lanes, pending, ctx.pending_envs, ctx.num_pending, f["gate_position"], f["start_position"],
+                    p["gate_frames.gate_width"],
                     p["gate_frames.gate_height"], s["min_gate_spacing"], p["layout.max_turn"], s["max_climb"],
                     s["start_clearance"], s["ground_clearance"]],
             outputs=[ctx.ok], device=ctx.device,

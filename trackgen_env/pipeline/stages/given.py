@@ -32,7 +32,8 @@ def _centerline_input(
     ctrl_count: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -74,7 +75,8 @@ def _layout_input(
     ok: wp.array(dtype=wp.int32),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -110,7 +112,8 @@ class CenterlineInput(Stage):
     def input_info(self, ctx):
         E, n = ctx.num_envs, ctx.settings["max_input_points"]
         return {
-            "centerline.xy": InputInfo(wp.vec4, (E, n), "closed centreline per env: x [m], y [m], width right [m], width left [m]"),
+            "centerline.xy": InputInfo(wp.vec4, (E, n),
+                                       "closed centreline per env: x [m], y [m], width right [m], width left [m]"),
             "centerline.count": InputInfo(wp.int32, (E,), "points in use per env (>= 3)"),
         }
 
@@ -124,7 +127,8 @@ class CenterlineInput(Stage):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, ctx.num_envs)
         wp.launch(_centerline_input, threads,
-                  inputs=[per, ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending, ctx.pending_envs, ctx.num_pending],
+                  inputs=[per, ctx.inputs["centerline.xy"], ctx.inputs["centerline.count"], pending, ctx.pending_envs,
+                          ctx.num_pending],
                   outputs=[f["ctrl"], f["ctrl_hw"], f["ctrl_count"]], device=ctx.device)
 
 
@@ -161,7 +165,8 @@ class GateLayoutInput(Stage):
         dim, per, lanes = env_gate_shape(ctx)
         wp.launch(
             _layout_input, dim,
-            inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.pending_envs, ctx.num_pending, ctx.settings["start_clearance"]],
+            inputs=[per, lanes, ctx.inputs["gates.pose"], ctx.inputs["gates.count"], pending, ctx.pending_envs,
+                    ctx.num_pending, ctx.settings["start_clearance"]],
             outputs=[f["gate_position"], f["gate_orientation"], f["start_position"], f["start_orientation"],
                      f["num_gates"], ctx.ok], device=ctx.device,
         )

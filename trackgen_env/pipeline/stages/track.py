@@ -79,7 +79,8 @@ def _bspline_weights(t: float):
     derivative (times 2) and the second derivative, as three ``vec4`` (one per control point)."""
     t2 = t * t
     t3 = t2 * t
-    return (wp.vec4((1.0 - t) * (1.0 - t) * (1.0 - t), 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0, t3),
+    return (wp.vec4((1.0 - t) * (1.0 - t) * (1.0 - t), 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0,
+                    t3),
             wp.vec4(-(1.0 - t) * (1.0 - t), 3.0 * t2 - 4.0 * t, -3.0 * t2 + 2.0 * t + 1.0, t2),
             wp.vec4(1.0 - t, 3.0 * t - 2.0, -3.0 * t + 1.0, t))
 
@@ -181,7 +182,8 @@ def _layout(
     ctrl_count: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -223,7 +225,8 @@ def _layout(
         for k in range(num_ctrl):
             u = (float(k) + angle_jitter[e] * (2.0 * uniform(key, 8 + 3 * k) - 1.0)) * step
             theta = phase + direction * u
-            f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
+            f = (a2 * (1.0 + wp.cos(2.0 * u + p2)) + a3 * (1.0 + wp.cos(3.0 * u + p3)) + a4
+                 * (1.0 + wp.cos(4.0 * u + p4))) / (2.0 * total)
             r = r_outer * (1.0 - depth * (0.8 * f + noise * uniform(key, 9 + 3 * k)))
             g = elevation[e]
             if not flat:
@@ -262,7 +265,8 @@ def _bends_at_a_knot(ctrl: wp.array2d(dtype=wp.vec3), e: int, n: int, kind: int,
         return False  # no sample can fail the bound
     for k in range(n):
         pos, d1, d2 = _dense_sample(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n),
-                                    wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), 0, samples, kind,
+                                    wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), 0, samples,
+                                    kind,
                                     weights)
         if _bends_tighter(d1, d2, min_turn_radius_factor * ctrl_hw[e, k]):
             return True
@@ -316,7 +320,8 @@ def _spline_table(
     ok: wp.array(dtype=wp.int32),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -326,7 +331,8 @@ def _spline_table(
             num_points[e] = 0
             loop_length[e] = 0.0
             continue
-        if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, samples, weights, ctrl_hw, min_turn_radius_factor):
+        if attempt[e] < max_retries and _bends_at_a_knot(ctrl, e, n, kind, samples, weights, ctrl_hw,
+                                                         min_turn_radius_factor):
             ok[e] = 0
             continue  # another draw follows: this one needs no table
         total = float(0.0)
@@ -357,7 +363,8 @@ def _spline_table(
                 break
         if redraw != 0:
             continue
-        pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n), wrapped_point(ctrl, e, 1, n),
+        pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n),
+                                       wrapped_point(ctrl, e, 1, n),
                                        wrapped_point(ctrl, e, 2, n), 0, samples, kind, weights)
         total = total + wp.length(pos0 - prev)
         table[e, n * samples] = total
@@ -503,7 +510,8 @@ def _resample(
     half_width: wp.array2d(dtype=float),
 ):
     thread, lane = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # a draw already rejected is not resampled, but for the last attempt: an env that ends
         # invalid still holds its own last draw, whatever its history
@@ -603,7 +611,8 @@ def _start(
     start_orientation: wp.array(dtype=wp.quat),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         # a draw already rejected gets no pose (as in _resample), but for the last attempt
         if pending[e] == 0 or (ok[e] == 0 and attempt[e] < max_retries):
@@ -627,7 +636,8 @@ def _band(
     ctrl_hw: wp.array2d(dtype=float),
 ):
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0:
             continue
@@ -809,8 +819,10 @@ class Layout(Stage):
         threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
             _layout, threads,
-            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending, p["layout.size"],
-                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"], f["ctrl_hw"],
+            inputs=[per, ctx.seeds.seeds, ctx.seeds.counters, ctx.attempt, pending, ctx.pending_envs, ctx.num_pending,
+                    p["layout.size"],
+                    p["layout.radius_jitter"], p["layout.angle_jitter"], p["layout.elevation"], p["layout.num_turns"],
+                    f["ctrl_hw"],
                     s["num_control_points"], s["min_turn_radius_factor"]],
             outputs=[f["ctrl"], f["ctrl_count"]], device=ctx.device,
         )
@@ -839,8 +851,8 @@ _OVER_CAPACITY = 1.25
 
 def _warn_over_capacity(params, settings):
     """A live-set check of :data:`_LOOP_LENGTH_PARAMS` (its notice warns): warn when the new values let an env draw
-    flat loops (:func:`flat_loop_bound`; hills only lengthen them) more than :data:`_OVER_CAPACITY` times the generator's
-    capacity (its ``max_points`` at ``point_spacing``, and ``max_loop_length``), fixed at
+    flat loops (:func:`flat_loop_bound`; hills only lengthen them) more than :data:`_OVER_CAPACITY` times the
+    generator's capacity (its ``max_points`` at ``point_spacing``, and ``max_loop_length``), fixed at
     construction. The draws over it are rejected and drawn again, and an env whose every draw
     is rejected holds no course, which no step reports."""
     capacity = min(settings["max_loop_length"], (settings["max_points"] + 0.5) * settings["point_spacing"])
@@ -862,7 +874,8 @@ def _warn_over_capacity(params, settings):
         ])
         if np.any(longest > _OVER_CAPACITY * capacity):
             return (
-                f"params[{name!r}]: with these values the longest flat loop is over {_OVER_CAPACITY:g}x this generator's "
+                f"params[{name!r}]: with these values the longest flat loop is over {_OVER_CAPACITY:g}x this "
+                f"generator's "
                 f"capacity of {capacity:.4g} m (max_points={settings['max_points']} at point_spacing="
                 f"{settings['point_spacing']:g} m, max_loop_length={settings['max_loop_length']:g} m, sized at "
                 f"construction): the longer draws are rejected and drawn again (slower regenerations), and from about "
@@ -898,7 +911,8 @@ def _loop_has_room(params, settings):
                                      "first when widening band.width)")
             raise ValueError(
                 f"{what or f'params[{name!r}] leaves'} no room for a loop{where}: layout.size must be > (1 + "
-                f"min_turn_radius_factor) * band.width = {(1.0 + factor) * width[e]:.6g} m, got layout.size {size[e]:g} m "
+                f"min_turn_radius_factor) * band.width = {(1.0 + factor) * width[e]:.6g} m, got layout.size "
+                f"{size[e]:g} m "
                 f"and band.width {width[e]:g} m. The loop lies within size / 2 - width / 2 of the centre, and a closed "
                 f"curve inside a circle turns tighter than its radius somewhere, so every draw would turn tighter than "
                 f"min_turn_radius_factor * width / 2 = {factor * width[e] / 2.0:.6g} m and the env would hold no "
@@ -955,7 +969,8 @@ class Spline(Stage):
             threads, per = env_loop.shape(ctx.device, E)
             self.launch(
                 _spline_table, threads,
-                inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, s["point_spacing"],
+                inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_count"], kind, self.samples,
+                        self.weights, s["point_spacing"],
                         s["max_loop_length"], s["max_points"], f["ctrl_hw"], factor, ctx.max_retries, ctx.attempt],
                 outputs=[f["table"], f["loop_length"], f["num_points"], ctx.ok], device=ctx.device,
             )
@@ -963,9 +978,11 @@ class Spline(Stage):
         # a lane per control segment (CUDA): the bound, then the chords, then their sum in
         # sample order (one thread per env: the same sums as the one pass, so the same bytes)
         if factor > 0.0:  # with 0 no sample can fail the bound
-            self.launch(_spline_bend, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
+            self.launch(_spline_bend, (E, L),
+                        inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
                                                     f["ctrl_hw"], factor], outputs=[ctx.ok], device=ctx.device)
-        self.launch(_spline_chords, (E, L), inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
+        self.launch(_spline_chords, (E, L),
+                    inputs=[pending, f["ctrl"], f["ctrl_count"], kind, self.samples, self.weights, L,
                                                   ctx.max_retries, ctx.attempt, ctx.ok], outputs=[f["table"]],
                   device=ctx.device)
         self.launch(
@@ -999,7 +1016,8 @@ class Resample(Stage):
         threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
             _resample, (threads, self.lanes),
-            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"], int(kind), self.samples, self.lanes,
+            inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"],
+                    int(kind), self.samples, self.lanes,
                     ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
             outputs=[f[name] for name in _POINT_FIELDS], device=ctx.device,
         )
@@ -1019,7 +1037,9 @@ class Start(Stage):
     def enqueue(self, ctx, pending):
         f = ctx.fields
         threads, per = env_loop.shape(ctx.device, _e(ctx))
-        self.launch(_start, threads, inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.max_retries, ctx.attempt, ctx.ok, f["num_points"],
+        self.launch(_start, threads,
+                    inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.max_retries, ctx.attempt, ctx.ok,
+                            f["num_points"],
                                              f["centerline"], f["tangent"]],
                     outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
 
@@ -1177,7 +1197,8 @@ def check_track(fields: dict, *, fit: bool = True) -> dict:
         if v["width"] > widest:
             raise ValueError(
                 f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m for size {v['size']:g} m "
-                f"(the loop's outer radius size / 2 - width / 2 must be >= 2 least turn radii): got width {v['width']}; "
+                f"(the loop's outer radius size / 2 - width / 2 must be >= 2 least turn radii): got width "
+                f"{v['width']}; "
                 f"pass a narrower width or a larger size"
             )
         if v["elevation"] > v["size"] / 5.0:

@@ -238,7 +238,8 @@ def _checks_one_pass(
     # one lane per env (the CPU): the bound and the blocks' bounds, then the scan, while the
     # env's rows are still in the cache (two kernels read them back from memory, env after env)
     thread = wp.tid()
-    for i in range(thread * envs_per_thread, env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
+    for i in range(thread * envs_per_thread,
+                   env_loop.listed_end(thread, envs_per_thread, num_pending, pending.shape[0])):
         e = env_loop.listed_env(envs_per_thread, pending_envs, i)
         if pending[e] == 0 or ok[e] == 0:
             continue
@@ -274,7 +275,8 @@ class Checks(Stage):
         if self.lanes == 1:
             threads, per = env_loop.shape(ctx.device, ctx.num_envs)
             self.launch(_checks_one_pass, threads,
-                        inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.settings["min_turn_radius_factor"], f["num_points"], f["loop_length"],
+                        inputs=[per, pending, ctx.pending_envs, ctx.num_pending, ctx.settings["min_turn_radius_factor"],
+                                f["num_points"], f["loop_length"],
                                 f["centerline"], f["arc_length"], f["curvature"], f["half_width"], self.box,
                                 self.span], outputs=[ctx.ok], device=ctx.device)
             return
