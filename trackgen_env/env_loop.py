@@ -2,15 +2,12 @@
 
 Warp runs a CPU kernel's threads one after the other on one core, and each thread begins by
 copying the kernel's arguments and zero-initialising every vector variable the kernel
-declares: 14-30 ns per thread for the track generation's larger kernels, ~140 ns for the
-gate layout's (a thread per gate), ~30 ns for the Track env's observation. An env that the
-kernel skips pays it as much as one it works on, and a masked regeneration of a few envs runs
-about ten such kernels over all E envs in every retry round: at 4096 envs a 1-env regeneration
-of the track generator took 1,065 us, ~700 us of it in threads that skipped their env. So on the
-CPU these kernels run as one thread that loops over the envs, paying that once per launch (the
-same regeneration: 357 us; measurements in ``benchmarks/NOTES.md``); on CUDA, a thread per
-env, as before. The envs are visited in the order of Warp's CPU threads (0, 1, ...) and each
-env's work is unchanged, so the results are the same bytes for any split
+declares. An env that the kernel skips pays that as much as one it works on, and a masked
+regeneration of a few envs runs about ten such kernels over all E envs in every retry round.
+So on the CPU these kernels run as one thread that loops over the envs, paying it once per
+launch (measurements in ``benchmarks/NOTES.md``); on CUDA, a thread per env. The envs are
+visited in the order of Warp's CPU threads (0, 1, ...) and each env's work is unchanged, so the
+results are the same bytes for any split
 (``tests/test_env_loop.py``).
 
 A kernel written for it takes ``envs_per_thread`` as its first argument and loops::
@@ -24,9 +21,9 @@ A kernel written for it takes ``envs_per_thread`` as its first argument and loop
 and is launched with ``threads, per = env_loop.shape(device, num_envs)``: ``dim=threads`` (or
 ``(threads, lanes)``) and ``per`` as that argument.
 
-A generation round's stage kernels visit only the envs still pending: on the CPU, after a few
-rounds, a dozen of 4096 envs draw again, and a loop that tests ``pending[e]`` of every env took
-10-20 us per kernel (~120 us a round of the track stages). The round's begin lists them in
+A generation round's stage kernels visit only the envs still pending (after a few rounds, a
+few of thousands of envs draw again, and testing every env's ``pending[e]`` would cost more
+than their work). The round's begin lists them in
 increasing order (``StageContext.pending_envs``, ``num_pending``), and a stage kernel loops over
 that list on the CPU (every env on CUDA, a thread each)::
 

@@ -1,8 +1,7 @@
 """Kernels compiled when the package was installed, copied into Warp's kernel cache on first use (layer 0).
 
-A cold first use compiles every Warp module an env launches: ~10 s for TrackGen-Track-v0 on a
-2-core machine, at least ~4 s of it fixed (Warp's precompiled header, or ~2.4 s per module without
-one; see ``benchmarks/NOTES.md``). So the install compiles them once: ``setup.py``'s
+A cold first use compiles every Warp module an env launches, seconds on a small CPU
+(``benchmarks/NOTES.md``). So the install compiles them once: ``setup.py``'s
 ``build_py`` runs :mod:`trackgen_env.envs.prebuild`, which constructs and steps each registered
 env on the CPU with an empty kernel cache and keeps the result in ``trackgen_env/_prebuilt/<key>/``
 (:func:`store`). At the first construction in a process, :func:`seed` copies the module folders of

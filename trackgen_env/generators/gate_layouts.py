@@ -4,7 +4,7 @@ A layout is the gates of one closed course in race order: each gate's centre [m]
 orientation (local +x is the normal, the direction of travel; local y the opening's
 width, local z its height) and its opening (width, height) [m]. The world frame is z up
 with the floor at z = 0, in metres, as in every file read here. The loader reads the
-conventions of the public drone-racing layouts (``../shared/real-courses/gates/``):
+conventions of the public drone-racing layouts:
 
 * **Centres only** (``uzh-rpg/rpg_time_optimal`` ``tracks/track.yaml``, the UZH Split-S
   of Foehn et al., Science Robotics 2021): ``gates: [[x, y, z], ...]``. No orientation:

@@ -1,10 +1,9 @@
 """``Launches``: a kernel launch recorded once and replayed while its arguments stay the same.
 
-An eager ``wp.launch`` packs every argument into its C struct on each call: ~20-70 us of
-Python per launch of a stage kernel with 15-20 arrays on a 2-core CPU, against ~5 us
-for replaying a launch recorded with ``wp.launch(..., record_cmd=True)``. The retry loop
-launches each stage kernel once per round (13 rounds of ~10 kernels per generation at the
-defaults), so the packing alone cost ~10 % of a CPU generation at 4096 envs.
+An eager ``wp.launch`` packs every argument into its C struct on each call, several times
+the cost of replaying a launch recorded with ``wp.launch(..., record_cmd=True)``; the retry
+loop launches each stage kernel once per round, so eager launches cost a CPU generation a
+noticeable share (``benchmarks/NOTES.md``).
 
 A recorded launch is replayed only when every argument is the object it was recorded with
 (arrays by identity: a rebound array records again) or an equal plain number, so the
