@@ -435,8 +435,7 @@ def torch_threads_for(policy_device: str, torch_threads: int | None = None) -> i
 
     Why 1 on the CPU: the 64-64 MLP policy gains nothing from more threads, and torch's idle
     OpenMP threads spin beside the env (Warp runs CPU kernels on one thread) and beside other
-    busy processes: on a 2-core machine ``train --steps 20000`` took 36.7 s with torch's
-    default threads and 12.4 s with one, ``eval`` 48.5 s and 9.1 s.
+    busy processes (measured in docs/training.md, "torch threads": 3-10x faster with one).
 
     Raises:
         ValueError, TypeError: ``torch_threads`` not None or an int >= 1.

@@ -313,7 +313,7 @@ class HeightFieldBake(Component):
     16 + 16 k)`` box and segment tests for ``P`` centreline points and ``k`` blocks near a
     node (about 2 on the defaults: 4-5 times fewer tests than a scan of every segment);
     on CUDA up to 1024 threads per env (one per node up to 32 x 32), one per env on the
-    CPU (about 10 ms per env at 128 nodes per side on one core, measured 2026-12-01).
+    CPU (about 10 ms per env at 128 nodes per side on one core).
 
     The square: side ``size + 2 margin`` centred on ``center``, fixed at attach. ``size``
     None reads the largest course the generator can draw (a ``"layout.size"``
