@@ -435,7 +435,7 @@ def torch_threads_for(policy_device: str, torch_threads: int | None = None) -> i
 
     Why 1 on the CPU: the 64-64 MLP policy gains nothing from more threads, and torch's idle
     OpenMP threads spin beside the env (Warp runs CPU kernels on one thread) and beside other
-    busy processes (measured in docs/training.md, "torch threads": 3-10x faster with one).
+    busy processes (measured in docs/training.md, "torch threads": up to several times faster with one).
 
     Raises:
         ValueError, TypeError: ``torch_threads`` not None or an int >= 1.
