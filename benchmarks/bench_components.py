@@ -23,7 +23,7 @@ band, warm segments set). Two measurements:
 
 Warp runs CPU kernels on one thread: CPU numbers are per core. Prints a Markdown table
 and writes JSON (default ``benchmarks/results/latest/components_<device>.json``, untracked; the
-reference results beside it are the README's).
+reference results: ``benchmarks/results/components_cpu.json``).
 """
 
 from __future__ import annotations
