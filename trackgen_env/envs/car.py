@@ -62,7 +62,7 @@ import warp as wp
 
 from .. import env_loop
 from ..checks import check_float, check_int
-from ..polyline import GRAVITY, quat_from_yaw
+from ..polyline import GRAVITY, quat_from_yaw, wrap_angle
 from ..tools.heightfield import HeightField, sample_height
 from .base import INT32_MAX
 
@@ -465,7 +465,7 @@ def _car_step(
             psi = psi + omega * h
             v = v1
         # keep yaw in [-pi, pi) so float32 keeps its precision over long episodes
-        psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
+        psi = wrap_angle(psi)
         position[e] = p
         orientation[e] = quat_from_yaw(psi)
         yaw[e] = psi
@@ -583,7 +583,7 @@ def _dynamic_car_step(
             v = v1
             beta = b
             omega = r
-        psi = psi - 2.0 * wp.pi * wp.floor((psi + wp.pi) / (2.0 * wp.pi))
+        psi = wrap_angle(psi)
         position[e] = p
         orientation[e] = quat_from_yaw(psi)
         yaw[e] = psi

@@ -24,7 +24,7 @@ import numpy as np
 import warp as wp
 
 from ..checks import check_float, check_int
-from ..polyline import BIG, wrap_index
+from ..polyline import BIG, segment_param, wrap_index
 from .car import CarParams
 from .quadrotor import QuadrotorModel, QuadrotorParams, quadrotor_model, thrust_to_action
 from .track import OBS_LOOKAHEAD
@@ -160,14 +160,6 @@ class _Gains:
 
 
 @wp.func
-def _closest_on_segment(a: wp.vec3, b: wp.vec3, p: wp.vec3):
-    ab = b - a
-    t = wp.clamp(wp.dot(p - a, ab) / wp.max(wp.dot(ab, ab), 1.0e-12), 0.0, 1.0)
-    c = a + t * ab
-    return wp.length_sq(p - c), t
-
-
-@wp.func
 def _point_at(line: wp.array2d(dtype=wp.vec3), e: int, n: int, j: int, t: float) -> wp.vec3:
     return wp.lerp(line[e, wrap_index(j, n)], line[e, wrap_index(j + 1, n)], t)
 
@@ -218,7 +210,10 @@ def _reference_control(
     best_t = float(0.0)
     for k in range(count):
         j = wrap_index(lo + k, n)
-        dist2, t = _closest_on_segment(line[e, j], line[e, wrap_index(j + 1, n)], p)
+        a = line[e, j]
+        b = line[e, wrap_index(j + 1, n)]
+        t = segment_param(p, a, b)
+        dist2 = wp.length_sq(p - (a + (b - a) * t))
         if dist2 < best:
             best = dist2
             best_j = j
