@@ -23,7 +23,7 @@ import warp as wp
 
 from .capture import CaptureError
 
-__all__ = ["unconditional", "conditional_allowed", "registered", "Registration", "any_set"]
+__all__ = ["unconditional", "conditional_allowed", "conditional_now", "when_any", "registered", "Registration", "any_set"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -67,6 +67,36 @@ def conditional_allowed(device=None) -> bool:
         return True
     device = wp.get_device(device)
     return device.is_cpu or wp.is_conditional_graph_supported()
+
+
+def conditional_now(device, capturing: bool | None = None) -> bool:
+    """Whether a masked body on ``device`` goes under an ``any(mask)`` conditional now.
+
+    While recording (``capturing``; default: whether ``device`` records): where the
+    recording may hold conditional nodes (:func:`conditional_allowed`). Eagerly: on the CPU
+    only, where reading the flag costs nothing; on CUDA it would wait on the host, so the
+    body runs in full there.
+    """
+    device = wp.get_device(device)
+    if capturing is None:
+        capturing = device.is_capturing
+    if capturing:
+        return conditional_allowed(device)
+    return device.is_cpu
+
+
+def when_any(mask: wp.array, flag: wp.array, body) -> None:
+    """Run ``body()`` under ``if any(mask)`` where :func:`conditional_now`, else unconditionally.
+
+    ``body`` must be an identity for the envs outside ``mask`` (an all-zero mask changes
+    nothing), so that running it unconditionally is correct too. ``flag`` is a ``[1]``
+    int32 scratch array on the mask's device.
+    """
+    if conditional_now(mask.device):
+        any_set(mask, flag)
+        wp.capture_if(flag, on_true=body)
+    else:
+        body()
 
 
 class Registration:

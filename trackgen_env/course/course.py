@@ -459,11 +459,11 @@ class Course:
             self.prepare(stream=stream)
         with self._scope(s):
             if not self._capturable:
-                self._enqueue(advance, mask, conditional=self.device.is_cpu)
+                self._enqueue(advance, mask, capturing=False)
                 return
             graph = self._graphs.lookup(advance, mask, lambda a, m: self._record_own(a, m, s))
             if graph is None:
-                self._enqueue(advance, mask, conditional=self.device.is_cpu)
+                self._enqueue(advance, mask, capturing=False)
             else:
                 wp.capture_launch(graph, stream=s)
 
@@ -487,7 +487,7 @@ class Course:
         if not self._prepared:
             self.prepare(stream=stream)
         with self._scope(s):
-            self._enqueue(advance, mask, conditional=self.device.is_cpu)
+            self._enqueue(advance, mask, capturing=False)
 
     def generate(self, seeds=None, *, stream: wp.Stream | None = None):
         """Regenerate every env (``course.graph``), after reseeding when ``seeds`` is given.
@@ -590,10 +590,10 @@ class Course:
             c.reset(ctx, mask)
         self._running = None
 
-    def _enqueue(self, advance: bool, mask: wp.array | None, *, conditional: bool) -> None:
+    def _enqueue(self, advance: bool, mask: wp.array | None, *, capturing: bool) -> None:
         if mask is None:
             self._body(advance, None)
-        elif not conditional:
+        elif not exec_modes.conditional_now(self.device, capturing):
             self._body(advance, mask)
         else:
             exec_modes.any_set(mask, self._flag)
@@ -615,10 +615,6 @@ class Course:
                     "exec.unconditional() records the body without the node"
                 ) from exc
 
-    def _conditional(self) -> bool:
-        """Whether a masked body being recorded gets a conditional node."""
-        return exec_modes.conditional_allowed(self.device)
-
     def _record_here(self, advance: bool, mask: wp.array | None, s) -> None:
         """Record the body into the capture the caller is recording."""
         if not self._prepared:
@@ -632,13 +628,13 @@ class Course:
                 f"regenerate outside a capture (recorded at {caller()})"
             )
         with self._scope(s):
-            self._enqueue(advance, mask, conditional=self._conditional())
+            self._enqueue(advance, mask, capturing=True)
         retain(self.device, self, mask, stream=s)
 
     def _record_own(self, advance: bool, mask: wp.array | None, s) -> wp.Graph:
         """Record the variant ``(advance, mask)`` into a graph of the course's own."""
         with wp.ScopedCapture(device=self.device, stream=s, force_module_load=False) as capture:
-            self._enqueue(advance, mask, conditional=self._conditional())
+            self._enqueue(advance, mask, capturing=True)
         return capture.graph
 
     # -- checks -------------------------------------------------------------------------

@@ -523,19 +523,7 @@ class CourseVectorEnv(VectorEnv):
             for name, arr in self._info.items():
                 wp.copy(self._final_info[name], arr)
             self.course.regenerate(mask=self._autoreset, advance=True)
-            self._when_any(self._autoreset, lambda: self._restart(self._autoreset))
-
-    def _when_any(self, mask: wp.array, body) -> None:
-        """Record ``body`` under an ``any(mask)`` conditional node (as the course's masked
-        regeneration), so a replay where no env ended skips it; run it unconditionally
-        outside a recording or where conditional nodes are unavailable (with an all-zero
-        mask the restart changes no output: it is an identity then)."""
-        dev = self.device
-        if dev.is_capturing and exec_modes.conditional_allowed(dev):
-            exec_modes.any_set(mask, self._any)
-            wp.capture_if(self._any, on_true=body)
-        else:
-            body()
+            exec_modes.when_any(self._autoreset, self._any, lambda: self._restart(self._autoreset))
 
     def _reset_body(self):
         self.course.regenerate(mask=self._reset_mask, advance=True)

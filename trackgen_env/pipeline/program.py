@@ -424,7 +424,7 @@ class Program:
             m = w.pending if mask is None else mask  # any int32 [E] array: unread when use_mask is 0
             threads, per = env_loop.shape(dev, E)
             wp.launch(_begin, threads, inputs=[per, m, use_mask], outputs=[w.pending, w.attempt, w.run], device=dev)
-            if (capturing and exec_modes.conditional_allowed(dev)) or (not capturing and dev.is_cpu):
+            if exec_modes.conditional_now(dev):
                 wp.capture_while(w.run, while_body=self._round)
             else:
                 # the fixed bound: where a recording cannot hold a conditional node, and eagerly
