@@ -144,8 +144,8 @@ def test_a_plugin_program_stages_every_field():
                    registry=reg, seeds=0)
     in_place = build(presets.track(num_envs=E, device=DEV), seeds=0)
     assert staged._ctx.in_place == frozenset()
-    assert in_place._ctx.in_place == frozenset(pipeline.stages.track.TRACK.in_place_fields)
-    for name in pipeline.stages.track.TRACK.commit_reads:
+    assert in_place._ctx.in_place == frozenset(pipeline.stages.track_family.TRACK.in_place_fields)
+    for name in pipeline.stages.track_family.TRACK.commit_reads:
         assert staged._ctx.fields[name] is not getattr(staged.result, name)
         assert in_place._ctx.fields[name] is getattr(in_place.result, name)
 

@@ -127,3 +127,14 @@ def test_readme_layout_lists_every_module_in_its_layer():
     wrong = {path: (layer, LAYERS[path.split("/")[0].removesuffix(".py")]) for path, layer in listed.items()
              if layer != LAYERS[path.split("/")[0].removesuffix(".py")]}
     assert not wrong, f"README's Layout puts these modules under another layer than LAYERS (README, LAYERS): {wrong}"
+
+
+@pytest.mark.parametrize("rel,path", list(_modules()), ids=lambda v: str(v) if isinstance(v, Path) else "")
+def test_no_private_name_is_imported_from_another_module(rel, path):
+    """A name with a leading underscore is its module's own: another module that needs it
+    needs a public name (a module imported under a private alias is fine)."""
+    tree = ast.parse(path.read_text())
+    private = [f"line {node.lineno}: {alias.name}" for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and _target(rel, node)
+               for alias in node.names if alias.name.startswith("_") and alias.name != "__version__"]
+    assert not private, f"{rel} imports private names of other modules: {private}"

@@ -19,7 +19,7 @@ import warp as wp
 from trackgen_env import TrackGenConfig, TrackGenerator
 from trackgen_env.envs.track import TrackVectorEnv
 from trackgen_env.pipeline import Registry, Stage, build, presets
-from trackgen_env.pipeline.stages.track import flat_loop_bound
+from trackgen_env.pipeline.stages.track_curves import flat_loop_bound
 
 TARGET = 16 * 1024  # [B] per env
 _POINT_FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width")

@@ -10,7 +10,7 @@ import warp as wp
 
 from trackgen_env import env_loop
 from trackgen_env.pipeline import build, presets
-from trackgen_env.pipeline.stages import track, track_checks
+from trackgen_env.pipeline.stages import track, track_checks, track_curves
 
 DEV = "cpu"
 STRIDE = wp.constant(8)
@@ -201,11 +201,11 @@ def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
     resample = program._stages[stages.index("resample")]
     rows = []
     for lanes in (1, 7):
-        for name in track._POINT_FIELDS:
+        for name in track.POINT_FIELDS:
             ctx.fields[name].fill_(-1.0)
         resample.lanes = lanes
         resample.enqueue(ctx, ctx.pending)
-        rows.append([ctx.fields[name].numpy().tobytes() for name in track._POINT_FIELDS])
+        rows.append([ctx.fields[name].numpy().tobytes() for name in track.POINT_FIELDS])
     assert rows[0] == rows[1]
     assert np.all(ctx.fields["num_points"].numpy() > 8)
 
@@ -214,8 +214,8 @@ def test_the_resampling_by_point_lanes_gives_the_one_lane_bytes(source):
 def _both_evaluations(ctrl: wp.array(dtype=wp.vec3), samples: int, kind: int, weights: wp.array2d(dtype=wp.vec4),
                       tabled: wp.array2d(dtype=wp.vec3), direct: wp.array2d(dtype=wp.vec3)):
     i = wp.tid()
-    a, b, c = track._dense_sample(ctrl[0], ctrl[1], ctrl[2], ctrl[3], i, samples, kind, weights)
-    x, y, z = track._curve(ctrl[0], ctrl[1], ctrl[2], ctrl[3], float(i) / float(samples), kind)
+    a, b, c = track_curves.dense_sample(ctrl[0], ctrl[1], ctrl[2], ctrl[3], i, samples, kind, weights)
+    x, y, z = track_curves.curve(ctrl[0], ctrl[1], ctrl[2], ctrl[3], float(i) / float(samples), kind)
     tabled[i, 0] = a
     tabled[i, 1] = b
     tabled[i, 2] = c
@@ -232,7 +232,7 @@ def test_a_dense_sample_from_the_weight_table_is_the_curve_at_i_over_samples(sou
     program = build(presets.track(num_envs=1, device=DEV, source=source, max_input_points=inputs), seeds=0,
                     prepare=False)
     spline = next(s for s in program._stages if s.name == "spline")
-    kind = int(track._BSPLINE if source == "procedural" else track._CATMULL_ROM)
+    kind = int(track_curves.BSPLINE if source == "procedural" else track_curves.CATMULL_ROM)
     rng = np.random.default_rng(4)
     for _ in range(5):
         ctrl = wp.array(rng.normal(0.0, 3.0, (4, 3)).astype(np.float32), dtype=wp.vec3, device=DEV)

@@ -8,7 +8,7 @@ import numpy as np
 import warp as wp
 
 from trackgen_env.pipeline import build, presets
-from trackgen_env.pipeline.stages import track
+from trackgen_env.pipeline.stages import track, track_curves
 
 DEV = "cpu"
 
@@ -27,7 +27,7 @@ def test_a_draw_with_a_tight_knot_is_rejected_before_its_table():
         stages[name].enqueue(ctx, ctx.pending)
     f, s = ctx.fields, ctx.settings
     full = wp.ones(E, dtype=wp.int32, device=DEV)
-    wp.launch(track._spline_bend, (E, 1), inputs=[ctx.pending, f["ctrl"], f["ctrl_count"], int(track._BSPLINE),
+    wp.launch(track._spline_bend, (E, 1), inputs=[ctx.pending, f["ctrl"], f["ctrl_count"], int(track_curves.BSPLINE),
                                                   stages["spline"].samples, stages["spline"].weights, 1, f["ctrl_hw"],
                                                   s["min_turn_radius_factor"]], outputs=[full], device=DEV)
     # the knot samples alone (t = 0), evaluated on the host with the curve's B-spline formula

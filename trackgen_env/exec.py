@@ -23,7 +23,8 @@ import warp as wp
 
 from .capture import CaptureError
 
-__all__ = ["unconditional", "conditional_allowed", "conditional_now", "when_any", "registered", "Registration", "any_set"]
+__all__ = ["unconditional", "conditional_allowed", "conditional_now", "when_any", "registered", "Registration",
+           "any_set"]
 
 wp.set_module_options({"enable_backward": False})
 

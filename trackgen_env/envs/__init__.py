@@ -15,7 +15,7 @@ from .track import TrackVectorEnv
 __all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "TrackEnv", "GatesEnv", "ShardedVectorEnv"]
 
 #: id -> (entry_point, vector_entry_point)
-_ENVS = {
+ENTRY_POINTS = {
     "TrackGen-Track-v0": ("trackgen_env.envs.single:TrackEnv", "trackgen_env.envs.track:TrackVectorEnv"),
     "TrackGen-Gates-v0": ("trackgen_env.envs.single:GatesEnv", "trackgen_env.envs.gates:GatesVectorEnv"),
 }
@@ -23,6 +23,6 @@ _ENVS = {
 
 def register_envs() -> None:
     """Register the envs with Gymnasium (idempotent)."""
-    for env_id, (entry_point, vector_entry_point) in _ENVS.items():
+    for env_id, (entry_point, vector_entry_point) in ENTRY_POINTS.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point)

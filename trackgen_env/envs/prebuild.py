@@ -21,7 +21,7 @@ import gymnasium
 import numpy as np
 
 from .. import kernel_cache
-from . import _ENVS, register_envs
+from . import ENTRY_POINTS, register_envs
 from .controllers import CourseLinePilot
 
 __all__ = ["build", "compile_envs"]
@@ -31,7 +31,7 @@ __all__ = ["build", "compile_envs"]
 _PILOTS = {"TrackGen-Gates-v0": CourseLinePilot}
 
 
-def compile_envs(env_ids: tuple[str, ...] = tuple(_ENVS), num_envs: int = 2) -> None:
+def compile_envs(env_ids: tuple[str, ...] = tuple(ENTRY_POINTS), num_envs: int = 2) -> None:
     """Construct, reset and step each env of ``env_ids`` (registered ids) once on the CPU, with its
     reference controller where that has kernels (compiles what they launch)."""
     register_envs()
@@ -43,7 +43,8 @@ def compile_envs(env_ids: tuple[str, ...] = tuple(_ENVS), num_envs: int = 2) -> 
         env.close()
 
 
-def build(target: str | os.PathLike = kernel_cache.PREBUILT_DIR, env_ids: tuple[str, ...] = tuple(_ENVS)) -> list[str]:
+def build(target: str | os.PathLike = kernel_cache.PREBUILT_DIR,
+          env_ids: tuple[str, ...] = tuple(ENTRY_POINTS)) -> list[str]:
     """Compile the CPU kernels of the envs ``env_ids`` (default: every registered env) in a child
     process on an empty kernel cache and store them under ``target`` (:func:`trackgen_env.kernel_cache.store`).
 

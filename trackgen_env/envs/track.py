@@ -16,7 +16,7 @@ from ..generators.track import TrackGenConfig, TrackGenerator
 from ..generators.centerline_io import check_centerline
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
-from ..pipeline.stages.track import TRACK
+from ..pipeline.stages.track_family import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model

@@ -1,6 +1,6 @@
 """``GateGenConfig``: the validated configuration of the gate-course family.
 
-Its checks and fit rules are the gate family's (``pipeline.stages.gates.check_gates``),
+Its checks and fit rules are the gate family's (``pipeline.stages.gates_family.check_gates``),
 which ``presets.gates`` and ``pipeline.build`` use too; ``to_spec`` compiles it to a spec.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..pipeline import PipelineSpec, presets
-from ..pipeline.stages.gates import GATES_DEFAULTS, check_gates, spec_fields
+from ..pipeline.stages.gates_family import GATES_DEFAULTS, check_gates, spec_fields
 
 __all__ = ["GateGenConfig"]
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..pipeline import PipelineSpec, Program
-from ..pipeline.stages.track import MAX_POINTS
+from ..pipeline.stages.track_family import MAX_POINTS
 from .centerline_io import check_centerline, spline_rows
 from .track_config import TrackGenConfig
 

@@ -1,6 +1,6 @@
 """``TrackGenConfig``: the validated configuration of the closed-track family.
 
-Its checks are the track family's (``pipeline.stages.track.check_track``), which
+Its checks are the track family's (``pipeline.stages.track_family.check_track``), which
 ``presets.track`` and ``pipeline.build`` use too; ``to_spec`` compiles it to a spec.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..pipeline import PipelineSpec, presets
-from ..pipeline.stages.track import TRACK, TRACK_DEFAULTS, check_track, spec_fields
+from ..pipeline.stages.track_family import TRACK, TRACK_DEFAULTS, check_track, spec_fields
 
 __all__ = ["TrackGenConfig"]
 
@@ -70,7 +70,7 @@ class TrackGenConfig:
         max_points: centreline capacity ``P``, in [8, 65536]; default
             ``ceil(max_loop_length / point_spacing) + 2``, and for a flat procedural track at
             most ``ceil(L / point_spacing) + 2`` with ``L`` the longest loop the layout draws at
-            the construction values (``pipeline.stages.track.flat_loop_bound``: 24.9 m at the
+            the construction values (``pipeline.stages.track_curves.flat_loop_bound``: 24.9 m at the
             defaults, where the longest of 100,000 loops is 21.3 m; P = 251). A curriculum
             that later lowers ``radius_jitter`` (rounder loops), moves ``width`` far from it or
             grows ``size`` (longer loops) builds for its final values or passes ``max_points``.

@@ -1,7 +1,7 @@
 """Presets: a config's keyword arguments in, a :class:`PipelineSpec` out.
 
 The keyword arguments are the fields of ``TrackGenConfig`` / ``GateGenConfig`` (checked by
-the same rules, ``stages.track.check_track`` / ``stages.gates.check_gates``).
+the same rules, ``stages.track_family.check_track`` / ``stages.gates_family.check_gates``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from .spec import PipelineSpec
 from .stage import check_ordered
 from .stages import circuit as _circuit
 from .stages import gates as _gates
+from .stages import gates_family as _gates_family
 from .stages import track as _track
+from .stages import track_family as _track_family
 
 __all__ = ["track", "gates", "circuit", "CIRCUIT_STAGES"]
 
@@ -27,17 +29,18 @@ def track(**kwargs) -> PipelineSpec:
     Raises:
         TypeError / ValueError: an unknown or bad field (see ``TrackGenConfig``).
     """
-    unknown = sorted(set(kwargs) - set(_track.TRACK_DEFAULTS))
+    unknown = sorted(set(kwargs) - set(_track_family.TRACK_DEFAULTS))
     if unknown:
-        raise TypeError(f"presets.track() got unknown fields {unknown}; the fields are {list(_track.TRACK_DEFAULTS)}")
-    v = _track.check_track({**_track.TRACK_DEFAULTS, **kwargs})
-    settings = {k: v[k] for k in _track.SETTINGS}
+        raise TypeError(f"presets.track() got unknown fields {unknown}; "
+                        f"the fields are {list(_track_family.TRACK_DEFAULTS)}")
+    v = _track_family.check_track({**_track_family.TRACK_DEFAULTS, **kwargs})
+    settings = {k: v[k] for k in _track_family.SETTINGS}
     stages = _track.CENTERLINE_STAGES if v["source"] == "centerline" else _track.TRACK_STAGES
     if v["banking"] > 0.0:
         at = stages.index("resample") + 1
         stages = stages[:at] + ("banking",) + stages[at:]
     # the params of the stages present (a given centreline has no band or layout stage)
-    params = {name: v[field] for field, name in _track.TRACK_PARAMS.items() if name.split(".")[0] in stages}
+    params = {name: v[field] for field, name in _track_family.TRACK_PARAMS.items() if name.split(".")[0] in stages}
     if "layout" in stages:
         params["layout.num_turns"] = v["num_control_points"]  # every control point bends the loop
     return PipelineSpec("track", v["num_envs"], v["device"], settings, stages, params)
@@ -53,14 +56,15 @@ def gates(*, gate_width: float = 0.0, **kwargs) -> PipelineSpec:
         TypeError / ValueError: an unknown or bad field (see ``GateGenConfig``).
     """
     kwargs["gate_width"] = gate_width
-    unknown = sorted(set(kwargs) - set(_gates.GATES_DEFAULTS))
+    unknown = sorted(set(kwargs) - set(_gates_family.GATES_DEFAULTS))
     if unknown:
-        raise TypeError(f"presets.gates() got unknown fields {unknown}; the fields are {list(_gates.GATES_DEFAULTS)}")
-    v = _gates.check_gates({**_gates.GATES_DEFAULTS, **kwargs})
-    settings = {k: v[k] for k in _gates.SETTINGS}
+        raise TypeError(f"presets.gates() got unknown fields {unknown}; "
+                        f"the fields are {list(_gates_family.GATES_DEFAULTS)}")
+    v = _gates_family.check_gates({**_gates_family.GATES_DEFAULTS, **kwargs})
+    settings = {k: v[k] for k in _gates_family.SETTINGS}
     stages = _gates.GATE_STAGES if v["source"] == "procedural" else _gates.LAYOUT_STAGES
     # a given layout has no layout stage: only the openings are parameters
-    params = {name: v[field] for field, name in _gates.GATES_PARAMS.items() if name.split(".")[0] in stages}
+    params = {name: v[field] for field, name in _gates_family.GATES_PARAMS.items() if name.split(".")[0] in stages}
     return PipelineSpec("gates", v["num_envs"], v["device"], settings, stages, params)
 
 

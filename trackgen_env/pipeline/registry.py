@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 
 from .stage import Family, Param, Stage
-from .stages import banking, circuit, gates, given, track
+from .stages import banking, circuit, gates, gates_family, given, track, track_family
 
 __all__ = ["Registry", "default_registry", "registry_or_default", "FAMILIES", "is_builtin"]
 
 #: the built-in families by name
-FAMILIES: dict[str, Family] = {"track": track.TRACK, "gates": gates.GATES}
+FAMILIES: dict[str, Family] = {"track": track_family.TRACK, "gates": gates_family.GATES}
 
 _BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start, banking.Banking,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,

@@ -225,7 +225,7 @@ class Stage:
 class Family:
     """What a course family adds around its stages: its result, capacities, commit and settings.
 
-    The built-ins are ``stages.track.TRACK`` and ``stages.gates.GATES``.
+    The built-ins are ``stages.track_family.TRACK`` and ``stages.gates_family.GATES``.
 
     Attributes:
         name: ``"track"`` / ``"gates"``.

@@ -1,6 +1,9 @@
 """The built-in stages, one module per family (``track``, ``gates``), the given courses' (``given``),
-the circuit-like track layout (``circuit``) and the track's optional ``banking``."""
+the circuit-like track layout (``circuit``) and the track's optional ``banking``; the track family's
+curve math (``track_curves``), self-intersection checks (``track_checks``) and result, commit and
+settings (``track_family``), and the gate family's (``gates_family``)."""
 
-from . import banking, circuit, gates, given, track
+from . import banking, circuit, gates, gates_family, given, track, track_checks, track_curves, track_family
 
-__all__ = ["track", "gates", "given", "circuit", "banking"]
+__all__ = ["track", "track_curves", "track_checks", "track_family", "gates", "gates_family", "given", "circuit",
+           "banking"]

@@ -20,15 +20,10 @@ all are built-ins: ``Program``). A given centreline
 (source ``"centerline"``, ``stages.given.CenterlineInput``) replaces band and layout, and
 draws nothing.
 
-Procedural tracks are periodic uniform cubic B-splines through jittered control points
-around the centre (the curve lies in the control points' convex hull, so it stays inside
-the course square); a given centreline is interpolated by a uniform Catmull-Rom spline,
-which passes through every given point. Curve formulas: Catmull & Rom (1974); de Boor,
-*A Practical Guide to Splines* (1978). Arc-length resampling inverts the cumulative chord
-length of a dense sampling of the spline.
-
-The settings and their checks (``check_track``) are the ones ``TrackGenConfig``
-documents; ``track_spec`` compiles them to a :class:`~trackgen_env.pipeline.spec.PipelineSpec`.
+The curves (B-spline, Catmull-Rom) and the layout's loop geometry are in ``track_curves``;
+arc-length resampling inverts the cumulative chord length of a dense sampling of the
+spline. The family (its result, the commit, the settings ``TrackGenConfig`` documents and
+their checks) is ``track_family``.
 """
 
 from __future__ import annotations
@@ -39,128 +34,29 @@ import numpy as np
 import warp as wp
 
 from ... import env_loop
-from ...checks import check_float, check_int, refused_env, first_bad, resolve_device
-from ...polyline import TWO_PI, X_AXIS, Y_AXIS, wrapped_point, yaw_quat
+from ...checks import first_bad, refused_env
+from ...polyline import TWO_PI, wrapped_point, yaw_quat
 from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
-from ...types import TrackLayout, TrackResult
-from ..stage import Family, Param, Stage, check_settings
-from .banking import MAX_BANK, Banking
+from ..stage import Param, Stage
 from .track_checks import Checks
+from .track_curves import (BSPLINE, CATMULL_ROM, DENSE_SAMPLES, REF_CONTROL_POINTS, curve, dense_sample, dense_weights,
+                           flat_loop_bound, layout_depth, segment_t)
 
-__all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK", "TRACK_STAGES", "CENTERLINE_STAGES",
-           "TRACK_DEFAULTS", "check_track", "SETTINGS", "TRACK_PARAMS", "spec_fields", "MAX_POINTS"]
+__all__ = ["Band", "Layout", "Spline", "Resample", "Checks", "Start", "TRACK_STAGES", "CENTERLINE_STAGES",
+           "POINT_FIELDS"]
 
 wp.set_module_options({"enable_backward": False})
-
-MAX_POINTS = 1 << 16  # the largest centreline capacity
-MAX_CONTROL_POINTS = 4096  # the most control points of a spec (a config: 20)
 
 # Stage names in execution order, of a procedural track and of a given centreline.
 TRACK_STAGES = ("band", "layout", "spline", "resample", "checks", "start")
 CENTERLINE_STAGES = ("centerline", "spline", "resample", "start")
 # a banked track (banking > 0) runs "banking" after "resample" (stages.banking)
 
-# Dense spline samples per control segment (the arc-length table), per source: powers of two,
-# so that a segment parameter x / samples is the exact product x * (1 / samples) (_segment_t).
-_DENSE_SAMPLES = {"procedural": 32, "centerline": 4}
-assert all(n & (n - 1) == 0 for n in _DENSE_SAMPLES.values())
-
-
-_BSPLINE = wp.constant(0)
-_CATMULL_ROM = wp.constant(1)
 _STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)  # + attempt: the layout stage's streams
 _HILLS = wp.constant(68)  # first random index of the height profile (past 8 + 3 * 20 control-point draws)
 
 
-# --- curve evaluation --------------------------------------------------------------------
-@wp.func
-def _bspline_weights(t: float):
-    """The uniform cubic B-spline's basis weights at ``t`` of the position (times 6), the first
-    derivative (times 2) and the second derivative, as three ``vec4`` (one per control point)."""
-    t2 = t * t
-    t3 = t2 * t
-    return (wp.vec4((1.0 - t) * (1.0 - t) * (1.0 - t), 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0,
-                    t3),
-            wp.vec4(-(1.0 - t) * (1.0 - t), 3.0 * t2 - 4.0 * t, -3.0 * t2 + 2.0 * t + 1.0, t2),
-            wp.vec4(1.0 - t, 3.0 * t - 2.0, -3.0 * t + 1.0, t))
-
-
-@wp.func
-def _bspline(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, w_pos: wp.vec4, w_d1: wp.vec4, w_d2: wp.vec4):
-    """Position, first and second derivative of a B-spline segment from its basis weights."""
-    s = 1.0 / 6.0
-    pos = s * (w_pos[0] * p0 + w_pos[1] * p1 + w_pos[2] * p2 + w_pos[3] * p3)
-    d1 = 0.5 * (w_d1[0] * p0 + w_d1[1] * p1 + w_d1[2] * p2 + w_d1[3] * p3)
-    d2 = w_d2[0] * p0 + w_d2[1] * p1 + w_d2[2] * p2 + w_d2[3] * p3
-    return pos, d1, d2
-
-
-@wp.func
-def _curve(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, t: float, kind: int):
-    """Position, first and second derivative (per unit t) of one spline segment."""
-    if kind == _BSPLINE:
-        w_pos, w_d1, w_d2 = _bspline_weights(t)
-        return _bspline(p0, p1, p2, p3, w_pos, w_d1, w_d2)
-    t2 = t * t
-    t3 = t2 * t
-    a = -p0 + p2
-    b = 2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3
-    c = -p0 + 3.0 * p1 - 3.0 * p2 + p3
-    pos = 0.5 * (2.0 * p1 + a * t + b * t2 + c * t3)
-    d1 = 0.5 * (a + 2.0 * b * t + 3.0 * c * t2)
-    d2 = 0.5 * (2.0 * b + 6.0 * c * t)
-    return pos, d1, d2
-
-
-@wp.func
-def _segment_t(x: float, samples: int) -> float:
-    """``x / samples``, the segment parameter of dense sample position ``x``, as a product:
-    exact (the same float) for a power of two ``samples``, and no division per sample."""
-    return x * (1.0 / float(samples))
-
-
-@wp.func
-def _dense_sample(p0: wp.vec3, p1: wp.vec3, p2: wp.vec3, p3: wp.vec3, i: int, samples: int, kind: int,
-                  weights: wp.array2d(dtype=wp.vec4)):
-    """``_curve`` at dense sample ``i`` of a segment (t = i / samples): a B-spline's basis
-    weights there are the same for every segment and env, so they are read from
-    ``weights[i]`` (``_dense_weights``: the same floats as ``_bspline_weights``)."""
-    if kind == _BSPLINE:
-        return _bspline(p0, p1, p2, p3, weights[i, 0], weights[i, 1], weights[i, 2])
-    return _curve(p0, p1, p2, p3, _segment_t(float(i), samples), kind)
-
-
-@wp.kernel
-def _dense_weights(samples: int, weights: wp.array2d(dtype=wp.vec4)):
-    i = wp.tid()
-    w_pos, w_d1, w_d2 = _bspline_weights(_segment_t(float(i), samples))
-    weights[i, 0] = w_pos
-    weights[i, 1] = w_d1
-    weights[i, 2] = w_d2
-
-
 # --- kernels -----------------------------------------------------------------------------
-# The layout adapts to the band: the defaults (a 0.8 m band in a 10 m square, turn radius
-# >= 2 half widths, 12 control points) draw their shapes unchanged; a wider band, a smaller
-# square or a larger turn-radius factor (a tighter ratio q = min turn radius / loop radius)
-# draws shallower lobes, and more control points draw less per-point noise, so that the
-# same share of draws passes the checks whatever the documented values.
-_REF_CONTROL_POINTS = wp.constant(12.0)
-_REF_TURN_RATIO = wp.constant(0.8 / 4.6)  # q of the defaults: 2 * 0.4 m over (5 - 0.4) m
-_DEPTH_EXP = wp.constant(1.5)  # measured: the lowest power of those tried (1, 1.5, 2) that keeps >= 99 % valid
-
-
-@wp.func
-def _layout_depth(radius_jitter: float, min_turn_radius: float, r_outer: float) -> float:
-    """Depth of the radial profile: ``radius_jitter`` up to the defaults' ratio q, beyond it
-    the depth whose innermost radius ``r_outer (1 - depth)`` grows as ``(q / q_ref)^1.5``
-    (0 from q = 0.39 on with the default jitter: a round loop)."""
-    q = min_turn_radius / wp.max(r_outer, 1.0e-9)
-    if q <= _REF_TURN_RATIO:
-        return radius_jitter
-    return wp.clamp(1.0 - (1.0 - radius_jitter) * wp.pow(q / _REF_TURN_RATIO, _DEPTH_EXP), 0.0, radius_jitter)
-
-
 @wp.kernel
 def _layout(
     envs_per_thread: int,
@@ -192,9 +88,9 @@ def _layout(
         num_ctrl = wp.clamp(int(wp.floor(num_turns[e])), 4, capacity)
         hw = ctrl_hw[e, 0]
         r_outer = 0.5 * size[e] - hw
-        depth = _layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
+        depth = layout_depth(radius_jitter[e], min_turn_radius_factor * hw, r_outer)
         # per-point noise of a fine loop: its wiggles bend as (noise / control spacing)^2
-        noise = 0.2 * wp.min(1.0, (_REF_CONTROL_POINTS / float(num_ctrl)) * (_REF_CONTROL_POINTS / float(num_ctrl)))
+        noise = 0.2 * wp.min(1.0, (REF_CONTROL_POINTS / float(num_ctrl)) * (REF_CONTROL_POINTS / float(num_ctrl)))
         phase = TWO_PI * uniform(key, 0)
         direction = 1.0
         if uniform(key, 1) < 0.5:
@@ -264,7 +160,7 @@ def _bends_at_a_knot(ctrl: wp.array2d(dtype=wp.vec3), e: int, n: int, kind: int,
     if min_turn_radius_factor <= 0.0:
         return False  # no sample can fail the bound
     for k in range(n):
-        pos, d1, d2 = _dense_sample(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n),
+        pos, d1, d2 = dense_sample(wrapped_point(ctrl, e, k - 1, n), wrapped_point(ctrl, e, k, n),
                                     wrapped_point(ctrl, e, k + 1, n), wrapped_point(ctrl, e, k + 2, n), 0, samples,
                                     kind,
                                     weights)
@@ -348,7 +244,7 @@ def _spline_table(
             # (0 turns the check off): most rejected draws stop before the resampling
             limit = min_turn_radius_factor * ctrl_hw[e, k]
             for i in range(samples):
-                pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
+                pos, d1, d2 = dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
                 d = k * samples + i
                 if d > 0:
                     total = total + wp.length(pos - prev)
@@ -363,7 +259,7 @@ def _spline_table(
                 break
         if redraw != 0:
             continue
-        pos0, d10, d20 = _dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n),
+        pos0, d10, d20 = dense_sample(wrapped_point(ctrl, e, -1, n), wrapped_point(ctrl, e, 0, n),
                                        wrapped_point(ctrl, e, 1, n),
                                        wrapped_point(ctrl, e, 2, n), 0, samples, kind, weights)
         total = total + wp.length(pos0 - prev)
@@ -400,7 +296,7 @@ def _spline_bend(
         p3 = wrapped_point(ctrl, e, k + 2, n)
         limit = min_turn_radius_factor * ctrl_hw[e, k]
         for i in range(samples):
-            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
+            pos, d1, d2 = dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
             if _bends_tighter(d1, d2, limit):
                 ok[e] = 0
                 return
@@ -438,9 +334,9 @@ def _spline_chords(
         p2 = wrapped_point(ctrl, e, k + 1, n)
         p3 = wrapped_point(ctrl, e, k + 2, n)
         # the last sample of the segment before
-        prev, d1, d2 = _dense_sample(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, samples - 1, samples, kind, weights)
+        prev, d1, d2 = dense_sample(wrapped_point(ctrl, e, k - 2, n), p0, p1, p2, samples - 1, samples, kind, weights)
         for i in range(samples):
-            pos, d1, d2 = _dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
+            pos, d1, d2 = dense_sample(p0, p1, p2, p3, i, samples, kind, weights)
             d = k * samples + i
             if d == 0:
                 d = last
@@ -570,10 +466,10 @@ def _resample(
                     p1 = wrapped_point(ctrl, e, k, n)
                     p2 = wrapped_point(ctrl, e, k + 1, n)
                     p3 = wrapped_point(ctrl, e, k + 2, n)
-                t = _segment_t(float(lo - first) + frac, samples)
+                t = segment_t(float(lo - first) + frac, samples)
                 d1 = wp.vec3()
                 d2 = wp.vec3()
-                pos, d1, d2 = _curve(p0, p1, p2, p3, t, kind)
+                pos, d1, d2 = curve(p0, p1, p2, p3, t, kind)
                 speed_xy = wp.sqrt(d1[0] * d1[0] + d1[1] * d1[1])
                 tan = wp.normalize(d1)
                 left = wp.vec3(0.0, 0.0, 0.0)
@@ -581,7 +477,7 @@ def _resample(
                 if speed_xy > 0.0:
                     left = wp.vec3(-d1[1], d1[0], 0.0) / speed_xy
                     kappa = (d1[0] * d2[1] - d1[1] * d2[0]) / (speed_xy * speed_xy * speed_xy)
-                if kind == _BSPLINE:
+                if kind == BSPLINE:
                     hw = ctrl_hw[e, 0]
                 else:
                     hw = (1.0 - t) * ctrl_hw[e, k % n] + t * ctrl_hw[e, (k + 1) % n]
@@ -644,120 +540,6 @@ def _band(
         hw = 0.5 * width[e]
         for k in range(ctrl_hw.shape[1]):
             ctrl_hw[e, k] = hw
-
-
-@wp.func
-def _degenerate_row(
-    e: int,
-    j: int,
-    centerline: wp.array2d(dtype=wp.vec3),
-    tangent: wp.array2d(dtype=wp.vec3),
-    normal: wp.array2d(dtype=wp.vec3),
-    arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
-    half_width: wp.array2d(dtype=float),
-):
-    """Row ``j`` of env ``e`` where nothing usable was drawn: a degenerate, invalid track at the origin."""
-    centerline[e, j] = wp.vec3()
-    tangent[e, j] = X_AXIS
-    normal[e, j] = Y_AXIS
-    arc_length[e, j] = 0.0
-    curvature[e, j] = 0.0
-    half_width[e, j] = 0.0
-
-
-@wp.kernel
-def _commit(
-    envs_per_thread: int,
-    mask: wp.array(dtype=wp.int32),
-    use_mask: int,
-    lanes: int,
-    # staged
-    s_centerline: wp.array2d(dtype=wp.vec3),
-    s_tangent: wp.array2d(dtype=wp.vec3),
-    s_normal: wp.array2d(dtype=wp.vec3),
-    s_arc_length: wp.array2d(dtype=float),
-    s_curvature: wp.array2d(dtype=float),
-    s_half_width: wp.array2d(dtype=float),
-    s_num_points: wp.array(dtype=wp.int32),
-    s_loop_length: wp.array(dtype=float),
-    s_start_position: wp.array(dtype=wp.vec3),
-    s_start_orientation: wp.array(dtype=wp.quat),
-    s_valid: wp.array(dtype=wp.int32),
-    # committed
-    centerline: wp.array2d(dtype=wp.vec3),
-    tangent: wp.array2d(dtype=wp.vec3),
-    normal: wp.array2d(dtype=wp.vec3),
-    arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
-    half_width: wp.array2d(dtype=float),
-    num_points: wp.array(dtype=wp.int32),
-    loop_length: wp.array(dtype=float),
-    start_position: wp.array(dtype=wp.vec3),
-    start_orientation: wp.array(dtype=wp.quat),
-    valid: wp.array(dtype=wp.int32),
-    generation: wp.array(dtype=wp.int32),
-):
-    thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, valid.shape[0])):
-        if use_mask != 0 and mask[e] == 0:
-            continue
-        count = s_num_points[e]
-        ok = s_valid[e]
-        if count < 1:
-            ok = 0
-        for j in range(lane, centerline.shape[1], lanes):
-            if count < 1:
-                _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
-            else:
-                centerline[e, j] = s_centerline[e, j]
-                tangent[e, j] = s_tangent[e, j]
-                normal[e, j] = s_normal[e, j]
-                arc_length[e, j] = s_arc_length[e, j]
-                curvature[e, j] = s_curvature[e, j]
-                half_width[e, j] = s_half_width[e, j]
-        if lane == 0:
-            num_points[e] = wp.max(count, 0)
-            loop_length[e] = s_loop_length[e]
-            valid[e] = ok
-            generation[e] = generation[e] + 1
-            start_position[e] = s_start_position[e]
-            start_orientation[e] = s_start_orientation[e]
-
-
-@wp.kernel
-def _commit_in_place(
-    envs_per_thread: int,
-    mask: wp.array(dtype=wp.int32),
-    use_mask: int,
-    lanes: int,
-    s_valid: wp.array(dtype=wp.int32),
-    # committed (the stages wrote the rows in place)
-    centerline: wp.array2d(dtype=wp.vec3),
-    tangent: wp.array2d(dtype=wp.vec3),
-    normal: wp.array2d(dtype=wp.vec3),
-    arc_length: wp.array2d(dtype=float),
-    curvature: wp.array2d(dtype=float),
-    half_width: wp.array2d(dtype=float),
-    num_points: wp.array(dtype=wp.int32),
-    valid: wp.array(dtype=wp.int32),
-    generation: wp.array(dtype=wp.int32),
-):
-    thread, lane = wp.tid()
-    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, valid.shape[0])):
-        if use_mask != 0 and mask[e] == 0:
-            continue
-        count = num_points[e]
-        if count < 1:
-            for j in range(lane, centerline.shape[1], lanes):
-                _degenerate_row(e, j, centerline, tangent, normal, arc_length, curvature, half_width)
-        if lane == 0:
-            ok = s_valid[e]
-            if count < 1:
-                ok = 0
-                num_points[e] = 0  # every lane read count before: each wrote its rows of the same case
-            valid[e] = ok
-            generation[e] = generation[e] + 1
 
 
 # --- the stages ----------------------------------------------------------------------------
@@ -921,20 +703,6 @@ def _loop_has_room(params, settings):
     return check
 
 
-def check_num_turns(spec) -> None:
-    """Refuse a ``"layout.num_turns"`` construction value or randomize range beyond the
-    ``num_control_points`` capacity (values are floored: below ``capacity + 1``).
-
-    Raises:
-        ValueError: naming the value and the capacity.
-    """
-    name, capacity = "layout.num_turns", spec.settings["num_control_points"]
-    # as the float32 array holds it: 12.9999999 is stored (and drawn) as 13
-    if name in spec.params and np.float32(spec.construction_value(name, "hi")) >= capacity + 1:
-        raise ValueError(f"stage 'layout': {name} (construction value or randomize hi) must be < num_control_points "
-                         f"+ 1 = {capacity + 1} (the capacity, floored), got {spec.construction_value(name, 'hi')}")
-
-
 def _procedural(ctx) -> bool:
     return ctx.settings["source"] == "procedural"
 
@@ -948,11 +716,11 @@ class Spline(Stage):
     writes = ("table", "loop_length", "num_points")
 
     def allocate(self, ctx):
-        self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
+        self.samples = DENSE_SAMPLES[ctx.settings["source"]]
         dense = ctx.fields["ctrl"].shape[1] * self.samples
         # the B-spline basis weights of the dense samples (the same for every segment and env)
         self.weights = wp.empty((self.samples, 3), dtype=wp.vec4, device=ctx.device)
-        wp.launch(_dense_weights, self.samples, inputs=[self.samples], outputs=[self.weights], device=ctx.device)
+        wp.launch(dense_weights, self.samples, inputs=[self.samples], outputs=[self.weights], device=ctx.device)
         wp.synchronize_device(ctx.device)  # written before any stream of the program reads it
         ctx.field("table", (_e(ctx), dense + 1), float)
         ctx.field("loop_length", _e(ctx), float)
@@ -961,7 +729,7 @@ class Spline(Stage):
 
     def enqueue(self, ctx, pending):
         f, s, proc = ctx.fields, ctx.settings, _procedural(ctx)
-        kind = int(_BSPLINE if proc else _CATMULL_ROM)
+        kind = int(BSPLINE if proc else CATMULL_ROM)
         factor = s["min_turn_radius_factor"] if proc else 0.0
         E, L = _e(ctx), self.lanes
         if L == 1:
@@ -993,7 +761,7 @@ class Spline(Stage):
         )
 
 
-_POINT_FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width")
+POINT_FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width")
 
 
 class Resample(Stage):
@@ -1001,25 +769,25 @@ class Resample(Stage):
 
     name, family = "resample", "track"
     reads = ("ctrl", "ctrl_hw", "ctrl_count", "table", "loop_length", "num_points")
-    writes = _POINT_FIELDS
+    writes = POINT_FIELDS
 
     def allocate(self, ctx):
         shape = (_e(ctx), ctx.settings["max_points"])
-        for name in _POINT_FIELDS:
+        for name in POINT_FIELDS:
             ctx.field(name, shape, wp.vec3 if name in ("centerline", "tangent", "normal") else float)
-        self.samples = _DENSE_SAMPLES[ctx.settings["source"]]
+        self.samples = DENSE_SAMPLES[ctx.settings["source"]]
         self.lanes = env_loop.lanes(ctx.device, shape[1])
 
     def enqueue(self, ctx, pending):
         f = ctx.fields
-        kind = _BSPLINE if _procedural(ctx) else _CATMULL_ROM
+        kind = BSPLINE if _procedural(ctx) else CATMULL_ROM
         threads, per = env_loop.shape(ctx.device, _e(ctx))
         self.launch(
             _resample, (threads, self.lanes),
             inputs=[per, pending, ctx.pending_envs, ctx.num_pending, f["ctrl"], f["ctrl_hw"], f["ctrl_count"],
                     int(kind), self.samples, self.lanes,
                     ctx.max_retries, ctx.attempt, ctx.ok, f["table"], f["loop_length"], f["num_points"]],
-            outputs=[f[name] for name in _POINT_FIELDS], device=ctx.device,
+            outputs=[f[name] for name in POINT_FIELDS], device=ctx.device,
         )
 
 
@@ -1042,194 +810,3 @@ class Start(Stage):
                             f["num_points"],
                                              f["centerline"], f["tangent"]],
                     outputs=[f["start_position"], f["start_orientation"]], device=ctx.device)
-
-
-# --- the family: result, commit, settings ----------------------------------------------------
-_RESULT = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points", "loop_length",
-           "start_position", "start_orientation", "valid", "generation")
-
-
-class _Track(Family):
-    name, config_name = "track", "TrackGenConfig"
-    commit_reads = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points",
-                    "loop_length", "start_position", "start_orientation")
-    in_place_fields = commit_reads
-
-    def check(self, spec):
-        check_settings(spec, SETTINGS)
-        check_track(spec_fields(spec), fit=False)
-        check_num_turns(spec)
-
-    def result_fields(self, spec):
-        E, P = spec.num_envs, spec.settings["max_points"]
-        per_point = {n: ((E, P), wp.vec3 if n in ("centerline", "tangent", "normal") else wp.float32, "zeros")
-                     for n in _POINT_FIELDS}
-        return {**per_point, "num_points": ((E,), wp.int32, "zeros"), "loop_length": ((E,), wp.float32, "zeros"),
-                "start_position": ((E,), wp.vec3, "zeros"), "start_orientation": ((E,), wp.quat, "identity"),
-                "valid": ((E,), wp.int32, "zeros"), "generation": ((E,), wp.int32, "zeros")}
-
-    def make_result(self, arrays):
-        return TrackResult(**{n: arrays[n] for n in _RESULT})
-
-    def layout(self, spec):
-        s = spec.settings
-        elevated = "layout.elevation" in spec.params and spec.construction_value("layout.elevation", "hi") > 0
-        declared = None
-        if not elevated and s["source"] == "procedural":
-            # a loop of more than max_points points is rejected too: count = round(length / spacing)
-            declared = min(s["max_loop_length"], (s["max_points"] + 0.5) * s["point_spacing"])
-        return TrackLayout(num_envs=spec.num_envs, max_points=s["max_points"], max_loop_length=declared)
-
-    def commit(self, ctx, result, mask, use_mask):
-        f, r = ctx.fields, result
-        n = env_loop.lanes(ctx.device, ctx.settings["max_points"])
-        threads, per = env_loop.shape(ctx.device, ctx.num_envs)
-        if ctx.in_place:
-            wp.launch(
-                _commit_in_place, (threads, n), inputs=[per, mask, use_mask, n, ctx.valid],
-                outputs=[getattr(r, name) for name in _POINT_FIELDS] + [r.num_points, r.valid, r.generation],
-                device=ctx.device,
-            )
-            return
-        wp.launch(
-            _commit, (threads, n),
-            inputs=[per, mask, use_mask, n] + [f[name] for name in _POINT_FIELDS]
-                   + [f["num_points"], f["loop_length"], f["start_position"], f["start_orientation"], ctx.valid],
-            outputs=[getattr(r, name) for name in _RESULT], device=ctx.device,
-        )
-
-
-TRACK = _Track()
-
-# --- settings: the checks of TrackGenConfig, in one place ------------------------------------
-#: config field -> the ``"stage.param"`` it sets (the other fields are settings)
-TRACK_PARAMS = {"size": "layout.size", "radius_jitter": "layout.radius_jitter", "angle_jitter": "layout.angle_jitter",
-                "elevation": "layout.elevation", "width": "band.width", "banking": "banking.max_bank"}
-_DECLARED = {**Band.full_params(), **Layout.full_params(), **Banking.full_params()}
-#: every config field's default (a param's default is its declared one)
-TRACK_DEFAULTS = {
-    "num_envs": 1, "device": None,
-    **{field: _DECLARED[name].default for field, name in TRACK_PARAMS.items()},
-    "point_spacing": 0.1, "num_control_points": 12, "max_loop_length": None, "max_points": None,
-    "min_turn_radius_factor": 2.0, "max_retries": 12, "source": "procedural", "max_input_points": 0,
-}
-SETTINGS = tuple(k for k in TRACK_DEFAULTS if k not in TRACK_PARAMS and k not in ("num_envs", "device"))
-
-
-def spec_fields(spec) -> dict:
-    """The config fields of a track spec (settings, and the construction values of its params)."""
-    params = {f: spec.params[n] for f, n in TRACK_PARAMS.items() if n in spec.params}
-    return {**TRACK_DEFAULTS, "num_envs": spec.num_envs, "device": spec.device, **params, **spec.settings}
-
-
-#: Shrink of the flat loop bound per unit of profile depth, measured: over 648 corner configs of
-#: the documented ranges x 1000 envs the longest loop is at most the bound without its 2 % margin
-#: (equal to it at depth 0, a round loop).
-_DEPTH_SHRINK = 1.0 / 6.0
-
-
-def flat_loop_bound(size: float, width: float, radius_jitter: float, min_turn_radius_factor: float,
-                    num_control_points: int) -> float:
-    """[m] The longest flat procedural loop the layout draws at these values (the default ``max_points``).
-
-    Every control point lies within the outer radius ``r = size / 2 - width / 2`` and the
-    B-spline within their convex hull. Through the ``n`` corners of a regular ``n``-gon of
-    radius ``r`` (no profile) the periodic cubic B-spline passes at radius
-    ``beta r = (2 + cos(2 pi / n)) / 3 r`` (de Boor 1978: a knot of a uniform cubic B-spline
-    is ``(P0 + 4 P1 + P2) / 6``), the circle of length ``2 pi beta r``; a radial profile of
-    depth ``d`` (the layout's, ``_layout_depth``) pulls the points inwards, shortening the
-    loop. The bound is ``1.02 * 2 pi beta r (1 - d / 6)``: the shrink ``1 / 6`` per unit depth
-    is measured (``_DEPTH_SHRINK``), the 2 % is margin. The layout's values are its
-    construction ones: a curriculum that later lowers ``radius_jitter``, moves ``width`` far
-    from it or grows ``size`` sizes ``max_points`` for its final values.
-    """
-    hw = 0.5 * width
-    r_outer = 0.5 * size - hw
-    depth = float(_layout_depth(radius_jitter, min_turn_radius_factor * hw, r_outer))  # the wp.func, in Python
-    beta = (2.0 + math.cos(TWO_PI / num_control_points)) / 3.0
-    return 1.02 * TWO_PI * beta * r_outer * (1.0 - _DEPTH_SHRINK * depth)
-
-
-def check_track(fields: dict, *, fit: bool = True) -> dict:
-    """Check the fields of a track config and fill the derived ones (``TrackGenConfig``'s rules).
-
-    Args:
-        fields: every field of ``TrackGenConfig`` by name.
-        fit: also check the construction values of the parameters (``size``, ``width``,
-            the jitters, ``elevation``, ``banking``) against the config's documented ranges and against
-            each other. A spec's construction values are checked against their declared
-            bounds instead (``build``), so a spec may reach beyond the config's ranges (it
-            then warns at construction when few envs are valid).
-
-    Returns:
-        the fields, normalised (``device`` resolved, ``max_loop_length`` / ``max_points``
-        filled in).
-
-    Raises:
-        TypeError / ValueError: a field of the wrong type or range (the message says what
-            was expected and what was received).
-    """
-    v = dict(fields)
-    v["num_envs"] = check_int("num_envs", v["num_envs"], lo=1)
-    v["device"] = resolve_device(v["device"])
-    if v["source"] not in ("procedural", "centerline"):
-        raise ValueError(f"source must be 'procedural' or 'centerline', got {v['source']!r}")
-    procedural = v["source"] == "procedural"
-    v["point_spacing"] = check_float("point_spacing", v["point_spacing"], lo=0.0, lo_open=True)
-    # a spec may hold more control points than a config (the circuit layout draws hundreds)
-    v["num_control_points"] = check_int("num_control_points", v["num_control_points"], lo=5,
-                                        hi=20 if fit else MAX_CONTROL_POINTS)
-    v["min_turn_radius_factor"] = check_float("min_turn_radius_factor", v["min_turn_radius_factor"], lo=1.0)
-    v["max_retries"] = check_int("max_retries", v["max_retries"], lo=12 if procedural else 0, hi=64)
-    if procedural:
-        v["max_input_points"] = check_int("max_input_points", v["max_input_points"], lo=0)
-    else:
-        v["max_input_points"] = check_int("max_input_points", v["max_input_points"], lo=3)
-    if fit:
-        v["size"] = check_float("size", v["size"], lo=0.0, lo_open=True)
-        v["width"] = check_float("width", v["width"], lo=0.0, lo_open=True)
-        v["radius_jitter"] = check_float("radius_jitter", v["radius_jitter"], lo=0.0, hi=0.7)
-        v["angle_jitter"] = check_float("angle_jitter", v["angle_jitter"], lo=0.0, hi=0.3)
-        v["elevation"] = check_float("elevation", v["elevation"], lo=0.0)
-        v["banking"] = check_float("banking", v["banking"], lo=0.0, hi=MAX_BANK)
-    if fit and procedural:
-        widest = v["size"] / (2.0 * v["min_turn_radius_factor"] + 1.0)
-        if v["width"] > widest:
-            raise ValueError(
-                f"width must be <= size / (2 * min_turn_radius_factor + 1) = {widest:.6g} m for size {v['size']:g} m "
-                f"(the loop's outer radius size / 2 - width / 2 must be >= 2 least turn radii): got width "
-                f"{v['width']}; "
-                f"pass a narrower width or a larger size"
-            )
-        if v["elevation"] > v["size"] / 5.0:
-            raise ValueError(f"elevation must be in [0, size / 5] = [0, {v['size'] / 5.0:.6g}] m, got {v['elevation']}")
-    mll = 4.0 * float(v["size"]) if v["max_loop_length"] is None else v["max_loop_length"]
-    v["max_loop_length"] = check_float("max_loop_length", mll, lo=0.0, lo_open=True)
-    if fit and procedural and v["max_loop_length"] < math.pi * v["size"]:
-        raise ValueError(
-            f"max_loop_length must be >= pi * size = {math.pi * v['size']:.6g} m (the circumference of the "
-            f"square's inscribed circle: a shorter bound rejects most loops), got {v['max_loop_length']}"
-        )
-    if v["max_points"] is None:
-        mp = math.ceil(v["max_loop_length"] / v["point_spacing"]) + 2
-        if mp < 8:
-            raise ValueError(
-                f"point_spacing must be <= max_loop_length / 6 = {v['max_loop_length'] / 6:.6g} m (a centreline "
-                f"needs >= 8 points), got {v['point_spacing']}"
-            )
-        if procedural and v["elevation"] == 0.0:  # a flat loop: no longer than the layout draws
-            longest = flat_loop_bound(v["size"], v["width"], v["radius_jitter"], v["min_turn_radius_factor"],
-                                      v["num_control_points"])
-            mp = min(mp, max(8, math.ceil(longest / v["point_spacing"]) + 2))
-    else:
-        mp = v["max_points"]
-    v["max_points"] = check_int("max_points", mp, lo=8)
-    if v["max_points"] > MAX_POINTS:
-        if fields["max_points"] is not None:
-            raise ValueError(f"max_points must be <= {MAX_POINTS}, got {v['max_points']}")
-        origin = ", 4 * size when not given" if fields["max_loop_length"] is None else ""
-        raise ValueError(
-            f"max_points = {v['max_points']} is over {MAX_POINTS}: the longest loop of these settings (size "
-            f"{v['size']:g} m, max_loop_length {v['max_loop_length']:g} m{origin}) needs that many points every "
-            f"point_spacing = {v['point_spacing']:g} m: raise point_spacing, or lower size or max_loop_length")
-    return v
