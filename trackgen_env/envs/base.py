@@ -774,13 +774,18 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         # a torch mask (``terminated | truncated`` with torch output) costs one host copy; a masked
         # reset syncs anyway (it writes the mask and reads the outputs)
         mask = host_bool_mask(options["reset_mask"])
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-            got = f"a NumPy array of dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
-            raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {got}")
+        # the messages begin as Gymnasium's vector envs' do (tests/test_peer_gymnasium.py matches them)
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got "
+                            f"{type(mask).__name__}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype} (a bool NumPy array "
+                            "or a bool torch tensor)")
         if mask.shape != (num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {mask.shape}")
+            raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
         if not mask.any():
-            raise ValueError("options['reset_mask'] must hold at least one True")
+            raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True value, got "
+                             f"reset_mask={mask}")
         if seed is not None:
             raise ValueError("a masked reset takes no seed (it draws each masked env's next course)")
         if self._needs_reset:

@@ -136,7 +136,8 @@ class SingleCourseEnv(gymnasium.Env):
         if name == "vector_env":
             return f"{cls}.vector_env is read-only: it is built at construction; build a new env"
         if name in _VECTOR_ONLY:
-            return f"{cls}.{name} cannot be set: it is one env, not a vector env; for many envs use gymnasium.make_vec"
+            return (f"{cls}.{name} is read-only, and not an attribute of the single env: it is one env, not a vector "
+                    "env; for many envs use gymnasium.make_vec")
         return self.vector_env._frozen_message(name, owner=cls)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
