@@ -40,16 +40,23 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import NormalizeObservation, NormalizeReward, RecordEpisodeStatistics, RecordVideo
 
 import trackgen_env  # noqa: F401
+from trackgen_env.envs import ShardedVectorEnv
 from trackgen_env.seeding import env_seeds
 
 IDS = ("TrackGen-Track-v0", "TrackGen-Gates-v0")
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+#: (num_envs, sharded): the native env of one and of 3 envs, and a ShardedVectorEnv of 3 envs in 2 shards
+SIZES = ((1, False), (3, False), (3, True))
+SIZE_IDS = ("1", "3", "3-sharded")
 EPISODE = 4  # max_episode_steps: the episodes end (truncated, or earlier) within the steps run
 
 
-def native_env(env_id, num_envs, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs):
-    return gym.make_vec(env_id, num_envs=num_envs, device="cpu", seed=0, max_episode_steps=EPISODE,
-                        autoreset_mode=autoreset_mode, **kwargs)
+def native_env(env_id, num_envs, autoreset_mode=AutoresetMode.NEXT_STEP, *, sharded=False, **kwargs):
+    """``gymnasium.make_vec(env_id)``, or (``sharded``) a ``ShardedVectorEnv`` of 2 shards (one env's outputs)."""
+    kwargs = {"device": "cpu", "seed": 0, "max_episode_steps": EPISODE, "autoreset_mode": autoreset_mode, **kwargs}
+    if sharded:
+        return ShardedVectorEnv(env_id, num_envs, 2, **kwargs)
+    return gym.make_vec(env_id, num_envs=num_envs, **kwargs)
 
 
 def sync_env(env_id, num_envs, autoreset_mode=AutoresetMode.NEXT_STEP, wrappers=None, **kwargs):
@@ -83,13 +90,13 @@ def as_sync_final_obs(info: dict) -> dict:
 
 # -- tests/vector/test_vector_env.py -------------------------------------------------------------
 @pytest.mark.parametrize("env_id", IDS)
-@pytest.mark.parametrize("num_envs", (1, 3))
+@pytest.mark.parametrize("num_envs, sharded", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize("autoreset_mode", MODES)
-def test_vector_env_equal(env_id, num_envs, autoreset_mode, num_steps=10):
+def test_vector_env_equal(env_id, num_envs, sharded, autoreset_mode, num_steps=10):
     """Gymnasium's async-vs-sync equality, native-vs-sync here: at ``num_envs=1`` with no adaptation
     but SEEDS (none: one env's seed is the same), FINAL_OBS and REWARD_DTYPE (the info arrays are
     compared dtype for dtype: the single env's info scalars batch into the native dtypes)."""
-    async_env = native_env(env_id, num_envs, autoreset_mode)  # the name Gymnasium's test gives the other side
+    async_env = native_env(env_id, num_envs, autoreset_mode, sharded=sharded)  # the name Gymnasium's test gives the other side
     sync_env_ = sync_env(env_id, num_envs, autoreset_mode)
 
     assert async_env.num_envs == sync_env_.num_envs
@@ -232,10 +239,11 @@ def test_action_count_compatibility(env_id):
 
 # -- tests/vector/test_sync_vector_env.py: call, get_attr, set_attr --------------------------------
 @pytest.mark.parametrize("env_id", IDS)
-def test_call_get_attr_set_attr_answer_as_sync_vector_envs(env_id, num_envs=2):
+@pytest.mark.parametrize("sharded", (False, True), ids=("native", "sharded"))
+def test_call_get_attr_set_attr_answer_as_sync_vector_envs(env_id, sharded, num_envs=2):
     """Gymnasium's Sync/Async vector envs have them, and trainers use them (skrl renders with
     ``env.call("render")``): per env, as ``SyncVectorEnv`` over the single env answers."""
-    envs = native_env(env_id, num_envs, render_mode="rgb_array", render_size=32)
+    envs = native_env(env_id, num_envs, render_mode="rgb_array", render_size=32, sharded=sharded)
     reference = sync_env(env_id, num_envs, render_mode="rgb_array", render_size=32)
     envs.reset(seed=sync_seeds(0, num_envs))  # SEEDS
     reference.reset(seed=0)
@@ -257,7 +265,7 @@ def test_call_get_attr_set_attr_answer_as_sync_vector_envs(env_id, num_envs=2):
         envs.set_attr("render_size", [16] * (num_envs + 1))
     with pytest.raises(ValueError, match="the envs share one attribute"):
         envs.set_attr("render_size", [16, 32])
-    with pytest.raises(AttributeError, match="read-only"):  # fixed at construction: refused, not ignored
+    with pytest.raises(AttributeError, match="read-only|fixed at their construction"):  # refused, not ignored
         envs.set_attr("max_episode_steps", 9)
     with pytest.raises(AttributeError):
         envs.get_attr("no_such_attribute")
@@ -300,6 +308,28 @@ def test_make_vec_autoreset(env_id, autoreset_mode):
     envs.metadata["render_fps"] = 7  # the other keys are plain entries (video wrappers read render_fps)
     assert RecordEpisodeStatistics(envs).metadata["autoreset_mode"] is autoreset_mode
     envs.close()
+    sharded = native_env(env_id, 2, autoreset_mode, sharded=True)
+    sharded.metadata["autoreset_mode"] = autoreset_mode
+    with pytest.raises(TypeError, match=r"metadata\['autoreset_mode'\] is fixed at construction"):
+        sharded.metadata["autoreset_mode"] = next(iter(set(MODES) - {autoreset_mode}))
+    sharded.close()
+
+
+@pytest.mark.parametrize("sharded", (False, True), ids=("native", "sharded"))
+def test_skrl_renders_the_envs_through_call(sharded):
+    """skrl's Gymnasium wrapper renders a vector env with ``env.call("render")``."""
+    pytest.importorskip("skrl")
+    torch = pytest.importorskip("torch")
+    from skrl.envs.wrappers.torch import wrap_env
+
+    envs = native_env("TrackGen-Track-v0", 2, render_mode="rgb_array", render_size=16, sharded=sharded)
+    wrapped = wrap_env(envs, wrapper="gymnasium")
+    wrapped.reset()
+    wrapped.step(torch.zeros(2, 2))
+    frames = wrapped.render()
+    assert len(frames) == 2 and all(f.shape == (16, 16, 3) and f.dtype == np.uint8 for f in frames)
+    assert np.array_equal(np.stack(frames), envs.render_frames())
+    wrapped.close()
 
 
 # -- tests/wrappers/vector/test_record_episode_statistics.py ---------------------------------------
