@@ -202,8 +202,8 @@ def test_disabled_replayed_and_eager_masked_resets_agree():
     [
         ("NextStep", {"reset_mask": np.array([True, False])}, ValueError, "DISABLED"),
         ("Disabled", {"reset_mask": [True, False]}, TypeError, "bool NumPy array"),
-        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError, "bool torch tensor, got a NumPy array of dtype int64"),
-        ("Disabled", {"reset_mask": np.array([True])}, ValueError, r"shape \(2,\)"),
+        ("Disabled", {"reset_mask": np.array([1, 0])}, TypeError, r"must have `dtype=np.bool_`, got int64 \(a bool NumPy array or a bool torch tensor\)"),
+        ("Disabled", {"reset_mask": np.array([True])}, ValueError, r"shape `\(2,\)`, got \(1,\)"),
         ("Disabled", {"reset_mask": np.array([False, False])}, ValueError, "at least one True"),
         ("Disabled", {"reset_mask": np.array([True, False]), "x": 1}, ValueError, r"no options but reset_mask, got \['x'\]$"),
     ],
