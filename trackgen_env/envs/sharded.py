@@ -288,7 +288,8 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
     that every shard holds alike reads as one env's (``env.car``, ``env.device``,
     ``env.max_episode_steps``); a shard's own objects (``course``, ``state``) through ``shards[k]``.
     ``render()`` and ``render_frames(num)`` draw each shard's envs, as one env's; ``render_mode``
-    and ``render_size`` set every shard's. A step interrupted while the shards ran (Ctrl-C)
+    and ``render_size`` set every shard's. ``call``, ``get_attr`` and ``set_attr`` answer per env as
+    one env's (:class:`~trackgen_env.envs.base.SharedEnvCalls`). A step interrupted while the shards ran (Ctrl-C)
     leaves the env unusable: its later steps and resets raise RuntimeError. It cannot be
     copied or pickled (TypeError), as one env.
 
