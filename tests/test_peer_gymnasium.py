@@ -37,7 +37,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
-from gymnasium.wrappers.vector import NormalizeObservation, NormalizeReward, RecordEpisodeStatistics, RecordVideo
+from gymnasium.wrappers.vector import (
+    NormalizeObservation,
+    NormalizeReward,
+    RecordEpisodeStatistics,
+    RecordVideo,
+)
 
 import trackgen_env  # noqa: F401
 from trackgen_env.envs import ShardedVectorEnv
@@ -219,7 +224,7 @@ def test_action_count_compatibility(env_id):
     correct_actions = envs.action_space.sample()
     assert len(correct_actions) == num_envs
 
-    obs, rewards, terminations, truncations, infos = envs.step(correct_actions)
+    obs, rewards, terminations, truncations, _infos = envs.step(correct_actions)
     assert len(obs) == num_envs
     assert len(rewards) == num_envs
     assert len(terminations) == num_envs
@@ -298,8 +303,8 @@ def test_make_vec_autoreset(env_id, autoreset_mode):
     envs.metadata["autoreset_mode"] = autoreset_mode.value
     assert envs.metadata["autoreset_mode"] is autoreset_mode
     for other in set(MODES) - {autoreset_mode}:
-        for write in (lambda: envs.metadata.__setitem__("autoreset_mode", other),
-                      lambda: envs.metadata.update(autoreset_mode=other.value),
+        for write in (lambda other=other: envs.metadata.__setitem__("autoreset_mode", other),
+                      lambda other=other: envs.metadata.update(autoreset_mode=other.value),
                       lambda: envs.metadata.pop("autoreset_mode"), lambda: envs.metadata.__delitem__("autoreset_mode"),
                       envs.metadata.clear):
             with pytest.raises(TypeError, match=r"metadata\['autoreset_mode'\] is fixed at construction"):
@@ -556,11 +561,12 @@ def test_numpy_to_torch_gives_the_numpy_envs_outputs_as_tensors(env_id, num_envs
     torch = pytest.importorskip("torch")
     from gymnasium.wrappers.vector import NumpyToTorch
 
-    envs, twin = NumpyToTorch(native_env(env_id, num_envs, AutoresetMode.SAME_STEP)), native_env(
-        env_id, num_envs, AutoresetMode.SAME_STEP)
+    envs = NumpyToTorch(native_env(env_id, num_envs, AutoresetMode.SAME_STEP))
+    twin = native_env(env_id, num_envs, AutoresetMode.SAME_STEP)
     obs, info = envs.reset(seed=1)
     expected, expected_info = twin.reset(seed=1)
     assert isinstance(obs, torch.Tensor) and np.array_equal(obs.numpy(), expected)
+    assert all(np.array_equal(info[k].numpy(), v) for k, v in expected_info.items())
     twin.action_space.seed(0)
     for _ in range(6):
         action = twin.action_space.sample()

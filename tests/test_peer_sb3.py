@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
-from stable_baselines3.common.env_checker import check_env  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize  # noqa: E402
+from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
-import trackgen_env  # noqa: E402,F401
-from trackgen_env.integrations.sb3 import make_sb3_vec_env  # noqa: E402
-from trackgen_env.seeding import env_seeds  # noqa: E402
+import trackgen_env  # noqa: F401
+from trackgen_env.integrations.sb3 import make_sb3_vec_env
+from trackgen_env.seeding import env_seeds
 
 IDS = ("TrackGen-Track-v0", "TrackGen-Gates-v0")
 N_ENVS = 3

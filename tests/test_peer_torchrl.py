@@ -14,11 +14,11 @@ import gymnasium as gym
 import pytest
 
 pytest.importorskip("torchrl")
-import torch  # noqa: E402
-from torchrl.envs.libs.gym import GymEnv, GymWrapper  # noqa: E402
-from torchrl.envs.utils import check_env_specs  # noqa: E402
+import torch
+from torchrl.envs.libs.gym import GymEnv, GymWrapper
+from torchrl.envs.utils import check_env_specs
 
-import trackgen_env  # noqa: E402,F401
+import trackgen_env  # noqa: F401
 
 IDS = {"TrackGen-Track-v0": (38, 2), "TrackGen-Gates-v0": (44, 4)}
 
