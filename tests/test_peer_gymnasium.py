@@ -24,6 +24,11 @@ The adaptations, each a deliberate difference that docs/envs.md documents, named
   are the same (the single env's float reward is the float32 value).
 * ``MASKED_RESET``: a masked reset takes no seed, needs one full ``reset()`` first, and draws
   each masked env's next course (``advance=True``).
+* ``SHARED``: the envs are one object (``SharedEnvCalls``): ``set_attr`` sets one value for all
+  envs (per-env values must be equal).
+
+The tests of ``tests/vector/test_sync_vector_env.py`` run on the native env and on a
+``ShardedVectorEnv`` (``sharded``).
 """
 
 from __future__ import annotations
@@ -242,7 +247,138 @@ def test_action_count_compatibility(env_id):
     envs.close()
 
 
-# -- tests/vector/test_sync_vector_env.py: call, get_attr, set_attr --------------------------------
+# -- tests/vector/test_sync_vector_env.py -------------------------------------------------------
+VECTORISERS = pytest.mark.parametrize("sharded", (False, True), ids=("native", "sharded"))
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+def test_metadata_vector_env(env_id, sharded):
+    """The vector env's metadata does not mutate the single env's (class-level) metadata."""
+    envs_1 = native_env(env_id, 2, AutoresetMode.NEXT_STEP, sharded=sharded)
+    envs_2 = native_env(env_id, 2, AutoresetMode.SAME_STEP, sharded=sharded)
+
+    assert envs_1.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    assert envs_2.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    assert "autoreset_mode" not in gym.make(env_id, device="cpu").metadata
+
+    envs_1.close()
+    envs_2.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+def test_reset_vector_env(env_id, sharded):
+    env = native_env(env_id, 3, sharded=sharded)
+    observations, _infos = env.reset()
+    env.close()
+
+    assert isinstance(env.observation_space, gym.spaces.Box)
+    assert isinstance(observations, np.ndarray)
+    assert observations.dtype == env.observation_space.dtype
+    assert observations.shape == (3,) + env.single_observation_space.shape
+    assert observations.shape == env.observation_space.shape
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+@pytest.mark.parametrize("use_single_action_space", [True, False])
+def test_step_vector_env(env_id, sharded, use_single_action_space):
+    env = native_env(env_id, 3, sharded=sharded)
+    env.reset()
+
+    assert isinstance(env.single_action_space, gym.spaces.Box)
+    assert isinstance(env.action_space, gym.spaces.Box)
+
+    if use_single_action_space:
+        actions = [env.single_action_space.sample() for _ in range(3)]
+    else:
+        actions = env.action_space.sample()
+    observations, rewards, terminations, truncations, _ = env.step(actions)
+
+    env.close()
+
+    assert isinstance(env.observation_space, gym.spaces.Box)
+    assert isinstance(observations, np.ndarray)
+    assert observations.dtype == env.observation_space.dtype
+    assert observations.shape == (3,) + env.single_observation_space.shape
+    assert observations.shape == env.observation_space.shape
+
+    assert isinstance(rewards, np.ndarray)
+    assert isinstance(rewards[0], (float, np.floating))
+    assert rewards.ndim == 1
+    assert rewards.size == 3
+
+    assert isinstance(terminations, np.ndarray)
+    assert terminations.dtype == np.bool_
+    assert terminations.ndim == 1
+    assert terminations.size == 3
+
+    assert isinstance(truncations, np.ndarray)
+    assert truncations.dtype == np.bool_
+    assert truncations.ndim == 1
+    assert truncations.size == 3
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+def test_render_vector(env_id, sharded):
+    envs = native_env(env_id, 3, render_mode="rgb_array", render_size=16, sharded=sharded)
+    assert envs.render_mode == "rgb_array"
+
+    envs.reset()
+    rendered_frames = envs.render()
+    assert isinstance(rendered_frames, tuple)
+    assert len(rendered_frames) == envs.num_envs
+    assert all(isinstance(frame, np.ndarray) for frame in rendered_frames)
+    envs.close()
+
+    envs = native_env(env_id, 3, sharded=sharded)
+    assert envs.render_mode is None
+    envs.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+def test_call_vector_env(env_id, sharded):
+    """Gymnasium's test calls CartPole's ``render`` (an ``rgb_array_list``) and reads ``gravity``; here
+    ``render`` and ``laps`` (a setting every env shares)."""
+    env = native_env(env_id, 4, render_mode="rgb_array", render_size=16, laps=2, sharded=sharded)
+    _ = env.reset()
+    images = env.call("render")
+    laps = env.call("laps")
+
+    env.close()
+
+    assert isinstance(images, tuple)
+    assert len(images) == 4
+    for i in range(4):
+        assert isinstance(images[i], np.ndarray)
+
+    assert isinstance(laps, tuple)
+    assert len(laps) == 4
+    for i in range(4):
+        assert isinstance(laps[i], int)
+        assert laps[i] == 2
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@VECTORISERS
+def test_set_attr_vector_env(env_id, sharded):
+    """SHARED (as the SB3 adapter's): the envs share their attributes, so Gymnasium's per-env values
+    (``[9.81, 3.72, 8.87, 1.62]``) are one value here (and different ones raise ValueError)."""
+    env = native_env(env_id, 4, render_mode="rgb_array", sharded=sharded)
+    env.set_attr("render_size", [24, 24, 24, 24])
+    render_size = env.get_attr("render_size")
+    assert render_size == (24, 24, 24, 24)
+    with pytest.raises(ValueError, match="the envs share one attribute"):
+        env.set_attr("render_size", [24, 32, 24, 24])
+    assert env.get_attr("render_size") == (24, 24, 24, 24)
+
+    env.close()
+
+
+# -- call, get_attr, set_attr against SyncVectorEnv's answers -------------------------------------
 @pytest.mark.parametrize("env_id", IDS)
 @pytest.mark.parametrize("sharded", (False, True), ids=("native", "sharded"))
 def test_call_get_attr_set_attr_answer_as_sync_vector_envs(env_id, sharded, num_envs=2):
