@@ -7,10 +7,11 @@ of ``num_envs=1`` in ``AutoresetMode.DISABLED`` (``self.vector_env``) and speaks
 API of Gymnasium: the spaces are the vector env's single spaces, ``step()`` returns an
 unbatched observation ``[D]`` float32, a float reward, bool ``terminated`` / ``truncated`` and
 an info dict of scalars (NumPy scalars of the vector env's info dtypes, ``int32`` for
-``laps``, Python bools for the flags: ``SyncVectorEnv`` batches them into the native env's arrays),
-and the user calls ``reset()`` after an episode ends (no autoreset). It has none of a vector env's
-attributes (``num_envs``, ``single_observation_space``, ``autoreset_mode``, ...): libraries
-(TorchRL) read ``num_envs`` on ``env.unwrapped`` as "this env is batched". For many envs use the vector env itself: one graph replay steps them all, where
+``laps``, Python bools for the flags: ``SyncVectorEnv`` batches them into the native env's
+arrays), and the user calls ``reset()`` after an episode ends (no autoreset). It has none of a
+vector env's attributes (``num_envs``, ``single_observation_space``, ``autoreset_mode``, ...):
+libraries (TorchRL) read ``num_envs`` on ``env.unwrapped`` as "this env is batched". For many
+envs use the vector env itself: one graph replay steps them all, where
 ``gymnasium.make_vec(..., vectorization_mode="sync")`` steps ``num_envs`` of these one by one.
 """
 
