@@ -46,6 +46,7 @@ import dataclasses
 import enum
 import inspect
 import warnings
+from types import MappingProxyType
 from typing import Any
 
 import gymnasium
@@ -242,7 +243,8 @@ class SharedEnvCalls:
     """
 
     #: names whose per-env value is another attribute of the vector env
-    _PER_ENV_ATTRIBUTES = {"observation_space": "single_observation_space", "action_space": "single_action_space"}
+    _PER_ENV_ATTRIBUTES = MappingProxyType({"observation_space": "single_observation_space",
+                                            "action_space": "single_action_space"})
 
     def call(self, name: str, *args, **kwargs) -> tuple:
         """See the class docstring; returns a tuple of ``num_envs`` results."""
