@@ -111,8 +111,8 @@ def test_the_masked_reset_recipe_works_with_torch_outputs(cls, dim):
      r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.int64"),
     (lambda: torch.tensor([1.0, 0.0, 1.0]), TypeError,
      r"bool NumPy array or a bool torch tensor, got a torch tensor of dtype torch.float32"),
-    (lambda: torch.tensor([True, False]), ValueError, r"shape \(3,\)"),
-    (lambda: torch.ones((3, 1), dtype=torch.bool), ValueError, r"shape \(3,\)"),
+    (lambda: torch.tensor([True, False]), ValueError, r"shape `\(3,\)`, got \(2,\)"),
+    (lambda: torch.ones((3, 1), dtype=torch.bool), ValueError, r"shape `\(3,\)`, got \(3, 1\)"),
     (lambda: torch.zeros(3, dtype=torch.bool), ValueError, "at least one True"),
 ])
 def test_a_bad_torch_reset_mask_is_refused_and_the_env_unchanged(mask, error, match):

@@ -5,6 +5,7 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
+import warp as wp
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
@@ -113,6 +114,55 @@ def test_close_closes_the_vector_env_and_may_be_called_twice():
     env.close()
     assert env.vector_env.closed
     env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_reset_after_close_reopens_the_env_as_constructed(env_id):
+    """A checker (SB3's render check) closes the env and then resets it, as CartPole allows: the
+    reset builds the one-env vector env again (it refused: the env is closed)."""
+    env = gymnasium.make(env_id, device="cpu", seed=4, render_mode="rgb_array", render_size=32)
+    single = env.unwrapped
+    zero = np.zeros(env.action_space.shape, np.float32)
+    first, first_info = env.reset()
+    single.render_size = 48
+    for _ in range(3):
+        env.step(zero)
+    closed = single.vector_env
+    env.close()
+    assert closed.closed
+    for use in (lambda: env.step(zero), env.render):
+        with pytest.raises(RuntimeError, match=r"the env is closed .*call reset\(\) to reopen it"):
+            use()
+    obs, info = env.reset()
+    assert single.vector_env is not closed and not single.vector_env.closed
+    np.testing.assert_array_equal(obs, first)  # the construction's courses again, as a new env's first reset
+    assert info == first_info
+    assert env.render().shape == (48, 48, 3)  # the render settings as last set
+    assert env.step(zero)[0].shape == env.observation_space.shape  # it steps again
+    env.close()
+    env.reset(seed=9)  # a seeded reset after close: a fresh env's
+    twin = gymnasium.make(env_id, device="cpu", seed=4)
+    twin.reset(seed=9)
+    np.testing.assert_array_equal(env.step(zero)[0], twin.step(zero)[0])
+    env.close()
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_the_info_scalars_batch_into_the_native_envs_dtypes(env_id):
+    """SyncVectorEnv batches the single env's info into arrays of the native env's dtypes (Python ints
+    gave int64 arrays against the native int32: Gymnasium's data_equivalence failed)."""
+    env = gymnasium.make(env_id, device="cpu", seed=0)
+    _, info = env.reset(seed=0)
+    dtypes = {name: np.dtype(wp.dtype_to_numpy(dtype)) for name, dtype in env.unwrapped.vector_env.info_fields}
+    for name, value in info.items():
+        assert np.isscalar(value) and np.asarray(value).dtype == dtypes[name], name
+    sync = SyncVectorEnv([lambda: gymnasium.make(env_id, device="cpu", seed=0)])
+    native = gymnasium.make_vec(env_id, 1, device="cpu", seed=0)
+    for sync_info, native_info in ((sync.reset(seed=0)[1], native.reset(seed=0)[1]),
+                                   (sync.step(np.zeros((1, *env.action_space.shape), np.float32))[4],
+                                    native.step(np.zeros((1, *env.action_space.shape), np.float32))[4])):
+        assert {k: v.dtype for k, v in sync_info.items()} == {k: v.dtype for k, v in native_info.items()}
 
 
 def test_make_time_limit_and_fixed_arguments():

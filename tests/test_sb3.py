@@ -118,8 +118,8 @@ def test_step_sequence_gives_sb3_dones_infos_and_terminal_observations():
                 np.testing.assert_array_equal(infos[i]["terminal_observation"], [i, 3 + i, ep, -1])
                 assert infos[i]["TimeLimit.truncated"] == (ep % 2 == 1)
             else:
-                assert "terminal_observation" not in infos[i] and "TimeLimit.truncated" not in infos[i]
-                assert not any(k.startswith("_") or k.startswith("final") for k in infos[i])
+                assert "terminal_observation" not in infos[i] and infos[i]["TimeLimit.truncated"] is False
+                assert not any(k.startswith("_") or k.startswith("final") for k in infos[i])  # DummyVecEnv's keys
     # env 0's second episode (3 steps) truncated at t = 6
     assert infos[0]["TimeLimit.truncated"] is True
 

@@ -46,6 +46,7 @@ import dataclasses
 import enum
 import inspect
 import warnings
+from types import MappingProxyType
 from typing import Any
 
 import gymnasium
@@ -61,7 +62,8 @@ from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
-__all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
+__all__ = ["CourseVectorEnv", "EnvMetadata", "SharedEnvCalls", "autoreset_mode", "check_seed", "check_limit",
+           "obs_layout", "INT32_MAX"]
 
 #: The largest value of the device's int32 counters (episode steps, laps).
 INT32_MAX = 2**31 - 1
@@ -155,6 +157,132 @@ def check_limit(name: str, value, auto: int | None = None) -> int | None:
     return int(value)
 
 
+class EnvMetadata(dict):
+    """A vector env's ``metadata``: a dict whose ``"autoreset_mode"`` is fixed once set.
+
+    The step graph was recorded for the construction's autoreset mode, and Gymnasium's wrappers
+    (``RecordEpisodeStatistics``, ``NormalizeObservation``) read the key to know it: a write of
+    another mode, or removing the key, raises instead of leaving the key saying one mode while
+    the env steps another. Writing the mode it holds (the same value or its name) changes
+    nothing; the other keys (``render_fps``, which video wrappers read) are plain dict entries.
+    A copy (``copy.deepcopy``, a wrapper's) is an ``EnvMetadata`` of the same entries.
+
+    Raises:
+        TypeError: setting ``"autoreset_mode"`` to another mode, deleting or popping it, ``clear()``.
+    """
+
+    _KEY = "autoreset_mode"
+
+    def _refuse(self, what: str) -> TypeError:
+        return TypeError(f"metadata[{self._KEY!r}] is fixed at construction (the step graph was recorded for "
+                         f"{self[self._KEY]}): {what}; build a new env with autoreset_mode=...")
+
+    def __setitem__(self, key, value) -> None:
+        if key == self._KEY and key in self:
+            try:
+                same = autoreset_mode(value) is self[key]
+            except ValueError:
+                same = False
+            if not same:
+                raise self._refuse(f"got {value!r}")
+            return  # the mode it holds: nothing changes
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        if key == self._KEY:
+            raise self._refuse("it cannot be deleted")
+        super().__delitem__(key)
+
+    def update(self, *args, **kwargs) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key, *default):
+        if key == self._KEY and key in self:
+            raise self._refuse("it cannot be popped")
+        return super().pop(key, *default)
+
+    def popitem(self):
+        if self and next(reversed(self)) == self._KEY:
+            raise self._refuse("popitem() would remove it")
+        return super().popitem()
+
+    def clear(self) -> None:
+        if self._KEY in self:
+            raise self._refuse("clear() would remove it")
+        super().clear()
+
+
+class SharedEnvCalls:
+    """Gymnasium's ``call``, ``get_attr`` and ``set_attr`` for a vector env that is one object for
+    all its envs (a course env, a sharded env): the per-env answers ``SyncVectorEnv`` gives, where
+    the envs have no Python objects of their own.
+
+    * ``call(name, *args, **kwargs)``: a tuple of ``num_envs`` results. ``"render"`` gives each
+      env's frame (None each without ``render_mode``); ``"observation_space"`` and
+      ``"action_space"`` each env's space (the single spaces); any other name is the vector env's
+      attribute, called once with the arguments where it is a method, its value (or result)
+      once per env (the same object each time).
+    * ``get_attr(name)``: ``call(name)``, as ``SyncVectorEnv``'s.
+    * ``set_attr(name, values)``: ``values`` one value, or ``num_envs`` equal values (a list or a
+      tuple), set once on the vector env: a live attribute (``render_mode``, ``render_size``) takes
+      it; a setting fixed at construction raises its AttributeError.
+
+    Raises:
+        AttributeError: no attribute ``name`` (``call``, ``get_attr``), or a read-only one (``set_attr``).
+        ValueError: ``set_attr`` values of another length than ``num_envs``, or values that
+            differ between envs (the envs share the one attribute).
+    """
+
+    #: names whose per-env value is another attribute of the vector env
+    _PER_ENV_ATTRIBUTES = MappingProxyType({"observation_space": "single_observation_space",
+                                            "action_space": "single_action_space"})
+
+    def call(self, name: str, *args, **kwargs) -> tuple:
+        """See the class docstring; returns a tuple of ``num_envs`` results."""
+        if name == "render":
+            frames = self.render(*args, **kwargs)
+            return (None,) * self.num_envs if frames is None else tuple(frames)
+        value = getattr(self, self._PER_ENV_ATTRIBUTES.get(name, name))
+        result = value(*args, **kwargs) if callable(value) else value
+        return (result,) * self.num_envs
+
+    def get_attr(self, name: str) -> tuple:
+        """Each env's attribute ``name``: ``call(name)``."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values) -> None:
+        """Set the attribute ``name`` of every env to one value (see the class docstring)."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError("Values must be a list or tuple with length equal to the number of environments. "
+                             f"Got `{len(values)}` values for {self.num_envs} environments.")
+        if any(not _equal(v, values[0]) for v in values[1:]):
+            raise ValueError(f"{type(self).__name__}.set_attr({name!r}): the envs share one attribute (one vector env "
+                             f"holds them all), so every env takes the same value; got different values {values!r}")
+        setattr(self, name, values[0])
+
+
+def _equal(a, b) -> bool:
+    """Whether two values are one value (an array compares whole)."""
+    if a is b:
+        return True
+    try:
+        return bool(np.all(a == b)) and type(a) is type(b)
+    except (TypeError, ValueError):
+        return False
+
+
 def _is_setting(value) -> bool:
     """Whether ``value`` is a plain setting (a number, a name, a config, a space), not a buffer holder."""
     if value is None or isinstance(value, (bool, int, float, str, enum.Enum, np.generic, np.random.Generator,
@@ -173,7 +301,7 @@ def _is_setting(value) -> bool:
 _PROBES: dict = {}
 
 
-class CourseVectorEnv(VectorEnv):
+class CourseVectorEnv(SharedEnvCalls, VectorEnv):
     """Base class of the course envs (see the module docstring); not registered itself.
 
     Attributes after construction: every public attribute set while constructing (the
@@ -297,7 +425,7 @@ class CourseVectorEnv(VectorEnv):
         self._lap_limit = INT32_MAX if self.laps is None else self.laps
         self.autoreset_mode = autoreset_mode(autoreset_mode_)
         # per instance: the class's dict is shared by every env
-        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.metadata = EnvMetadata({**type(self).metadata, "autoreset_mode": self.autoreset_mode})
         self.render_mode = render_mode
         self.output = check_output(output)
         self.render_size = render_size
@@ -641,13 +769,18 @@ class CourseVectorEnv(VectorEnv):
         # a torch mask (``terminated | truncated`` with torch output) costs one host copy; a masked
         # reset syncs anyway (it writes the mask and reads the outputs)
         mask = host_bool_mask(options["reset_mask"])
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-            got = f"a NumPy array of dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
-            raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got {got}")
+        # the messages begin as Gymnasium's vector envs' do (tests/test_peer_gymnasium.py matches them)
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"options['reset_mask'] must be a bool NumPy array or a bool torch tensor, got "
+                            f"{type(mask).__name__}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype} (a bool NumPy array "
+                            "or a bool torch tensor)")
         if mask.shape != (num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {mask.shape}")
+            raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
         if not mask.any():
-            raise ValueError("options['reset_mask'] must hold at least one True")
+            raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True value, got "
+                             f"reset_mask={mask}")
         if seed is not None:
             raise ValueError("a masked reset takes no seed (it draws each masked env's next course)")
         if self._needs_reset:

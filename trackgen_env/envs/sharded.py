@@ -41,7 +41,7 @@ from ..checks import check_int
 from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
-from .base import CourseVectorEnv, check_seed
+from .base import CourseVectorEnv, EnvMetadata, SharedEnvCalls, check_seed
 from .io import check_actions
 
 __all__ = ["ShardedVectorEnv"]
@@ -264,7 +264,7 @@ def _check_course_env(env_id) -> None:
         raise _course_env_refusal(env_id, entry)
 
 
-class ShardedVectorEnv(gymnasium.vector.VectorEnv):
+class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
     """``num_envs`` envs of ``env_id`` as ``num_shards`` shard envs stepped in parallel threads.
 
     Args:
@@ -289,7 +289,8 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
     that every shard holds alike reads as one env's (``env.car``, ``env.device``,
     ``env.max_episode_steps``); a shard's own objects (``course``, ``state``) through ``shards[k]``.
     ``render()`` and ``render_frames(num)`` draw each shard's envs, as one env's; ``render_mode``
-    and ``render_size`` set every shard's. A step interrupted while the shards ran (Ctrl-C)
+    and ``render_size`` set every shard's. ``call``, ``get_attr`` and ``set_attr`` answer per env as
+    one env's (:class:`~trackgen_env.envs.base.SharedEnvCalls`). A step interrupted while the shards ran (Ctrl-C)
     leaves the env unusable: its later steps and resets raise RuntimeError. It cannot be
     copied or pickled (TypeError), as one env.
 
@@ -333,7 +334,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         # where a shard warned, the whole may not: once, over every env (no shard warned where it does not)
         self._warn_if_few_valid("the first generation")
         first = self.shards[0]
-        self.metadata = dict(first.metadata)
+        self.metadata = EnvMetadata(first.metadata)
         self.single_observation_space = first.single_observation_space
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)

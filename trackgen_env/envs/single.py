@@ -6,8 +6,12 @@
 of ``num_envs=1`` in ``AutoresetMode.DISABLED`` (``self.vector_env``) and speaks the single-env
 API of Gymnasium: the spaces are the vector env's single spaces, ``step()`` returns an
 unbatched observation ``[D]`` float32, a float reward, bool ``terminated`` / ``truncated`` and
-an info dict of Python scalars, and the user calls ``reset()`` after an episode ends (no
-autoreset). For many envs use the vector env itself: one graph replay steps them all, where
+an info dict of scalars (NumPy scalars of the vector env's info dtypes, ``int32`` for
+``laps``, Python bools for the flags: ``SyncVectorEnv`` batches them into the native env's
+arrays), and the user calls ``reset()`` after an episode ends (no autoreset). It has none of a
+vector env's attributes (``num_envs``, ``single_observation_space``, ``autoreset_mode``, ...):
+libraries (TorchRL) read ``num_envs`` on ``env.unwrapped`` as "this env is batched". For many
+envs use the vector env itself: one graph replay steps them all, where
 ``gymnasium.make_vec(..., vectorization_mode="sync")`` steps ``num_envs`` of these one by one.
 """
 
@@ -29,6 +33,9 @@ __all__ = ["SingleCourseEnv", "TrackEnv", "GatesEnv"]
 
 # arguments of the vector env that the single env fixes itself
 _FIXED = ("num_envs", "autoreset_mode", "output")
+# the vector env's attributes that only a vector env has: not read through the single env (a
+# library takes an env with ``num_envs`` for a batched one), and not settable on it
+_VECTOR_ONLY = ("num_envs", "single_observation_space", "single_action_space", "autoreset_mode")
 
 
 class SingleCourseEnv(gymnasium.Env):
@@ -47,9 +54,17 @@ class SingleCourseEnv(gymnasium.Env):
         render_mode, render_size: live, as on the vector env: setting them sets (and checks)
             the vector env's, which the next ``render()`` uses.
         every read-only attribute of the vector env (``laps``, ``max_episode_steps``, ``car``,
-            ``course``, ...): readable here, and read-only as there: setting or deleting one
-            raises AttributeError naming the constructor argument (the single env's own
-            ``observation_space``, ``action_space`` and ``metadata`` are read-only too).
+            ``course``, ...) but the vector-only ones (``num_envs``, ``single_observation_space``,
+            ``single_action_space``, ``autoreset_mode``: AttributeError): readable here, and
+            read-only as there: setting or deleting one raises AttributeError naming the
+            constructor argument (the single env's own ``observation_space``, ``action_space``
+            and ``metadata`` are read-only too, and so are the vector-only names).
+
+    ``close()`` releases the vector env's memory; the env is not used up by it, as Gymnasium's
+    envs are not (a checker closes an env and then resets it): ``reset()`` after ``close()``
+    builds the one-env vector env again from the construction's arguments (with the render
+    settings as last set), so its first courses are the construction's again; ``step()`` and
+    ``render()`` between ``close()`` and that reset raise RuntimeError.
 
     Raises:
         TypeError: ``num_envs``, ``autoreset_mode`` or ``output`` passed.
@@ -65,8 +80,10 @@ class SingleCourseEnv(gymnasium.Env):
             raise TypeError(f"{type(self).__name__} is one env with its own reset (num_envs=1, "
                             f"autoreset_mode=DISABLED, "
                             f'output="numpy"): do not pass {fixed}; for many envs use gymnasium.make_vec')
-        self.vector_env = self.vector_class(1, device, render_mode=render_mode, autoreset_mode=AutoresetMode.DISABLED,
-                                            output="numpy", **kwargs)
+        # the one-env vector env of these arguments (again at a reset after close(), with the live settings)
+        self._build = lambda **live: self.vector_class(1, device, autoreset_mode=AutoresetMode.DISABLED, output="numpy",
+                                                       **{**kwargs, "render_mode": render_mode, **live})
+        self.vector_env = self._build()
         self.observation_space = self.vector_env.single_observation_space
         self.action_space = self.vector_env.single_action_space
         self._last: tuple | None = None  # the ended step's outputs, returned again by a step after it
@@ -106,6 +123,9 @@ class SingleCourseEnv(gymnasium.Env):
 
     def __getattr__(self, name):
         # only called when the normal lookup fails: the vector env's read-only settings (laps, car, ...)
+        if name in _VECTOR_ONLY:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}: it is one env, not a "
+                                 f"vector env (the one-env vector env inside has it: env.unwrapped.vector_env.{name})")
         if name in self.__dict__.get("_read_only", ()):
             return getattr(self.__dict__["vector_env"], name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -117,6 +137,9 @@ class SingleCourseEnv(gymnasium.Env):
                     f'output="numpy"); for many envs use gymnasium.make_vec')
         if name == "vector_env":
             return f"{cls}.vector_env is read-only: it is built at construction; build a new env"
+        if name in _VECTOR_ONLY:
+            return (f"{cls}.{name} is read-only, and not an attribute of the single env: it is one env, not a vector "
+                    "env; for many envs use gymnasium.make_vec")
         return self.vector_env._frozen_message(name, owner=cls)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -128,7 +151,7 @@ class SingleCourseEnv(gymnasium.Env):
             options: None or ``{}`` (the env takes no options).
 
         Returns:
-            ``(obs [D] float32, info)``, ``info`` a dict of Python scalars (``"laps"``, ...).
+            ``(obs [D] float32, info)``, ``info`` a dict of scalars (``"laps"``, ...; see the module docstring).
 
         Raises:
             TypeError: a seed that is not an int (a NumPy integer is taken as its int), options
@@ -146,6 +169,9 @@ class SingleCourseEnv(gymnasium.Env):
             raise TypeError(f"{cls}.reset options must be None or a dict, got {type(options).__name__} {options!r}")
         if options:
             raise ValueError(f"{cls}.reset takes no options, got {sorted(options)}")
+        if self._closed:  # reopen: the one-env vector env again, of the construction's arguments
+            self.__dict__["vector_env"] = self._build(render_mode=self.render_mode, render_size=self.render_size)
+            self._closed = False
         obs, info = self.vector_env.reset(seed=seed)
         super().reset(seed=seed)  # np_random, as Gymnasium's envs (the courses are seeded on the device)
         self._last = None
@@ -164,11 +190,12 @@ class SingleCourseEnv(gymnasium.Env):
             returns the last observation and flags with reward 0; call ``reset()``.
 
         Raises:
-            RuntimeError: the env is closed, or ``reset()`` was not called first.
+            RuntimeError: ``reset()`` was not called first (after ``close()`` too).
             TypeError: not of a real floating dtype. ValueError: another shape, or NaN.
             (Checked in that order, after the episode ended too.)
         """
         # a live step's checks, in its order, on the ended episode's path too
+        self._check_open()
         self.vector_env.check_steppable()
         a = check_action(action, self.action_space.shape[0], self.vector_env.action_labels)
         if self._last is not None:
@@ -186,20 +213,35 @@ class SingleCourseEnv(gymnasium.Env):
         return out
 
     def render(self):
-        """One RGB frame ``[render_size, render_size, 3]`` uint8, or None without ``render_mode``."""
+        """One RGB frame ``[render_size, render_size, 3]`` uint8, or None without ``render_mode``.
+
+        Raises:
+            RuntimeError: the env was closed and not reset since.
+        """
+        self._check_open()
         frames = self.vector_env.render()
         return None if frames is None else frames[0]
 
     def close(self):
-        """Close the vector env (releases its buffers); calling it again does nothing."""
+        """Close the vector env (releases its memory); calling it again does nothing; ``reset()`` reopens
+        the env (see the class docstring)."""
         if not self._closed:
             self._closed = True
+            self._last = None
             self.vector_env.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its memory): call reset() "
+                               "to reopen it")
 
 
 def _unbatch(info: dict[str, Any]) -> dict[str, Any]:
-    """Env 0's entries of a vector info dict, as Python scalars, without the ``"_name"`` masks."""
-    return {k: v[0].item() for k, v in info.items() if not k.startswith("_")}
+    """Env 0's entries of a vector info dict, without the ``"_name"`` masks: a number as the NumPy
+    scalar of its array's dtype (``np.int32``), a flag as a Python bool. ``SyncVectorEnv`` batches
+    a NumPy number into an array of its dtype and a Python bool into a bool array (a ``np.bool_``
+    it would keep as objects), so its info arrays are the native env's, dtype for dtype."""
+    return {k: v[0].item() if v.dtype == np.bool_ else v[0] for k, v in info.items() if not k.startswith("_")}
 
 
 class TrackEnv(SingleCourseEnv):

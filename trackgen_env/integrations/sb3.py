@@ -141,7 +141,8 @@ def _build_adapter_class():
           ``"off_track"`` for ``TrackGen-Track-v0``; ``"gates_passed"`` for gates); for a
           finished env, the info of its *final* step (the env's ``info["final_info"]``) plus
           ``"terminal_observation"`` (``info["final_obs"][i]``, the episode's last
-          observation) and ``"TimeLimit.truncated"`` (``truncated and not terminated``).
+          observation); and for every env ``"TimeLimit.truncated"`` (``truncated and not terminated``,
+          as SB3's ``DummyVecEnv`` sets it every step).
 
         Seeding: ``seed(s)`` stores ``s`` for the next ``reset()``, which calls
         ``env.reset(seed=s)`` once for the whole vector env (our envs seed env ``i`` with
@@ -256,7 +257,8 @@ def _build_adapter_class():
                     if finals is not None:
                         infos[i] = finals[i]
                     infos[i]["terminal_observation"] = np.array(final_obs[i])
-                    infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            for i, info_i in enumerate(infos):  # every step, as SB3's DummyVecEnv and SubprocVecEnv give it
+                info_i["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             return obs, np.asarray(reward, dtype=np.float32), dones, infos
 
         def seed(self, seed: int | None = None) -> list[int | None]:
