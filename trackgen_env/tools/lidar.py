@@ -241,24 +241,29 @@ def _cast(
     next_y = float(BIG)
     delta_x = float(BIG)
     delta_y = float(BIG)
-    if dx > 0.0:
-        next_x = (float(ix + 1) * h - ox) / dx
-        delta_x = h / dx
-    elif dx < 0.0:
-        step_x = -1
-        next_x = (float(ix) * h - ox) / dx
-        delta_x = -h / dx
-    if dy > 0.0:
-        next_y = (float(iy + 1) * h - oy) / dy
-        delta_y = h / dy
-    elif dy < 0.0:
-        step_y = -1
-        next_y = (float(iy) * h - oy) / dy
-        delta_y = -h / dy
+    if dx != 0.0:
+        inv = 1.0 / dx
+        if dx > 0.0:
+            next_x = (float(ix + 1) * h - ox) * inv
+        else:
+            step_x = -1
+            next_x = (float(ix) * h - ox) * inv
+        delta_x = h * wp.abs(inv)
+    if dy != 0.0:
+        inv = 1.0 / dy
+        if dy > 0.0:
+            next_y = (float(iy + 1) * h - oy) * inv
+        else:
+            step_y = -1
+            next_y = (float(iy) * h - oy) * inv
+        delta_y = h * wp.abs(inv)
     while True:
         c = iy * res + ix
-        for k in range(cell_start[e, c], cell_start[e, c + 1]):
+        k = cell_start[e, c]
+        last = cell_start[e, c + 1]
+        while k < last:
             best_num, best_den = _hit(cell_items[e, k], ox, oy, dx, dy, best_num, best_den)
+            k += 1
         exit_t = wp.min(next_x, next_y)
         if best_num <= exit_t * best_den or exit_t >= t1:
             break
