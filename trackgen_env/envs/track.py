@@ -444,6 +444,24 @@ class TrackVectorEnv(CourseVectorEnv):
     An env whose track is invalid (``valid == 0``, the generator's retries all failed)
     observes zeros at indices 3 and above, and terminates.
 
+    With ``obs_type="lidar"`` (``docs/sensors.md``) the observation is instead
+    ``Box(low, high, (num_envs, num_beams + 3), float32)``: a planar LiDAR scan of the band's
+    edges, then the car's own motion:
+
+    | Index        | Observation                                                    | Unit  |
+    |--------------|----------------------------------------------------------------|-------|
+    | 0 .. B - 1   | range of beam b to the nearest band edge (either edge, anywhere on the loop), in [0, lidar_range] | m |
+    | B            | speed v                                                        | m/s   |
+    | B + 1        | yaw rate                                                       | rad/s |
+    | B + 2        | front wheel angle applied at the last step                     | rad   |
+
+    with ``B = num_beams``; beam b points ``beam_angles[b]`` [rad] from the car's heading (left >
+    0), the angles evenly spaced over ``lidar_fov`` from ``-lidar_fov / 2`` to ``+lidar_fov / 2``
+    as f1tenth_gym's scan. A beam that meets no edge within ``lidar_range`` reads
+    ``lidar_range``; so does every beam of an env without a track or whose car pose is not
+    finite (never NaN). The ranges come from the course's ``tools.Lidar`` component
+    (``course.components["lidar"]``), exact for the band's edge polylines in float32.
+
     ## Rewards
 
     The progress along the centreline during the step [m]: the change of the car's arc
@@ -568,6 +586,16 @@ class TrackVectorEnv(CourseVectorEnv):
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
       given horizon must be at most the longest loop the tracks declare (a flat procedural
       track's bound; a given centreline's and a hilly track's are not checked).
+    * ``obs_type``: ``"state"`` (default: the table above) or ``"lidar"`` (a LiDAR scan, then the
+      car's motion; ``docs/sensors.md``). Reward, termination and everything else are the same.
+    * ``num_beams``, ``lidar_fov``, ``lidar_range``, ``lidar_noise_std``: the LiDAR of
+      ``obs_type="lidar"`` (None: the default; refused with ``"state"``): beams, an int in [1,
+      16384] (default 1080); field of view [rad] in (0, 2 pi] (default 4.71); range [m] > 0
+      (default f1tenth_gym's 30 m, or the car's braking distance ``max_speed^2 / (2 max_brake)``
+      where farther: 241 m for the full-size car); Gaussian range noise [m] >= 0 (default 0),
+      drawn from each env's own stream (seed, course counter, scans since its reset) and clipped
+      to ``[0, lidar_range]``. ``beam_angles`` holds the ``[num_beams]`` float32 angles [rad]
+      (None with ``"state"``).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
     Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
@@ -589,7 +617,7 @@ class TrackVectorEnv(CourseVectorEnv):
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
       ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
       ``start_speed``) and ``stall_steps`` (off by default); then ``accel_range`` and
-      ``steer_range`` (off by default).
+      ``steer_range`` (off by default); then ``obs_type="lidar"`` beside the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
