@@ -262,3 +262,24 @@ def test_lidar_passes_check_component():
     inputs = {"position": wp.zeros(E, dtype=wp.vec3, device=DEV),
               "orientation": wp.array(np.tile([0, 0, 0, 1.0], (E, 1)).astype(np.float32), dtype=wp.quat, device=DEV)}
     tools.check_component(tools.Lidar(32, noise_std=0.01), gen, inputs=inputs)
+
+
+def test_a_band_that_crosses_itself_blocks_the_beams_as_a_wall():
+    # a figure-8 (a bridge seen from above): at the crossing, the other stretch's edges are walls too
+    t = np.linspace(0.0, 2.0 * np.pi, 400, endpoint=False)
+    x, y = 30.0 * np.sin(t), 15.0 * np.sin(2.0 * t)
+    points = np.stack([x, y, np.full_like(x, 2.0), np.full_like(x, 2.0)], 1)
+    lidar = tools.Lidar(720, fov=2 * math.pi, max_range=40.0)
+    course = circuit_course(points, lidar, num_envs=4)
+    check_against_reference(course, lidar, np.random.default_rng(3), margin=0.3, rounds=3)
+    # from the crossing's middle, heading along one stretch (straight there: an inflection): the
+    # beam ahead meets the other stretch's edge, 2 m away (the stretches cross at right angles),
+    # where this stretch's own edges lie far ahead
+    r = course.result
+    c = r.centerline.numpy()[0, : r.num_points.numpy()[0], :2]
+    j = int(np.argmin(np.linalg.norm(c, axis=1)))
+    tangent = c[(j + 1) % len(c)] - c[j - 1]
+    yaw = math.atan2(tangent[1], tangent[0])
+    ranges = scan(course, lidar, np.tile([c[j, 0], c[j, 1], 0.0], (4, 1)), np.full(4, yaw))
+    ahead = int(np.argmin(np.abs(lidar.beam_angles)))
+    assert 1.9 < ranges[0, ahead] < 2.2
