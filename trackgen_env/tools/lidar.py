@@ -8,11 +8,13 @@ segments whose bounding box (padded by a thousandth of a cell) overlaps it, in c
 (``cell_start``: ``G * G + 1`` offsets into ``cell_items``). A grid whose lists do not fit the
 capacity sets the env's ``overflow`` flag, and its rays then test every segment.
 
-Per step, each beam walks the cells its ray crosses (Amanatides and Woo, *A Fast Voxel Traversal
-Algorithm for Ray Tracing*, Eurographics 1987), testing the segments listed in each (ray against
-segment in float32: the parameters from two cross products, Ericson, *Real-Time Collision
-Detection*, 2005, section 5.1.9), and stops at the first cell whose exit lies beyond the nearest
-hit so far, or past the maximum range.
+Per step, each env first bounds the distance from the sensor to every edge from below (the
+segments listed in the 5 x 5 cells around it: no beam hits anything nearer), then each beam walks
+the cells its ray crosses from there (Amanatides and Woo, *A Fast Voxel Traversal Algorithm for
+Ray Tracing*, Eurographics 1987), testing the segments listed in each (ray against segment in
+float32: the parameters from two cross products, Ericson, *Real-Time Collision Detection*, 2005,
+section 5.1.9), and stops at the first cell whose exit lies beyond the nearest hit so far, or
+past the maximum range.
 """
 
 from __future__ import annotations
@@ -203,9 +205,10 @@ def _cast(
     dx: float,
     dy: float,
     max_range: float,
+    clear: float,
 ) -> float:
     """Range [m] along the unit direction ``(dx, dy)`` from ``(ox, oy)`` (grid frame) to the
-    nearest edge, at most ``max_range``."""
+    nearest edge, at most ``max_range``; no edge lies within ``clear`` [m] of the origin."""
     best_num = float(max_range)
     best_den = float(1.0)
     if brute != 0:
@@ -215,7 +218,16 @@ def _cast(
     side = float(res) * h
     t0 = float(0.0)
     t1 = float(max_range)
-    if not (ox >= 0.0 and ox < side and oy >= 0.0 and oy < side):
+    if ox >= 0.0 and ox < side and oy >= 0.0 and oy < side:
+        # the walk starts where the ray leaves the clear disc: nothing is hit before
+        t0 = clear
+        if t0 >= t1:
+            return max_range
+        sx = ox + dx * t0
+        sy = oy + dy * t0
+        if not (sx >= 0.0 and sx < side and sy >= 0.0 and sy < side):
+            return max_range  # it leaves the grid (which holds every edge) inside the disc
+    else:
         # an origin outside the grid's square [0, res h]^2: the part of the ray inside it (slabs)
         if dx != 0.0:
             ta = (0.0 - ox) / dx
@@ -281,6 +293,32 @@ def _cast(
 
 
 @wp.func
+def _clearance(cell_start: wp.array2d(dtype=wp.int32), cell_items: wp.array2d(dtype=wp.vec4), e: int, res: int,
+               h: float, ox: float, oy: float) -> float:
+    """A lower bound [m] on the distance from ``(ox, oy)`` (grid frame, inside the grid) to every
+    edge: the distance to the segments listed in the 5 x 5 cells around it, at most 2 cells (a
+    segment listed in none of them lies farther), less a thousandth for float32's rounding."""
+    ix = int(ox / h)
+    iy = int(oy / h)
+    d2 = 4.0 * h * h
+    for cy in range(wp.max(iy - 2, 0), wp.min(iy + 2, res - 1) + 1):
+        for cx in range(wp.max(ix - 2, 0), wp.min(ix + 2, res - 1) + 1):
+            c = cy * res + cx
+            for k in range(cell_start[e, c], cell_start[e, c + 1]):
+                g = cell_items[e, k]
+                wx = ox - g[0]
+                wy = oy - g[1]
+                l2 = g[2] * g[2] + g[3] * g[3]
+                t = float(0.0)
+                if l2 > 0.0:
+                    t = wp.clamp((wx * g[2] + wy * g[3]) / l2, 0.0, 1.0)
+                qx = wx - g[2] * t
+                qy = wy - g[3] * t
+                d2 = wp.min(d2, qx * qx + qy * qy)
+    return 0.999 * wp.sqrt(d2)
+
+
+@wp.func
 def _gaussian(key: wp.uint32, index: int) -> float:
     """A standard normal draw (Box-Muller) from draws ``2 index`` and ``2 index + 1`` of ``key``."""
     u1 = 1.0 - uniform(key, 2 * index)  # in (0, 1]: a finite log
@@ -335,6 +373,9 @@ def _scan(
             fy = forward[1] / fl
         brute = overflow[e]
         count = num_segments[e]
+        clear = float(0.0)
+        if usable and brute == 0 and ox >= 0.0 and ox < float(res) * h and oy >= 0.0 and oy < float(res) * h:
+            clear = _clearance(cell_start, cell_items, e, res, h, ox, oy)
         key = wp.uint32(0)
         if noise_std > 0.0:
             key = random_key(seeds[e], counters[e], Stream.LIDAR) ^ (scans[e] * _GOLDEN_U32)
@@ -344,7 +385,7 @@ def _scan(
                 u = directions[b]
                 dx = fx * u[0] - fy * u[1]
                 dy = fy * u[0] + fx * u[1]
-                r = _cast(segments, cell_start, cell_items, e, count, brute, h, res, ox, oy, dx, dy, max_range)
+                r = _cast(segments, cell_start, cell_items, e, count, brute, h, res, ox, oy, dx, dy, max_range, clear)
             if noise_std > 0.0:
                 r = wp.clamp(r + noise_std * _gaussian(key, b), 0.0, max_range)
             ranges[e, b] = r
