@@ -3,10 +3,11 @@
 Per generation (``on_generate``), each masked env's band edges are baked into a uniform grid:
 the ``2 n`` edge segments (left edge point ``j`` = centreline point + left normal * half width,
 right edge the same with the normal negated; segment ``j`` joins points ``j`` and ``j + 1`` of
-the closed loop) as ``(ax, ay, bx, by)`` relative to the grid's origin, and per cell the list of
-segments whose bounding box (padded by a thousandth of a cell) overlaps it, in compressed rows
-(``cell_start``: ``G * G + 1`` offsets into ``cell_items``). A grid whose lists do not fit the
-capacity sets the env's ``overflow`` flag, and its rays then test every segment.
+the closed loop) as ``(ax, ay, bx - ax, by - ay)`` relative to the grid's origin, and per cell
+the segments whose bounding box (padded by a thousandth of a cell) overlaps it, copied into
+compressed rows (``cell_start``: ``G * G + 1`` offsets into ``cell_items``: a cell's segments lie
+together in memory). A grid whose lists do not fit the capacity sets the env's ``overflow`` flag,
+and its rays then test every segment.
 
 Per step, each env first bounds the distance from the sensor to every edge from below (the
 segments listed in the 5 x 5 cells around it: no beam hits anything nearer), then each beam walks
@@ -35,7 +36,7 @@ __all__ = ["F1TENTH_FOV", "F1TENTH_NUM_BEAMS", "F1TENTH_RANGE", "Lidar", "LidarS
 
 wp.set_module_options({"enable_backward": False})
 
-#: f1tenth_gym's scan: 1080 beams over 4.7 rad (270 degrees), 30 m range.
+#: f1tenth_gym's scan: 1080 beams over 4.71 rad (270 degrees), 30 m range.
 F1TENTH_NUM_BEAMS = 1080
 F1TENTH_FOV = 4.71
 F1TENTH_RANGE = 30.0
