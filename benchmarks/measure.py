@@ -165,6 +165,52 @@ def env_timer(env_id: str, num_envs: int, device: str, *, capture: bool = True, 
     return env, Timer(env.step, obs, policy, num_envs, device, same_step=autoreset_mode == "SameStep")
 
 
+class ShadowPursuit:
+    """A policy for an env whose observation pure pursuit cannot read (``obs_type="lidar"``): a
+    ``"state"`` twin of it (the same seed and settings) driven by pure pursuit; each call steps the
+    twin and returns the action it took, which the timed env, stepped with the same actions from the
+    same reset, takes on the same courses: its cars drive the reference controller's lines."""
+
+    def __init__(self, num_envs: int, device: str, seed: int = 0, **kwargs):
+        self.env = TrackVectorEnv(num_envs, device, seed=seed, **kwargs)
+        self.pursuit = PurePursuit(self.env.car)
+        self.obs, _ = self.env.reset(seed=seed)
+
+    def __call__(self, _obs) -> np.ndarray:
+        action = self.pursuit(self.obs)
+        self.obs = self.env.step(action)[0]
+        return action
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def lidar_rates(num_envs: int, device: str, seconds: float, beams=(64, 1080), rounds: int = 5, seed: int = 0) -> dict:
+    """env-steps/s of TrackGen-Track-v0 with ``obs_type="state"`` (pure pursuit) and ``"lidar"`` at
+    each count of ``beams`` (pure pursuit's lines, :class:`ShadowPursuit`), timed in turns (graph
+    replay, NumPy outputs), with the rays per second and the time a ray adds to a step [ns]."""
+    env, policy = make_env("TrackGen-Track-v0", num_envs, device, seed=seed)
+    obs, _ = env.reset(seed=seed)
+    timers, envs = {"state": Timer(env.step, obs, policy, num_envs, device)}, [env]
+    for b in beams:
+        lidar = TrackVectorEnv(num_envs, device, seed=seed, obs_type="lidar", num_beams=b)
+        shadow = ShadowPursuit(num_envs, device, seed=seed)
+        obs, _ = lidar.reset(seed=seed)
+        timers[f"lidar_{b}"] = Timer(lidar.step, obs, shadow, num_envs, device)
+        envs += [lidar, shadow]
+    result = in_turns(timers, seconds, rounds=rounds)
+    state = result["state"]["env_steps_per_s"]
+    for b in beams:
+        r = result[f"lidar_{b}"]
+        r["num_beams"] = b
+        r["over_state"] = r["env_steps_per_s"] / state
+        r["rays_per_s"] = r["env_steps_per_s"] * b
+        r["ns_per_ray_added"] = 1e9 * (1.0 / r["env_steps_per_s"] - 1.0 / state) / b
+    for e in envs:
+        e.close()
+    return {"num_envs": num_envs, **result}
+
+
 def courses_per_second(family: str, num_envs: int, device: str, seconds: float, min_runs: int = 2) -> dict:
     """Valid, checked courses per second of a full generation of every env (``enqueue(advance=True)``:
     layout, resampling, the checks and their retries), counting only the envs left valid."""

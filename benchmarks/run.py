@@ -18,6 +18,8 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
 * ``regeneration``: a recorded masked regeneration of 0, 1 and 1 % of the envs alone, and what a
   recorded one that regenerates nothing adds to a replayed step (against the step recorded without it);
 * ``breakdown``: where an eager TrackGen-Track-v0 step's time goes;
+* ``lidar``: TrackGen-Track-v0's env-steps/s with ``obs_type="lidar"`` (64 and 1080 beams) against
+  ``"state"``, timed in turns at the work size, and the rays per second;
 * ``memory``: device memory per env, per part (the envs' ``memory_estimate``);
 * ``first_use``: import + construction + first step in a fresh interpreter on a new empty Warp
   kernel cache, from the installed package (a wheel of these sources: its kernels prebuilt) and
@@ -72,8 +74,8 @@ WORK_ENVS = {"cpu": 4096, "cuda": 131072}
 ENV_IDS = tuple(measure.ENVS)
 #: in the order they run: the per-size sections first, so that a run cut short (a GPU lease's time
 #: limit) keeps them; the throughput table, the longest, after them
-SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "throughput", "first_use", "carracing",
-            "sharding")
+SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "throughput", "first_use",
+            "carracing", "sharding")
 #: sections a default run leaves out on a GPU, and why (``--only`` still runs them)
 CPU_ONLY = {
     "first_use": "its target is the CPU's first use, and it builds a wheel whose install compiles the CPU kernels",
@@ -88,6 +90,8 @@ TARGETS = {
         "track_courses_per_s_4096": (">=", 50_000.0),
         "track_cold_first_use_s": ("<=", 4.0),
         "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
+        "lidar_64_over_state_4096": (">=", 1 / 3),
+        "lidar_1080_over_state_4096": (">=", 1 / 20),
     },
     "cuda": {
         "track_torch_transitions_per_s_131072": (">=", 600_000_000.0),
@@ -218,6 +222,10 @@ def run_regeneration(cfg) -> dict:
 def run_breakdown(cfg) -> dict:
     return {"num_envs": cfg.work_envs, "us_per_step": measure.breakdown(cfg.work_envs, cfg.device,
                                                                          steps=10 if cfg.quick else 100)}
+
+
+def run_lidar(cfg) -> dict:
+    return measure.lidar_rates(cfg.work_envs, cfg.device, cfg.seconds, rounds=2 if cfg.quick else 5)
 
 
 def run_memory(cfg) -> dict:
@@ -438,7 +446,7 @@ def _two_threads(iterations: int) -> dict:
 
 
 RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
-           "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory,
+           "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory, "lidar": run_lidar,
            "first_use": run_first_use,
            "carracing": run_carracing, "sharding": run_sharding}
 
@@ -483,6 +491,11 @@ def ratios(result: dict, work_envs: int) -> dict:
     fu = result.get("first_use", {}).get("TrackGen-Track-v0")
     if fu is not None and fu["installed"] is not None:  # what a user gets: installed, an empty kernel cache
         out["track_cold_first_use_s"] = fu["installed"]["total_s"]
+    lidar = result.get("lidar")
+    if lidar is not None:
+        for key, r in lidar.items():
+            if key.startswith("lidar_"):
+                out[f"{key}_over_state_{lidar['num_envs']}"] = r["over_state"]
     if "memory" in result:
         out["track_device_bytes_per_env"] = result["memory"]["TrackGen-Track-v0"]["device_total_per_env"]
     return out
@@ -626,6 +639,21 @@ def markdown(result: dict, command: str) -> str:
         add("|---|---:|")
         for name in ("regeneration", "car", "course.step()", "observations", "outputs copy out"):
             add(f"| {name} | {_f(b['us_per_step'].get(name))} |")
+        add("")
+    if "lidar" in result:
+        lid = result["lidar"]
+        add(f"## LiDAR observation (`{command} --only lidar`)\n")
+        add(f"TrackGen-Track-v0 at num_envs={lid['num_envs']}, graph replay, NumPy outputs, timed in turns: "
+            "`obs_type=\"state\"` driven by pure pursuit, `obs_type=\"lidar\"` (f1tenth_gym's 4.71 rad, 30 m) "
+            "driven along the same lines (a state twin's pure-pursuit actions). ns per ray: the step time the "
+            "beams add over the state step, per ray.\n")
+        add("| obs_type | num_beams | env-steps/s | over state | rays/s | ns per ray |")
+        add("|---|---:|---:|---:|---:|---:|")
+        add(f"| state | - | {_f(lid['state']['env_steps_per_s'])} | 1.00 | - | - |")
+        for key, r in lid.items():
+            if key.startswith("lidar_"):
+                add(f"| lidar | {r['num_beams']} | {_f(r['env_steps_per_s'])} | {r['over_state']:.3f} | "
+                    f"{_f(r['rays_per_s'])} | {_f(r['ns_per_ray_added'], 1)} |")
         add("")
     if "memory" in result:
         mem = result["memory"]

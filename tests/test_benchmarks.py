@@ -78,7 +78,7 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert {"results.json", "results.md", "throughput.png"} <= set(os.listdir(tmp_path))
     result = json.loads((tmp_path / "results.json").read_text())
-    for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "first_use",
+    for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "lidar", "first_use",
                     "carracing", "sharding"):
         assert section in result, section
     assert result["not_run"] == {}  # the CPU runs every section
@@ -100,6 +100,9 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert {"0.0", "0.01", "1.0"} <= set(result["resets"]["TrackGen-Track-v0"])
     assert result["first_use"]["TrackGen-Track-v0"]["warm"]["total_s"] > 0
     assert result["sharding"]["equal_to_one_env"] is True
+    lidar = result["lidar"]
+    assert lidar["lidar_1080"]["rays_per_s"] == pytest.approx(1080 * lidar["lidar_1080"]["env_steps_per_s"])
+    assert "| lidar | 1080 |" in (tmp_path / "results.md").read_text()
     # the shards' replays alone (in turn, one thread) beside in parallel: both timed
     assert result["sharding"]["replay_cpu_us_2_alone"] > 0 and result["sharding"]["replay_contention_2"] > 0
     assert "stepped in turn in one thread" in (tmp_path / "results.md").read_text()
@@ -107,7 +110,7 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     expected = {"track_step_time_over_floor_64", "track_over_numpy_step_64", "track_replay_over_eager_64",
                 "track_courses_per_s_64", "sharding_speedup_2", "track_device_bytes_per_env",
                 "track_torch_transitions_per_s_64", "track_torch_step_time_over_floor_64",
-                "track_masked_regeneration_1pct_us_64"}
+                "track_masked_regeneration_1pct_us_64", "lidar_64_over_state_64", "lidar_1080_over_state_64"}
     if "skipped" in result["carracing"]:
         assert "gymnasium[box2d]" in result["carracing"]["skipped"]
         assert "Skipped: CarRacing-v3 unavailable" in (tmp_path / "results.md").read_text()
@@ -243,3 +246,21 @@ def test_run_refuses_an_output_folder_it_cannot_write_before_measuring(tmp_path,
     err = capsys.readouterr().err
     assert exc.value.code == 2 and f"--out {taken}: cannot write there" in err
     assert "generation:" not in err and sorted(os.listdir(tmp_path)) == ["a_file"]
+
+
+def test_the_shadow_policy_drives_a_lidar_env_on_pure_pursuits_lines():
+    """The lidar benchmark's policy: a state twin's pure-pursuit actions put the lidar env's cars on the
+    same lines (their motion entries equal a pure-pursuit state env's, step for step)."""
+    E = 4
+    lidar = TrackVectorEnv(E, "cpu", seed=2, obs_type="lidar", num_beams=8)
+    state, pursuit = measure.make_env("TrackGen-Track-v0", E, "cpu", seed=2)
+    shadow = measure.ShadowPursuit(E, "cpu", seed=2)
+    lidar.reset(seed=2)
+    obs_s, _ = state.reset(seed=2)
+    for _ in range(30):
+        obs = lidar.step(shadow(None))[0]
+        obs_s = state.step(pursuit(obs_s))[0]
+        np.testing.assert_array_equal(obs[:, 8:], obs_s[:, :3])
+    assert obs_s[:, 0].min() > 0.5  # the cars drove
+    for env in (lidar, state, shadow):
+        env.close()

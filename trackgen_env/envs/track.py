@@ -7,7 +7,9 @@ import os
 
 import numpy as np
 import warp as wp
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
 
 from .. import env_loop, render, tools
 from ..checks import check_float, check_int, check_range, first_bad
@@ -22,7 +24,7 @@ from .base import INT32_MAX, CourseVectorEnv
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
-__all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD"]
+__all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD", "OBS_TYPES", "LIDAR_MOTION_FIELDS"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -32,6 +34,11 @@ OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "
               "lap_fraction")
 #: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
 OBS_LOOKAHEAD = len(OBS_FIELDS)
+#: The observations the env offers (``obs_type``).
+OBS_TYPES = ("state", "lidar")
+#: ``obs_type="lidar"``: the entries after the ``num_beams`` ranges, in order (the first three of
+#: :data:`OBS_FIELDS`, whose offsets the kernel adds to ``num_beams``).
+LIDAR_MOTION_FIELDS = OBS_FIELDS[:3]
 #: ``max_episode_steps`` by default and for ``"auto"``: 50 s at the default car's 20 Hz.
 DEFAULT_MAX_EPISODE_STEPS = 1000
 _SPEED = wp.constant(OBS_FIELDS.index("speed"))
@@ -110,6 +117,8 @@ def _observe(
     off_track_penalty: float,
     num_lookahead: int,
     lookahead: wp.array(dtype=float),
+    num_beams: int,
+    ranges: wp.array2d(dtype=float),
     restart: int,
     # state (in/out)
     s_prev: wp.array(dtype=float),
@@ -145,28 +154,36 @@ def _observe(
         c = wp.cos(psi)
         sn = wp.sin(psi)
         p = position[e]
-        obs[e, _SPEED] = speed[e]
-        obs[e, _YAW_RATE] = yaw_rate[e]
-        obs[e, _STEER] = steer[e]
-        if usable:
-            obs[e, _LATERAL_OFFSET] = lateral_offset[e]
-            obs[e, _HEADING_ERROR] = heading_error[e]
-            obs[e, _HALF_WIDTH] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
-            obs[e, _CURVATURE] = frame_curvature[e]
-            obs[e, _LAP_FRACTION] = lap_fraction[e]
-            s_car = s[e]
-            for k in range(num_lookahead):
-                j, j1, t = _lookahead_point(s_car, lookahead[k], length, inv_spacing, n)
-                q = wp.lerp(centerline[e, j], centerline[e, j1], t)
-                dx = q[0] - p[0]
-                dy = q[1] - p[1]
-                obs[e, _LOOKAHEAD + 3 * k] = c * dx + sn * dy
-                obs[e, _LOOKAHEAD + 3 * k + 1] = -sn * dx + c * dy
-                obs[e, _LOOKAHEAD + 3 * k + 2] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+        if num_beams > 0:
+            # obs_type "lidar": the ranges, then the car's own motion (LIDAR_OBS_FIELDS)
+            for b in range(num_beams):
+                obs[e, b] = ranges[e, b]
+            obs[e, num_beams + _SPEED] = speed[e]
+            obs[e, num_beams + _YAW_RATE] = yaw_rate[e]
+            obs[e, num_beams + _STEER] = steer[e]
         else:
-            # everything but the car's own state (speed, yaw rate, steer)
-            for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
-                obs[e, i] = 0.0
+            obs[e, _SPEED] = speed[e]
+            obs[e, _YAW_RATE] = yaw_rate[e]
+            obs[e, _STEER] = steer[e]
+            if usable:
+                obs[e, _LATERAL_OFFSET] = lateral_offset[e]
+                obs[e, _HEADING_ERROR] = heading_error[e]
+                obs[e, _HALF_WIDTH] = half_width[e, wp.clamp(segment[e], 0, n - 1)]
+                obs[e, _CURVATURE] = frame_curvature[e]
+                obs[e, _LAP_FRACTION] = lap_fraction[e]
+                s_car = s[e]
+                for k in range(num_lookahead):
+                    j, j1, t = _lookahead_point(s_car, lookahead[k], length, inv_spacing, n)
+                    q = wp.lerp(centerline[e, j], centerline[e, j1], t)
+                    dx = q[0] - p[0]
+                    dy = q[1] - p[1]
+                    obs[e, _LOOKAHEAD + 3 * k] = c * dx + sn * dy
+                    obs[e, _LOOKAHEAD + 3 * k + 1] = -sn * dx + c * dy
+                    obs[e, _LOOKAHEAD + 3 * k + 2] = wp.lerp(track_curvature[e, j], track_curvature[e, j1], t)
+            else:
+                # everything but the car's own state (speed, yaw rate, steer)
+                for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
+                    obs[e, i] = 0.0
 
         off = usable and hit[e] != 0
         if was_reset:
@@ -339,6 +356,24 @@ def _flat_live(name: str, values: np.ndarray) -> None:
                          f"up to the most a curriculum will ask for), got {first_bad(v, v > 0.0, ' m')}")
 
 
+def _lidar_resolution(source, centerline) -> int:
+    """Grid cells per side of the LiDAR's edge grid: cells about a third of the band's width across
+    the course's extent (a cell then lists a few edge segments), in [16, 128] (memory: 4 bytes a
+    cell per env)."""
+    if centerline is not None:
+        pts = np.asarray(centerline, np.float64)
+        extent = float(np.max(pts[:, :2].max(0) - pts[:, :2].min(0)))
+        width = float(np.median(pts[:, 2] + pts[:, 3]))
+    else:
+        spec = _source_spec(source)
+        longest = _longest_loop(source)
+        narrowest = None if spec is None else construction_bound(spec, "band.width", "lo")
+        if longest is None or not narrowest:
+            return 64
+        extent, width = 0.5 * longest, narrowest  # a closed loop of length L spans about L / 2
+    return int(np.clip(math.ceil(extent / (width / 3.0)), 16, 128))
+
+
 def _car_fits_live(car: CarParams):
     """A ``Params`` validator of ``"band.width"``: refuse a live width (or either end of a live
     range) at most the car's width, in any env (:func:`_check_car_fits` for that env)."""
@@ -414,6 +449,24 @@ class TrackVectorEnv(CourseVectorEnv):
 
     An env whose track is invalid (``valid == 0``, the generator's retries all failed)
     observes zeros at indices 3 and above, and terminates.
+
+    With ``obs_type="lidar"`` (``docs/sensors.md``) the observation is instead
+    ``Box(low, high, (num_envs, num_beams + 3), float32)``: a planar LiDAR scan of the band's
+    edges, then the car's own motion:
+
+    | Index        | Observation                                                    | Unit  |
+    |--------------|----------------------------------------------------------------|-------|
+    | 0 .. B - 1   | range of beam b to the nearest band edge (either edge, anywhere), in [0, lidar_range] | m |
+    | B            | speed v                                                        | m/s   |
+    | B + 1        | yaw rate                                                       | rad/s |
+    | B + 2        | front wheel angle applied at the last step                     | rad   |
+
+    with ``B = num_beams``; beam b points ``beam_angles[b]`` [rad] from the car's heading (left >
+    0), the angles evenly spaced over ``lidar_fov`` from ``-lidar_fov / 2`` to ``+lidar_fov / 2``
+    as f1tenth_gym's scan. A beam that meets no edge within ``lidar_range`` reads
+    ``lidar_range``; so does every beam of an env without a track or whose car pose is not
+    finite (never NaN). The ranges come from the course's ``tools.Lidar`` component
+    (``course.components["lidar"]``), exact for the band's edge polylines in float32.
 
     ## Rewards
 
@@ -539,6 +592,16 @@ class TrackVectorEnv(CourseVectorEnv):
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
       given horizon must be at most the longest loop the tracks declare (a flat procedural
       track's bound; a given centreline's and a hilly track's are not checked).
+    * ``obs_type``: ``"state"`` (default: the table above) or ``"lidar"`` (a LiDAR scan, then the
+      car's motion; ``docs/sensors.md``). Reward, termination and everything else are the same.
+    * ``num_beams``, ``lidar_fov``, ``lidar_range``, ``lidar_noise_std``: the LiDAR of
+      ``obs_type="lidar"`` (None: the default; refused with ``"state"``): beams, an int in [1,
+      16384] (default 1080); field of view [rad] in (0, 2 pi] (default 4.71); range [m] > 0
+      (default f1tenth_gym's 30 m, or the car's braking distance ``max_speed^2 / (2 max_brake)``
+      where farther: 241 m for the full-size car); Gaussian range noise [m] >= 0 (default 0),
+      drawn from each env's own stream (seed, course counter, scans since its reset) and clipped
+      to ``[0, lidar_range]``. ``beam_angles`` holds the ``[num_beams]`` float32 angles [rad]
+      (None with ``"state"``).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
     Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
@@ -560,7 +623,7 @@ class TrackVectorEnv(CourseVectorEnv):
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
       ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
       ``start_speed``) and ``stall_steps`` (off by default); then ``accel_range`` and
-      ``steer_range`` (off by default).
+      ``steer_range`` (off by default); then ``obs_type="lidar"`` beside the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -596,6 +659,11 @@ class TrackVectorEnv(CourseVectorEnv):
         stall_steps: int | None = None,
         num_lookahead: int = 10,
         lookahead_horizon: float | None = None,
+        obs_type: str = "state",
+        num_beams: int | None = None,
+        lidar_fov: float | None = None,
+        lidar_range: float | None = None,
+        lidar_noise_std: float | None = None,
         capture: bool = True,
     ):
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
@@ -624,7 +692,11 @@ class TrackVectorEnv(CourseVectorEnv):
         self.lookahead_horizon = check_float("lookahead_horizon", horizon, lo=0.0, lo_open=True)
         if checkpoint_spacing is not None:
             checkpoint_spacing = check_float("checkpoint_spacing", checkpoint_spacing, lo=0.0, lo_open=True)
-        self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
+        self._check_sensor(obs_type, num_beams, lidar_fov, lidar_range, lidar_noise_std)
+        if self.obs_type == "lidar":
+            self._lidar_spaces()
+        else:
+            self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
         self.registry = registry
         if centerline is None:
@@ -675,10 +747,14 @@ class TrackVectorEnv(CourseVectorEnv):
         window = math.ceil(self.car.max_speed * self.car.dt / spacing) + 2
         # on hills or banked corners the car rides on a baked ground (CarState.follow_ground)
         ground = _on_hills_or_banked(source)
+        extra = [tools.Localizer(warm_window=window)]
+        if self.obs_type == "lidar":
+            extra.append(tools.Lidar(self.num_beams, fov=self.lidar_fov, max_range=self.lidar_range,
+                                     noise_std=self.lidar_noise_std, resolution=_lidar_resolution(source, centerline)))
         self.course = Course.track(
             source, checkpoint_spacing=self.checkpoint_spacing,
             collision=tools.BandCollision("segments", window=window),
-            extra=[tools.Localizer(warm_window=window)], heightfield=True if ground else None, **seeds,
+            extra=extra, heightfield=True if ground else None, **seeds,
         )
         if centerline is not None:
             self.track_config = source.config
@@ -705,7 +781,50 @@ class TrackVectorEnv(CourseVectorEnv):
         distances = self.lookahead_horizon * (k + 1) * (k + 2) / (K * (K + 1))
         # [K + 1]: never empty
         self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)
+        # stands for the ranges (obs_type "state": not read)
+        self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
+
+    # -- the observation -----------------------------------------------------------------------
+    def _check_sensor(self, obs_type, num_beams, fov, max_range, noise_std) -> None:
+        """Check and set ``obs_type`` and the LiDAR's arguments (None in a ``"state"`` env)."""
+        if not isinstance(obs_type, str):
+            raise TypeError(f"obs_type must be a str, one of {OBS_TYPES}, got {type(obs_type).__name__} {obs_type!r}")
+        if obs_type not in OBS_TYPES:
+            raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
+        self.obs_type = obs_type
+        given = {"num_beams": num_beams, "lidar_fov": fov, "lidar_range": max_range, "lidar_noise_std": noise_std}
+        if obs_type != "lidar":
+            named = [k for k, v in given.items() if v is not None]
+            if named:
+                raise ValueError(f"{', '.join(named)} set the LiDAR of obs_type='lidar', and this env observes "
+                                 f"obs_type={obs_type!r}: pass obs_type='lidar', or leave them out")
+            self.num_beams = self.lidar_fov = self.lidar_range = self.lidar_noise_std = self.beam_angles = None
+            return
+        c = self.car
+        self.num_beams = check_int("num_beams", tools.lidar.F1TENTH_NUM_BEAMS if num_beams is None else num_beams,
+                                   lo=1, hi=16384)
+        self.lidar_fov = check_float("lidar_fov", tools.lidar.F1TENTH_FOV if fov is None else fov, lo=0.0,
+                                     lo_open=True, hi=2.0 * math.pi)
+        # f1tenth_gym's 30 m, or the car's braking distance from top speed where that is farther
+        default_range = max(tools.lidar.F1TENTH_RANGE, c.max_speed**2 / (2.0 * c.max_brake))
+        self.lidar_range = check_float("lidar_range", default_range if max_range is None else max_range, lo=0.0,
+                                       lo_open=True, hi=1.0e6)
+        self.lidar_noise_std = check_float("lidar_noise_std", 0.0 if noise_std is None else noise_std, lo=0.0, hi=1.0e6)
+        angles = tools.lidar.beam_angles(self.num_beams, self.lidar_fov)
+        angles.flags.writeable = False
+        self.beam_angles = angles
+
+    def _lidar_spaces(self) -> None:
+        """The spaces of ``obs_type="lidar"``: ranges in ``[0, lidar_range]``, then the car's motion."""
+        B = self.num_beams
+        low = np.full(B + len(LIDAR_MOTION_FIELDS), -np.inf, np.float32)
+        high = np.full(B + len(LIDAR_MOTION_FIELDS), np.inf, np.float32)
+        low[:B], high[:B] = 0.0, np.float32(self.lidar_range)
+        self.single_observation_space = spaces.Box(low, high, dtype=np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
 
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
@@ -739,6 +858,10 @@ class TrackVectorEnv(CourseVectorEnv):
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
         threads, per = env_loop.shape(self.device, self.num_envs)
+        if self.obs_type == "lidar":
+            sensor = [0, self._lookahead, self.num_beams, self.course.components["lidar"].result.ranges]
+        else:
+            sensor = [self.num_lookahead, self._lookahead, 0, self._no_ranges]
         wp.launch(
             _observe,
             threads,
@@ -748,7 +871,7 @@ class TrackVectorEnv(CourseVectorEnv):
                 fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
                 res.contacts.hit, ev.laps, ev.lap_fraction, ev.passed,
                 self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty,
-                self.num_lookahead, self._lookahead, int(restart), self._s_prev, self._stalled,
+                *sensor, int(restart), self._s_prev, self._stalled,
             ],
             outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
                      info["laps"], info["off_track"]],

@@ -14,6 +14,7 @@ from .disc_collision import DiscCollision
 from .frame_collision import FrameCollision
 from .gate_checkpoints import GateCheckpoints
 from .heightfield import HeightField, HeightFieldBake
+from .lidar import Lidar
 from .localizer import Localizer
 from .progress import Progress
 
@@ -21,3 +22,4 @@ __all__ = ["Component", "ComponentContext", "InputSpec", "check_component"]
 __all__ += ["Checkpoints", "CheckpointSampler", "Progress", "BandCollision", "Localizer"]
 __all__ += ["GateCheckpoints", "CenterlineFromGates", "DiscCollision", "FrameCollision", "HeightFieldBake",
             "HeightField"]
+__all__ += ["Lidar"]
