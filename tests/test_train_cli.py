@@ -210,7 +210,7 @@ def test_eval_refuses_the_training_seed(trained):
 @pytest.mark.parametrize("argv, message", [
     (["train", "--steps", "0"], "--steps must be >= 1"),
     (["train", "--steps", "10", "--num-envs", "0"], "--num-envs must be >= 1"),
-    (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**31)"),
+    (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**64)"),
     (["eval", "no/such/model.zip"], "no model at"),
     (["eval", "x.zip", "--episodes", "0"], "--episodes must be >= 1"),
     (["train", "--steps", "10", "--torch-threads", "0"], "--torch-threads must be >= 1"),

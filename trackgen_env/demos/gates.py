@@ -9,7 +9,7 @@ import numpy as np
 
 from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
-from . import RESET_STEPS_NOTE, count_reset_steps
+from . import RESET_STEPS_NOTE, count_reset_steps, progress_disabled
 from ..generators.gate_layouts import load_gate_layout
 from ..viz import check_panels, save_figure
 
@@ -43,7 +43,7 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     ended = np.zeros(env.num_envs, dtype=bool)
     reset_steps = 0
     env_seconds = 0.0
-    for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+    for _ in tqdm(range(steps), desc=desc, unit="step", disable=progress_disabled(progress), leave=False):
         reset_steps += count_reset_steps(env, ended)
         action = pilot(obs)
         t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import centerline_length, load_centerline_csv
-from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps
+from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps, progress_disabled
 
 __all__ = ["run", "drive"]
 
@@ -45,7 +45,7 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     ended = np.zeros(env.num_envs, dtype=bool)
     reset_steps = 0
     env_seconds = 0.0
-    for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+    for _ in tqdm(range(steps), desc=desc, unit="step", disable=progress_disabled(progress), leave=False):
         reset_steps += count_reset_steps(env, ended)
         action = controller(obs)
         t0 = time.perf_counter()

@@ -56,12 +56,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..checks import check_int, check_num_envs, resolve_device
+from ..checks import check_int, check_num_envs, check_seed, resolve_device
 from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
-__all__ = ["CourseVectorEnv", "autoreset_mode", "check_seed", "check_limit", "obs_layout", "INT32_MAX"]
+__all__ = ["CourseVectorEnv", "autoreset_mode", "check_limit", "obs_layout", "INT32_MAX"]
 
 #: The largest value of the device's int32 counters (episode steps, laps).
 INT32_MAX = 2**31 - 1
@@ -92,34 +92,6 @@ def autoreset_mode(value) -> AutoresetMode:
         f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
         f"{[m.value for m in AutoresetMode]}, got {value!r}"
     )
-
-
-def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
-    """None, an int >= 0 (of any size: every bit goes into the per-env hash), or
-    ``num_envs`` ints in ``[0, 2**32)`` (one seed per env, used as given, as Gymnasium's
-    ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
-
-    Raises:
-        TypeError: a seed that is no int (a float, a str, a bool) or a sequence of them.
-        ValueError: a negative seed, a list of another length, a per-env seed outside
-            ``[0, 2**32)``.
-    """
-    if seed is None:
-        return None
-    per_env = "a list of 1 int" if num_envs == 1 else f"{num_envs} ints"
-    expected = f"seed must be None, an int >= 0, or {per_env} in [0, 2**32) (one per env)"
-    if isinstance(seed, (list, tuple, np.ndarray)):
-        values = np.asarray(seed)
-        if values.size and not np.issubdtype(values.dtype, np.integer):
-            raise TypeError(f"{expected}, got {seed!r} (dtype {values.dtype})")
-        if values.shape != (num_envs,) or values.min() < 0 or values.max() >= 1 << 32:
-            raise ValueError(f"{expected}, got {seed!r}")
-        return values.astype(np.int64)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"{expected}, got {type(seed).__name__} {seed!r}")
-    if seed < 0:
-        raise ValueError(f"{expected}, got {seed!r}")
-    return int(seed)
 
 
 def check_limit(name: str, value, auto: int | None = None) -> int | None:
@@ -569,8 +541,8 @@ class CourseVectorEnv(VectorEnv):
             masks (``"_laps"``, ...) are ``reset_mask``.
 
         Raises:
-            ValueError: a negative seed (or per-env seeds outside ``[0, 2**32)``, or not
-                ``num_envs`` of them); options other than ``reset_mask``; a ``reset_mask`` in
+            ValueError: a seed outside ``[0, 2**64)`` (or per-env seeds outside ``[0, 2**32)``, or not
+                ``num_envs`` of them: :func:`~trackgen_env.checks.check_seed`); options other than ``reset_mask``; a ``reset_mask`` in
                 another autoreset mode, of another shape, all False, or with a seed.
             TypeError: a seed that is no int; a ``reset_mask`` that is neither a bool NumPy
                 array nor a bool torch tensor.

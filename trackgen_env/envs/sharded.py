@@ -37,11 +37,11 @@ import gymnasium
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from ..checks import check_int
+from ..checks import check_int, check_seed
 from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
-from .base import CourseVectorEnv, check_seed
+from .base import CourseVectorEnv
 from .io import check_actions
 
 __all__ = ["ShardedVectorEnv"]
@@ -51,7 +51,7 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
     """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS).
 
     Raises:
-        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.envs.base.check_seed`).
+        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.checks.check_seed`).
     """
     seed = check_seed(seed, num_envs)
     if seed is None:

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..checks import check_seed
 from .base import CourseVectorEnv
 from .gates import GatesVectorEnv
 from .io import check_action
@@ -132,15 +132,10 @@ class SingleCourseEnv(gymnasium.Env):
         Raises:
             TypeError: a seed that is not an int (a NumPy integer is taken as its int), options
                 that are not None or a mapping.
-            ValueError: a negative seed; options given. Each before anything changes.
+            ValueError: a seed outside ``[0, 2**64)``; options given. Each before anything changes.
         """
         cls = type(self).__name__
-        if isinstance(seed, np.integer):
-            seed = int(seed)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise TypeError(f"{cls}.reset seed must be None or an int >= 0, got {type(seed).__name__} {seed!r}")
-        if seed is not None and seed < 0:
-            raise ValueError(f"{cls}.reset seed must be None or an int >= 0, got {seed}")
+        seed = check_seed(seed, name=f"{cls}.reset seed")  # a NumPy integer is taken as its int
         if options is not None and not isinstance(options, Mapping):
             raise TypeError(f"{cls}.reset options must be None or a dict, got {type(options).__name__} {options!r}")
         if options:
