@@ -13,7 +13,7 @@ from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import centerline_length, load_centerline_csv
-from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps, progress_disabled
+from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps, progress_disabled, shown_envs
 
 __all__ = ["run", "drive"]
 
@@ -131,8 +131,9 @@ def run(args) -> int:
         ]
         path = viz.plot_track_grid(
             out["tracks"], out["traces"], os.path.join(args.out, "tracks.png"), speeds=out["speeds"], labels=labels,
-            title=f"TrackGen-Track-v0: generated tracks (seed {args.seed}), first episode, pure pursuit",
+            title=f"TrackGen-Track-v0: generated tracks (seed {args.seed}), {shown_envs(record, num_envs)}, first episode, "
+                  f"pure pursuit",
         )
-    print(f"picture:        {path}")
+    print(f"picture:        {path}" + ("" if args.track_csv else f" ({shown_envs(record, num_envs)})"))
     env.close()
     return 0

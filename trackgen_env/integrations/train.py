@@ -725,9 +725,10 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
     from a ``VecMonitor`` CSV into ``png``.
 
     The x axis is the env steps of the episodes finished so far (cumulative episode
-    lengths, in the order the episodes ended); the curves are means over the last
-    ``window`` episodes (the raw returns, before ``VecNormalize``). Writes nothing when the
-    CSV holds no episode.
+    lengths, in the order the episodes ended); the curves are trailing means over the last
+    ``window`` episodes, at most a tenth of those in the CSV (a short run's curve follows its
+    latest episodes), of the raw returns (before ``VecNormalize``). A panel with no episode to
+    show (no lap completed yet) says so. Writes nothing when the CSV holds no episode.
     """
     import csv
 
@@ -751,19 +752,26 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
         series.append(("lap completion rate", lapped.astype(float), np.ones(len(rows), bool)))
         # the episode length of the episodes that completed their laps: the lap time in steps
         series.append(("steps per completed lap", np.array([float(r["l"]) for r in rows]), lapped))
-    kernel = np.ones(min(window, len(rows)))
+    # a short run's curve follows its episodes: a window of at most a tenth of them (a 200-episode
+    # mean over a run of 300 would be one flat point, far below its latest episodes)
+    w = max(1, min(window, len(rows) // 10))
     fig, axes = plt.subplots(len(series), 1, figsize=(7, 2.4 * len(series)), sharex=True, squeeze=False)
     for ax, (name, y, keep) in zip(axes[:, 0], series):
         x, y = steps[keep], y[keep]
-        if y.size == 0:
-            continue
-        k = kernel[: min(kernel.size, y.size)]
-        smooth = np.convolve(y, k, "valid") / k.size
-        ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
-        ax.plot(x[k.size - 1:], smooth, color="tab:blue")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(f"env steps (mean over {kernel.size} episodes)")
+        if y.size == 0:
+            ax.text(0.5, 0.5, f"no episode completed its laps yet ({len(rows)} episodes)", transform=ax.transAxes,
+                    ha="center", va="center", color="tab:gray")
+            continue
+        k = min(w, y.size)
+        # the trailing mean over the last k episodes (over the first ones while fewer have ended)
+        total = np.cumsum(y)
+        count = np.minimum(np.arange(1, y.size + 1), k)
+        smooth = (total - np.concatenate([np.zeros(k), total[:-k]])[: y.size]) / count
+        ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
+        ax.plot(x, smooth, color="tab:blue")
+    axes[-1, 0].set_xlabel(f"env steps (mean over the last {w} episodes)")
     if title:
         axes[0, 0].set_title(title)
     fig.tight_layout()
