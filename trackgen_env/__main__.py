@@ -303,7 +303,6 @@ _MOST = 2**53
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
     for name in ("num_envs", "steps", "episodes", "torch_threads"):
         value = getattr(args, name, None)
         if value is not None and value < 1:

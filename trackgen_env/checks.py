@@ -13,6 +13,8 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
+from .warp_log import init_warp
+
 __all__ = ["check_seed", "fold_seed", "SEED_BITS", "check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
@@ -229,11 +231,19 @@ def refused_env(bad) -> tuple[int, str]:
 def resolve_device(device=None) -> str:
     """A Warp device name: ``None`` means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
 
+    Also takes a ``wp.Device``, a ``torch.device`` (``torch.device("cuda", 1)`` is ``"cuda:1"``) and
+    a name in any case (``"CPU"``, ``"CUDA:0"``).
+
     Raises:
         ValueError: ``device`` names no device Warp knows (the message lists them).
     """
+    init_warp()  # the library's first device query starts Warp, without its no-driver warning
     if device is None:
         return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+    if type(device).__module__ == "torch" and type(device).__name__ == "device":  # without importing torch
+        device = device.type if device.index is None else f"{device.type}:{device.index}"
+    if isinstance(device, str):
+        device = device.strip().lower()
     names = [str(d) for d in wp.get_devices()]
     if isinstance(device, str) and device.startswith("cuda") and wp.get_cuda_device_count() == 0:
         # Warp would print driver errors before refusing a bare "cuda" on a machine without a GPU

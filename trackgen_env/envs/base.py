@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 import warnings
 from typing import Any
 
@@ -61,7 +62,7 @@ from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
-__all__ = ["CourseVectorEnv", "autoreset_mode", "check_limit", "obs_layout", "INT32_MAX"]
+__all__ = ["CourseVectorEnv", "autoreset_mode", "auto_episode_steps", "check_limit", "obs_layout", "INT32_MAX"]
 
 #: The largest value of the device's int32 counters (episode steps, laps).
 INT32_MAX = 2**31 - 1
@@ -92,6 +93,14 @@ def autoreset_mode(value) -> AutoresetMode:
         f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
         f"{[m.value for m in AutoresetMode]}, got {value!r}"
     )
+
+
+def auto_episode_steps(default: int, laps, lap_length: float, min_speed: float, dt: float) -> int:
+    """What ``max_episode_steps="auto"`` stands for on a given course (a real circuit, a race layout):
+    the env's ``default``, or the steps of ``laps`` laps (1 for None or a bad value, refused later)
+    of ``lap_length`` [m] at an average of ``min_speed`` [m/s] when more; at most ``2**31 - 1``."""
+    lap_count = laps if isinstance(laps, int) and not isinstance(laps, bool) and laps >= 1 else 1
+    return min(INT32_MAX, max(default, math.ceil(lap_count * lap_length / (min_speed * dt))))
 
 
 def check_limit(name: str, value, auto: int | None = None) -> int | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..tools.course_size import construction_bound
-from .base import INT32_MAX, CourseVectorEnv, obs_layout
+from .base import CourseVectorEnv, auto_episode_steps, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
 
@@ -672,11 +671,10 @@ class GatesVectorEnv(CourseVectorEnv):
         auto_steps = DEFAULT_MAX_EPISODE_STEPS
         if isinstance(layout, RaceLayout):
             # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED
-            lap_count = laps if isinstance(laps, int) and laps >= 1 else 1
-            auto_steps = max(auto_steps, math.ceil(lap_count * layout.length() / (LAYOUT_MIN_SPEED * quadrotor.dt)))
+            auto_steps = auto_episode_steps(auto_steps, laps, layout.length(), LAYOUT_MIN_SPEED, quadrotor.dt)
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size, auto_steps=min(auto_steps, INT32_MAX))
+                           render_size=render_size, auto_steps=auto_steps)
         self.quadrotor = quadrotor
         self.registry = registry
         if layout is None:
