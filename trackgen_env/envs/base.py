@@ -60,6 +60,7 @@ from .. import exec as exec_modes
 from ..checks import check_int, check_num_envs, check_seed, resolve_device
 from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
+from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
 __all__ = ["CourseVectorEnv", "autoreset_mode", "auto_episode_steps", "check_limit", "obs_layout", "INT32_MAX"]
@@ -177,7 +178,7 @@ class CourseVectorEnv(VectorEnv):
     live_fields: tuple[str, ...] = ("render_mode", "render_size")
     argument_attributes: dict[str, str | None] = {"seed": None, "capture": None}
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = ""
     info_fields: tuple[tuple[str, Any], ...] = ()
 
@@ -237,13 +238,18 @@ class CourseVectorEnv(VectorEnv):
     # -- live settings ----------------------------------------------------------------------
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``; settable (the next ``render()`` uses it)."""
+        """None, ``"rgb_array"`` or ``"human"`` (a window, :mod:`trackgen_env.viewer`); settable (the
+        next ``render()`` uses it; leaving ``"human"`` closes the window)."""
         return self.__dict__.get("_render_mode")
 
     @render_mode.setter
     def render_mode(self, value) -> None:
         if value not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {value!r}")
+        if value == "human":
+            require_pygame()  # the install hint now, not at the first step
+        elif self.__dict__.get("_window") is not None:
+            self.__dict__.pop("_window").close()
         self.__dict__["_render_mode"] = value
 
     @property
@@ -443,6 +449,8 @@ class CourseVectorEnv(VectorEnv):
         spaces, ``car``, ...). After it ``step()``, ``reset()`` and ``render()`` raise
         RuntimeError, and a released attribute AttributeError; ``close()`` again is a no-op.
         """
+        if self.__dict__.get("_window") is not None:  # render_mode="human"'s window
+            self.__dict__.pop("_window").close()
         if "_frozen" in self.__dict__:  # fully constructed: work may still run on the device
             wp.synchronize_device(self.device)
         params = getattr(getattr(self.__dict__.get("course"), "generator", None), "params", None)
@@ -561,7 +569,10 @@ class CourseVectorEnv(VectorEnv):
         seed = check_seed(seed, self.num_envs)
         mask = self.check_reset_options(options, seed)
         with self._io.stream_scope():
-            return self._reset(seed, mask)
+            out = self._reset(seed, mask)
+        if self.render_mode == "human":
+            self._show_window()
+        return out
 
     def _reset(self, seed: int | None, mask: np.ndarray | None):
         if mask is not None:
@@ -662,7 +673,10 @@ class CourseVectorEnv(VectorEnv):
         with self._io.stream_scope():
             self._io.write_actions(actions)
             self._replay_step()
-            return self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+            out = self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+        if self.render_mode == "human":
+            self._show_window()
+        return out
 
     def check_steppable(self) -> None:
         """Raises RuntimeError where :meth:`step` would: the env is closed, or ``reset()`` was not called yet."""
@@ -716,7 +730,9 @@ class CourseVectorEnv(VectorEnv):
 
         Returns:
             A tuple of ``num_envs`` frames (Gymnasium's vector convention; views of one
-            ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``.
+            ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``. With
+            ``render_mode="human"`` it shows the frames of the first 16 envs, tiled, in a window
+            (as every ``step()`` and ``reset()`` does) and returns None.
             For a video of one env, ``gymnasium.wrappers.vector.RecordVideo(env, ...,
             record_first_only=True)``.
 
@@ -725,9 +741,20 @@ class CourseVectorEnv(VectorEnv):
         """
         self.check_open()
         if self.render_mode is None:
-            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
+            gymnasium.logger.warn('render() needs render_mode="rgb_array" (or "human": a window)')
+            return None
+        if self.render_mode == "human":
+            self._show_window()
             return None
         return tuple(self.render_frames())
+
+    def _show_window(self) -> None:
+        """``render_mode="human"``: the frames of the first ``HUMAN_ENVS`` envs, tiled, in the env's
+        window (opened at the first call), at most ``metadata["render_fps"]`` a second."""
+        window = self.__dict__.get("_window")
+        if window is None:
+            window = self.__dict__["_window"] = Window(type(self).__name__, self.metadata["render_fps"])
+        window.show(tile(self.render_frames(min(self.num_envs, HUMAN_ENVS))))
 
     def render_frames(self, num: int | None = None) -> np.ndarray:
         """The frames of the first ``num`` envs (all when None) as one ``[num, H, W, 3]`` uint8 host array.

@@ -619,7 +619,7 @@ class GatesVectorEnv(CourseVectorEnv):
       a missed gate terminating as a crash, the reward terms above, and ``start=``.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool),
                    ("missed_gate", wp.bool))

@@ -57,7 +57,7 @@ class SingleCourseEnv(gymnasium.Env):
     """
 
     vector_class: type[CourseVectorEnv] = CourseVectorEnv
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
 
     def __init__(self, device: str | None = None, *, render_mode: str | None = None, **kwargs):
         fixed = sorted(set(kwargs) & set(_FIXED))

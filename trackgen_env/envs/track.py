@@ -601,7 +601,7 @@ class TrackVectorEnv(CourseVectorEnv):
       ``steer_range`` (off by default).
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(steering, throttle)"
     info_fields = (("laps", wp.int32), ("off_track", wp.bool))
     argument_attributes = {"track": "track_config", "centerline": "track_config"}
