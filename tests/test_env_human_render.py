@@ -65,3 +65,27 @@ def test_without_pygame_human_mode_names_the_extra_and_rgb_array_still_works(mon
     with pytest.raises(ImportError, match="pygame"):
         env.render_mode = "human"
     assert env.render_mode == "rgb_array" and len(env.render()) == 2
+
+
+def test_the_envs_page_human_example_runs():
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if 'render_mode="human"' in b]
+    ns = {}
+    exec(block.replace("range(400)", "range(3)").replace("seed=0)", 'seed=0, device="cpu", render_size=32)'), ns)
+    assert ns["envs"].closed
+
+
+def test_the_sharded_env_refuses_a_window_and_says_what_to_use():
+    from trackgen_env.envs import ShardedVectorEnv
+
+    with pytest.raises(ValueError, match='no render_mode="human".*render_mode="rgb_array"'):
+        ShardedVectorEnv("TrackGen-Track-v0", 2, 2, seed=0, device="cpu", render_mode="human")
+    env = ShardedVectorEnv("TrackGen-Track-v0", 2, 2, seed=0, device="cpu", render_mode="rgb_array", render_size=16)
+    assert env.metadata["render_modes"] == ["rgb_array"]
+    with pytest.raises(ValueError, match='no render_mode="human"'):
+        env.render_mode = "human"
+    assert env.render_mode == "rgb_array"
+    env.close()

@@ -31,7 +31,7 @@ def test_make_gives_a_gymnasium_env_that_passes_check_env(env_id):
     assert isinstance(env.unwrapped, cls) and env.spec.id == env_id and env.render_mode == "rgb_array"
     assert env.observation_space == gymnasium.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
     assert env.action_space == gymnasium.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
-    assert "autoreset_mode" not in env.metadata and env.metadata["render_modes"] == ["rgb_array"]
+    assert "autoreset_mode" not in env.metadata and env.metadata["render_modes"] == ["rgb_array", "human"]
     others = [m for m in _checker_warnings(env.unwrapped) if _UNBOUNDED not in m]
     assert others == []
     env.close()

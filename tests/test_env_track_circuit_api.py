@@ -122,3 +122,19 @@ def test_the_device_may_be_a_torch_device():
     assert str(env.device) == "cpu" and obs.device == torch.device("cpu")
     with pytest.raises(ValueError, match="device must be one of"):
         TrackVectorEnv(2, torch.device("meta"), seed=0)
+
+
+def test_the_envs_page_circuit_example_runs(tmp_path, monkeypatch):
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "Spielberg.csv" in b]
+    rows = _stadium(1800.0, 120.0, 6.0, 5.0)
+    np.savetxt(tmp_path / "Spielberg.csv", rows, delimiter=",", header="x_m,y_m,w_tr_right_m,w_tr_left_m")
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither the full-size car nor the 1:10 circuit warns
+        exec(block.replace('car="full")', 'car="full", device="cpu")').replace("points * 0.1)", 'points * 0.1, device="cpu")'), ns)
+    assert ns["envs"].max_episode_steps > 5000 and ns["small"].max_episode_steps > 1000

@@ -60,6 +60,14 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
     return [[int(x) for x in per_env[a:b]] for a, b in bounds]
 
 
+def _check_no_window(render_mode) -> None:
+    """Refuse ``render_mode="human"``: each shard would show its own envs in the one window."""
+    if render_mode == "human":
+        raise ValueError('ShardedVectorEnv offers no render_mode="human" (its shards would each show their own '
+                         'envs in the one window): use render_mode="rgb_array" and show render_frames(k), or watch '
+                         'a separate env built with render_mode="human"')
+
+
 class _Workers:
     """Runs ``job(k)`` for ``k`` in ``range(num_jobs)`` on the caller's thread and ``num_jobs - 1``
     persistent daemon threads, and returns when all are done.
@@ -308,6 +316,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         self.num_shards = check_int("num_shards", num_shards, lo=1, hi=self.num_envs)
         if kwargs.get("output", "numpy") != "numpy":
             raise ValueError(f"ShardedVectorEnv writes NumPy outputs: output must be 'numpy', got {kwargs['output']!r}")
+        _check_no_window(kwargs.get("render_mode"))
         _check_course_env(env_id)
         E, S = self.num_envs, self.num_shards
         self.bounds = [(k * E // S, (k + 1) * E // S) for k in range(S)]
@@ -332,7 +341,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
         # where a shard warned, the whole may not: once, over every env (no shard warned where it does not)
         self._warn_if_few_valid("the first generation")
         first = self.shards[0]
-        self.metadata = dict(first.metadata)
+        self.metadata = {**first.metadata, "render_modes": [m for m in first.metadata["render_modes"] if m != "human"]}
         self.single_observation_space = first.single_observation_space
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)
@@ -374,6 +383,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
 
     @render_mode.setter
     def render_mode(self, value) -> None:
+        _check_no_window(value)
         for shard in self.shards:  # the first refuses a bad value before any shard changes
             shard.render_mode = value
 
