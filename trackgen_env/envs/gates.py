@@ -577,7 +577,9 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device: the course
       line and the gates from above (the next gate in green), the drone with its heading,
-      and along the bottom quarter a side view (x against altitude).
+      and along the bottom quarter a side view (x against altitude); ``"human"``: those of the
+      first 16 envs, tiled, in a window at every step (pygame: the ``human`` extra;
+      :mod:`trackgen_env.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.

@@ -378,7 +378,7 @@ class ShardedVectorEnv(gymnasium.vector.VectorEnv):
 
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``, every shard's; settable, as one env's (the next ``render()`` uses it)."""
+        """None or ``"rgb_array"`` (no ``"human"``), every shard's; settable, as one env's (the next ``render()`` uses it)."""
         return self.shards[0].render_mode
 
     @render_mode.setter

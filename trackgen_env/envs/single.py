@@ -37,7 +37,8 @@ class SingleCourseEnv(gymnasium.Env):
 
     Args:
         device: the vector env's Warp device (None: ``cuda:0`` when present, else ``cpu``).
-        render_mode: None or ``"rgb_array"`` (``render()`` returns one ``[H, W, 3]`` uint8 frame).
+        render_mode: None, ``"rgb_array"`` (``render()`` returns one ``[H, W, 3]`` uint8 frame) or
+            ``"human"`` (a window showing it at every step).
         **kwargs: the vector env's other constructor arguments (``seed``, ``max_episode_steps``,
             ``laps``, ``render_size``, ``car``, ``track``, ``gates``, ...); ``num_envs``,
             ``autoreset_mode`` and ``output`` are fixed (1, ``DISABLED``, ``"numpy"``).
@@ -77,7 +78,7 @@ class SingleCourseEnv(gymnasium.Env):
     # -- attributes: the vector env's, live or read-only as there ----------------------------
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``, the vector env's; settable (checked there; the next ``render()`` uses it)."""
+        """None, ``"rgb_array"`` or ``"human"``, the vector env's; settable (checked there; the next ``render()`` uses it)."""
         return self.vector_env.render_mode
 
     @render_mode.setter

@@ -511,7 +511,9 @@ class TrackVectorEnv(CourseVectorEnv):
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device (track band,
-      edges, checkpoints, start line, the car's body box).
+      edges, checkpoints, start line, the car's body box); ``"human"``: those of the first 16
+      envs, tiled, in a window at every step (pygame: the ``human`` extra;
+      :mod:`trackgen_env.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.
