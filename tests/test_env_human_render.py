@@ -89,3 +89,16 @@ def test_the_sharded_env_refuses_a_window_and_says_what_to_use():
         env.render_mode = "human"
     assert env.render_mode == "rgb_array"
     env.close()
+
+
+def test_without_a_display_the_window_is_not_seen_and_the_warning_says_what_to_use(monkeypatch):
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the display variables are Linux's")
+    for name in ("SDL_VIDEODRIVER", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    pygame.display.quit()
+    with pytest.warns(UserWarning, match=r'no display.*render_mode="rgb_array".*RecordVideo'):
+        env = TrackVectorEnv(1, "cpu", seed=0, render_mode="human", render_size=16)
+        env.reset()
+    assert pygame.display.get_driver() == "dummy"
+    env.close()

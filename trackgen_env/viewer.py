@@ -9,6 +9,9 @@ a pygame window (as Gymnasium's own envs, CarRacing among them, show theirs) at 
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -28,6 +31,7 @@ def require_pygame():
     Raises:
         ImportError: pygame is not installed (naming the extra that installs it).
     """
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no greeting on the user's terminal
     try:
         import pygame
     except ImportError as exc:
@@ -58,12 +62,25 @@ class Window:
         fps: the most images a second (``show`` waits for the next frame's time, as Gymnasium's
             human mode runs at the env's ``render_fps``).
 
+    Warns:
+        UserWarning: a Linux machine without a display (neither ``DISPLAY`` nor ``WAYLAND_DISPLAY``
+            set, nor ``SDL_VIDEODRIVER``): the window is drawn with SDL's ``dummy`` driver, where
+            nothing can be seen (SDL's own fallback, ``offscreen``, loads EGL for a window no one sees).
+
     Raises:
         ImportError: pygame is not installed.
     """
 
     def __init__(self, title: str, fps: int):
         self._pygame = require_pygame()
+        headless = (sys.platform.startswith("linux") and "SDL_VIDEODRIVER" not in os.environ
+                    and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")))
+        if headless:
+            os.environ["SDL_VIDEODRIVER"] = "dummy"
+            warnings.warn('render_mode="human": this machine has no display (neither DISPLAY nor WAYLAND_DISPLAY is '
+                          'set), so the window cannot be seen; use render_mode="rgb_array" and write the frames to a '
+                          'video (gymnasium.wrappers.vector.RecordVideo), or run where there is a display',
+                          UserWarning, stacklevel=4)
         self._pygame.display.init()
         self.title, self.fps = title, fps
         self._screen = None
