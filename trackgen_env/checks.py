@@ -15,7 +15,7 @@ import warp as wp
 
 from .warp_log import init_warp
 
-__all__ = ["check_seed", "fold_seed", "SEED_BITS", "check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
+__all__ = ["check_seed", "fold_seed", "SEED_BITS", "check_bool", "check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -90,19 +90,24 @@ def fold_seed(seed: int) -> int:
     return (seed ^ (seed >> 32)) & 0xFFFFFFFF
 
 
-def check_range(name: str, value, lo: float, hi: float | None = None) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high`` (``<= hi`` when given).
+def check_range(name: str, value, lo: float, hi: float | None = None, *, lo_open: bool = False,
+                none: bool = False, what: str = "") -> tuple[float, float] | None:
+    """A ``(lo, hi)`` pair of floats, each ``>= lo`` (``> lo`` with ``lo_open``) and ``<= hi`` when
+    given, the first ``<=`` the second; with ``none``, None too (returned as is). ``what`` follows
+    "pair" in the message (``" of friction scales"``).
 
     Raises:
-        TypeError: not a pair (a tuple or list of two). ValueError: a bound out of range, or
-            ``low > high``.
+        TypeError: not a pair (a tuple or list of two), nor None where ``none``. ValueError: a bound
+            out of range, or ``lo > hi``.
     """
+    if value is None and none:
+        return None
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
-    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
+        raise TypeError(f"{name} must be {'None or ' if none else ''}a (lo, hi) pair{what}, got {value!r}")
+    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi, lo_open=lo_open)
+    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi, lo_open=lo_open)
     if low > high:
-        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
+        raise ValueError(f"{name} needs lo <= hi, got ({low}, {high})")
     return (low, high)
 
 

@@ -57,7 +57,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..checks import check_int, check_num_envs, check_seed, resolve_device
+from ..checks import check_bool, check_int, check_num_envs, check_seed, resolve_device
 from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
 from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
@@ -286,9 +286,7 @@ class CourseVectorEnv(VectorEnv):
         self.output = check_output(output)
         self.render_size = render_size
         arguments = self._bound_arguments()
-        capture = arguments.get("capture", True)
-        if not isinstance(capture, (bool, np.bool_)):
-            raise TypeError(f"capture must be a bool, got {type(capture).__name__} {capture!r}")
+        check_bool("capture", arguments.get("capture", True))
         seed = check_seed(seed, self.num_envs)
         if self.num_envs > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
             shared = {"num_envs": self.num_envs, "device": str(self.device), "max_episode_steps": max_episode_steps,

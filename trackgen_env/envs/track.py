@@ -11,7 +11,7 @@ import warp as wp
 from gymnasium.vector import AutoresetMode
 
 from .. import env_loop, render, tools
-from ..checks import check_float, check_int, check_range, first_bad
+from ..checks import check_bool, check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..generators.centerline_io import centerline_length, check_centerline
@@ -647,15 +647,15 @@ class TrackVectorEnv(CourseVectorEnv):
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
-        self.friction_range = _check_scale_range("friction_range", friction_range)
-        self.accel_range = _check_scale_range("accel_range", accel_range)
-        self.steer_range = _check_scale_range("steer_range", steer_range)
+        # each None, or (lo, hi) scales with 0 < lo <= hi <= 2
+        self.friction_range, self.accel_range, self.steer_range = (
+            check_range(name, value, 0.0, 2.0, lo_open=True, none=True, what=f" of {_CAR_DRAWS[name][0]}")
+            for name, value in (("friction_range", friction_range), ("accel_range", accel_range),
+                                ("steer_range", steer_range)))
         if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
             raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
                              f"got {self.steer_range[1]} (a wheel angle of {self.car.max_steer * self.steer_range[1]:.4g} rad)")
-        if not isinstance(random_start, (bool, np.bool_)):
-            raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
-        self.random_start = bool(random_start)
+        self.random_start = check_bool("random_start", random_start)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
         self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
@@ -816,20 +816,3 @@ class TrackVectorEnv(CourseVectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
-
-
-def _check_scale_range(name: str, value) -> tuple[float, float] | None:
-    """None, or ``(lo, hi)`` floats with ``0 < lo <= hi <= 2``: a :data:`_CAR_DRAWS` argument.
-
-    Raises:
-        TypeError: not None and not a pair. ValueError: a bound out of range, or ``lo > hi``.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be None or a (lo, hi) pair of {_CAR_DRAWS[name][0]}, got {value!r}")
-    lo = check_float(f"{name}[0]", value[0], lo=0.0, lo_open=True, hi=2.0)
-    hi = check_float(f"{name}[1]", value[1], lo=0.0, lo_open=True, hi=2.0)
-    if lo > hi:
-        raise ValueError(f"{name} needs lo <= hi, got ({lo}, {hi})")
-    return (lo, hi)
