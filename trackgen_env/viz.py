@@ -76,8 +76,8 @@ def _draw_track(ax, track: dict, *, lw: float = 0.6) -> None:
     ax.plot(c[0, 0], c[0, 1], marker="s", color="black", ms=3)
     # the driving direction: an arrow from the start along the first stretch of the lap (~4% of its points)
     ahead = c[max(1, len(c) // 25)]
-    ax.annotate("", xy=ahead, xytext=c[0], arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 0.8,
-                                                       "mutation_scale": 7, "shrinkA": 0, "shrinkB": 0})
+    ax.annotate("", xy=ahead, xytext=c[0], zorder=4, arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 0.8,
+                                                                 "mutation_scale": 7, "shrinkA": 0, "shrinkB": 0})
     if not track.get("valid", True):
         ax.set_title("invalid", color="red")
 
