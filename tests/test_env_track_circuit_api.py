@@ -12,8 +12,16 @@ from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
 from trackgen_env.envs.base import auto_episode_steps
 from trackgen_env.envs.car import CAR_PRESETS
 from trackgen_env.envs.controllers import PurePursuit
-from trackgen_env.envs.track import CIRCUIT_MIN_SPEED_FRACTION, DEFAULT_MAX_EPISODE_STEPS
-from trackgen_env.generators.centerline_io import band_folds, centerline_length, check_centerline, load_centerline_csv
+from trackgen_env.envs.track import (
+    CIRCUIT_MIN_SPEED_FRACTION,
+    DEFAULT_MAX_EPISODE_STEPS,
+)
+from trackgen_env.generators.centerline_io import (
+    band_folds,
+    centerline_length,
+    check_centerline,
+    load_centerline_csv,
+)
 
 
 def _stadium(straight: float, radius: float, width: float, spacing: float) -> np.ndarray:

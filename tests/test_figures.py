@@ -3,16 +3,13 @@
 import subprocess
 import sys
 
-import matplotlib
 import numpy as np
 import pytest
 
-matplotlib.use("Agg")
-
-from trackgen_env import viz  # noqa: E402
-from trackgen_env.__main__ import main  # noqa: E402
-from trackgen_env.demos import gates as gates_demo  # noqa: E402
-from trackgen_env.envs import GatesVectorEnv  # noqa: E402
+from trackgen_env import viz
+from trackgen_env.__main__ import main
+from trackgen_env.demos import gates as gates_demo
+from trackgen_env.envs import GatesVectorEnv
 
 
 @pytest.fixture

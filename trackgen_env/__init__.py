@@ -10,10 +10,10 @@ from .warp_log import quiet_warp_log
 
 quiet_warp_log()  # before any module of the package loads; TRACKGEN_WARP_VERBOSE=1 keeps Warp's log
 
-from . import seeding, tools  # noqa: E402
-from .envs import register_envs  # noqa: E402
-from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator  # noqa: E402
-from .seeding import PerEnvSeededRNG, SeedState  # noqa: E402
+from . import seeding, tools
+from .envs import register_envs
+from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator
+from .seeding import PerEnvSeededRNG, SeedState
 
 register_envs()
 
