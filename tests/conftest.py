@@ -1,7 +1,12 @@
 """Shared fixtures: every device test runs on the CPU, and on CUDA under the ``cuda`` marker."""
 
+import os
+
 import pytest
 import warp as wp
+
+# render_mode="human" draws its window with SDL's dummy driver: the tests run without a display
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 wp.config.log_level = wp.LOG_WARNING  # keep module-load lines out of test output
 

@@ -149,7 +149,7 @@ def test_preset_refuses_unknown_and_bad_arguments():
         presets.circuit(corner_count=3)
     with pytest.raises(ValueError, match="width"):
         presets.circuit(width=0.0)
-    with pytest.raises(ValueError, match="width_range"):
+    with pytest.raises(TypeError, match="width_range"):  # no pair: a TypeError, as every pair's check
         presets.circuit(width_range=(1.0,))
     with pytest.raises(ValueError, match="circuit_layout.depth"):
         build(presets.circuit(depth=2.0, device=DEV))

@@ -8,7 +8,7 @@ from trackgen_env.__main__ import main
 
 @pytest.mark.parametrize("args, message", [
     (["--device", "cuda:7"], "error: --device must be one of ['cpu"),
-    (["--seed", "-1"], "--seed must be an int in [0, 2**31), got -1"),
+    (["--seed", "-1"], "--seed must be an int in [0, 2**64), got -1"),
     (["--track-csv", "/nonexistent.csv"], "no centreline CSV"),
     (["--env", "gates", "--track-csv", "x.csv"], "does not apply to --env gates"),
     (["--num-envs", "0"], "--num-envs must be >= 1"),

@@ -86,7 +86,7 @@ def test_render_size_and_render_mode_are_live_and_checked(cls):
     with pytest.raises(ValueError, match="render_size must be in"):
         env.render_size = 8
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
-        env.render_mode = "human"
+        env.render_mode = "ansi"
     assert env.render_size == 48 and env.render_mode == "rgb_array"
     env.render_mode = None
     with pytest.warns(UserWarning, match="render_mode"):
@@ -141,7 +141,7 @@ def test_the_single_env_passes_render_mode_and_render_size_to_its_vector_env(env
     with pytest.raises(ValueError, match="render_size must be in"):
         single.render_size = 8
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
-        single.render_mode = "human"
+        single.render_mode = "ansi"
     assert single.render_size == 64 and single.render_mode == "rgb_array"
     single.render_mode = None
     assert single.vector_env.render_mode is None and env.render_mode is None

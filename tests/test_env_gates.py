@@ -236,7 +236,7 @@ def test_step_before_reset_raises():
         ({"laps": 0}, ValueError),
         ({"seed": -1}, ValueError),
         ({"seed": 1.5}, TypeError),  # no int at all, as num_envs and the limits
-        ({"render_mode": "human"}, ValueError),
+        ({"render_mode": "ansi"}, ValueError),
         ({"quadrotor": {"mass": 1.0}}, TypeError),
         ({"gates": {"gate_width": 1.0}}, TypeError),
         ({"gates": GateGenConfig(gate_width=0.0)}, ValueError),

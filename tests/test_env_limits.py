@@ -94,14 +94,14 @@ def test_capture_must_be_a_bool(cls, capture):
 
 
 def test_the_seed_error_states_the_ranges_the_check_applies():
-    """A scalar seed of any size is accepted (all of its bits go into the per-env hash); a
+    """A scalar seed is an int in [0, 2**64) (all of its bits go into the per-env hash); a
     per-env seed must be in [0, 2**32). The message says exactly that."""
     small = TrackVectorEnv(2, "cpu", seed=0).tracks()
     big = TrackVectorEnv(2, "cpu", seed=2**32).tracks()
     assert not np.array_equal(small[0]["centerline"], big[0]["centerline"])
     env = TrackVectorEnv(2, "cpu", seed=0)
-    expected = r"seed must be None, an int >= 0, or 2 ints in \[0, 2\*\*32\) \(one per env\)"
-    for bad in (-1, [0, 2**32], [0, -1], [1, 2, 3], []):
+    expected = r"seed must be None, an int in \[0, 2\*\*64\), or 2 ints in \[0, 2\*\*32\) \(one per env\)"
+    for bad in (-1, 2**64, [0, 2**32], [0, -1], [1, 2, 3], []):
         with pytest.raises(ValueError, match=expected):
             env.reset(seed=bad)
     # what is no int at all is a TypeError, as num_envs' and the limits' (the message the same)
@@ -109,7 +109,7 @@ def test_the_seed_error_states_the_ranges_the_check_applies():
         with pytest.raises(TypeError, match=expected):
             env.reset(seed=bad)
     assert env.reset(seed=[3, 4])[0].shape[0] == 2  # the env still resets after the refusals
-    one = r"seed must be None, an int >= 0, or a list of 1 int in \[0, 2\*\*32\) \(one per env\)"
+    one = r"seed must be None, an int in \[0, 2\*\*64\), or a list of 1 int in \[0, 2\*\*32\) \(one per env\)"
     with pytest.raises(ValueError, match=one):
         TrackVectorEnv(1, "cpu", seed=0).reset(seed=-1)
 

@@ -228,7 +228,7 @@ def test_step_before_reset_raises():
         (dict(max_episode_steps=0), ValueError, "max_episode_steps"),
         (dict(laps=0), ValueError, "laps"),
         (dict(seed=-1), ValueError, "seed"),
-        (dict(render_mode="human"), ValueError, "render_mode"),
+        (dict(render_mode="ansi"), ValueError, "render_mode"),
         (dict(car="kart"), ValueError, "car"),
         (dict(track="big"), TypeError, "TrackGenConfig"),
         (dict(checkpoint_spacing=0.0), ValueError, "checkpoint_spacing"),

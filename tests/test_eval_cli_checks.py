@@ -295,8 +295,8 @@ def test_a_damaged_record_is_named_in_one_line(record, message, tmp_path, capsys
 
 @pytest.mark.parametrize("argv, message", [
     (["demo", "--steps", "99999999999999999999999"], "--steps must be <= 2\\*\\*53"),
-    (["demo", "--seed", "99999999999999999999999"], "--seed must be an int in \\[0, 2\\*\\*31\\)"),
-    (["demo", "--seed", "-1"], "--seed must be an int in \\[0, 2\\*\\*31\\)"),
+    (["demo", "--seed", "99999999999999999999999"], "--seed must be an int in \\[0, 2\\*\\*64\\)"),
+    (["demo", "--seed", "-1"], "--seed must be an int in \\[0, 2\\*\\*64\\)"),
 ])
 def test_steps_and_seeds_outside_their_range_get_one_line(argv, message, capsys):
     assert re.search(message, _err(capsys, argv))

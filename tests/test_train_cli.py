@@ -210,7 +210,7 @@ def test_eval_refuses_the_training_seed(trained):
 @pytest.mark.parametrize("argv, message", [
     (["train", "--steps", "0"], "--steps must be >= 1"),
     (["train", "--steps", "10", "--num-envs", "0"], "--num-envs must be >= 1"),
-    (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**31)"),
+    (["train", "--steps", "10", "--seed", "-1"], "seed must be an int in [0, 2**64)"),
     (["eval", "no/such/model.zip"], "no model at"),
     (["eval", "x.zip", "--episodes", "0"], "--episodes must be >= 1"),
     (["train", "--steps", "10", "--torch-threads", "0"], "--torch-threads must be >= 1"),
@@ -587,3 +587,28 @@ def test_a_typo_of_a_randomized_parameter_is_pointed_at():
     data["params"]["band.widht"] = data["params"].pop("band.width")
     with pytest.raises(ValueError, match="'band.widht' among them looks like a typo of it"):
         PipelineSpec.from_dict(data)
+
+
+def test_eval_takes_the_runs_folder_and_no_progress_and_writes_no_carriage_returns(trained, capsys, tmp_path):
+    out = trained[0]
+    assert main(["eval", str(out), "--episodes", "2", "--device", "cpu", "--no-progress"]) == 0
+    assert "2 episodes per policy" in capsys.readouterr().out
+    # the progress bar is on by default, but stderr here is no terminal: no carriage-return redraws
+    assert main(["eval", str(out), "--episodes", "2", "--device", "cpu"]) == 0
+    assert "\r" not in capsys.readouterr().err
+    assert main(["eval", str(tmp_path), "--device", "cpu"]) == 2
+    assert f"no model.zip in the folder {str(tmp_path)!r}" in capsys.readouterr().err
+
+
+def test_count_flags_take_scientific_notation_and_refuse_fractions(capsys):
+    from trackgen_env.__main__ import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["train", "--steps", "1e5"]).steps == 100_000
+    assert parser.parse_args(["train", "--steps", "2.5e3", "--num-envs", "1e1"]).num_envs == 10
+    assert parser.parse_args(["eval", "m.zip", "--episodes", "1e2", "--no-progress"]).no_progress is True
+    assert parser.parse_args(["demo", "--steps", "100_000"]).steps == 100_000
+    for bad in ("1.5", "1e-3", "inf", "ten"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["train", "--steps", bad])
+        assert "argument --steps" in capsys.readouterr().err

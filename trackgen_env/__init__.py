@@ -6,6 +6,10 @@ kernels; components (``trackgen_env.tools``) run beside a simulation; a
 and ``"TrackGen-Gates-v0"`` are the ready envs.
 """
 
+from .warp_log import quiet_warp_log
+
+quiet_warp_log()  # before any module of the package loads; TRACKGEN_WARP_VERBOSE=1 keeps Warp's log
+
 from . import seeding, tools
 from .envs import register_envs
 from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator

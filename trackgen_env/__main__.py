@@ -29,7 +29,7 @@ import sys
 
 import warp as wp
 
-from .checks import resolve_device
+from .checks import check_seed, resolve_device
 from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
@@ -53,6 +53,26 @@ def _prog() -> str | None:
     return "python -m trackgen_env" if os.path.basename(sys.argv[0]) == "__main__.py" else None
 
 
+def _int(text: str) -> int:
+    """An int flag's value: an int (``100000``, ``100_000``) or a whole number written in scientific
+    notation (``1e5``), as step counts often are.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse names the flag).
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
+    if not math.isfinite(value) or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=_prog(), description=plain(__doc__.split("\n\n", 1)[1]).strip(),
@@ -61,15 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="drive an env with a built-in controller and write pictures")
     demo.add_argument("--env", choices=DEMO_ENVS, default="track", help="which env to drive (default: track)")
-    demo.add_argument("--num-envs", type=int, default=None,
+    demo.add_argument("--num-envs", type=_int, default=None,
                       help="parallel envs (default: 64; 1 with --track-csv or --gates-file)")
-    demo.add_argument("--steps", type=int, default=None,
+    demo.add_argument("--steps", type=_int, default=None,
                       help=f"env steps (default: 600; with --track-csv the time of {CIRCUIT_LAPS:g} laps at a "
                            f"{CIRCUIT_SPEED:g} m/s average, so a faster car drives more than one lap; the env's time "
                            "limit with --gates-file)")
     demo.add_argument("--device", default=None,
                       help='Warp device, e.g. "cpu" or "cuda:0" (default: cuda:0 if present, else cpu)')
-    demo.add_argument("--seed", type=int, default=0, help="seed of the generated courses (default: 0)")
+    demo.add_argument("--seed", type=_int, default=0, help="seed of the generated courses (default: 0)")
     demo.add_argument("--out", default="out/demo", help="folder for the pictures (default: out/demo)")
     demo.add_argument("--track-csv", default=None, metavar="FILE",
                       help="track env: drive this real circuit (CSV x_m, y_m, w_tr_right_m, w_tr_left_m) instead")
@@ -81,16 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
     train.add_argument("--env", choices=sorted(ENV_IDS), default=None,
                        help="env id (default: the --spec's family's, else TrackGen-Track-v0)")
-    train.add_argument("--steps", type=int, required=True, help="env steps to train for, all envs together")
-    train.add_argument("--num-envs", type=int, default=None,
+    train.add_argument("--steps", type=_int, required=True, help="env steps to train for, all envs together")
+    train.add_argument("--num-envs", type=_int, default=None,
                        help="parallel envs (default: the env's, 16 track / 64 gates)")
-    train.add_argument("--seed", type=int, default=0, help="seed of the training courses, torch and numpy (default: 0)")
+    train.add_argument("--seed", type=_int, default=0,
+                       help="seed of the training courses, torch and numpy (default: 0)")
     train.add_argument("--device", default=None, help='Warp device of the env (default: cuda:0 if present, else cpu)')
     train.add_argument("--out", default=None, help="folder for model.zip, vecnormalize.pkl, monitor.csv, train.json "
                                                    "(default: out/ppo_<env>_s<seed>)")
     train.add_argument("--logdir", default=None, help="TensorBoard log folder (default: OUT/tb)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    train.add_argument("--torch-threads", type=int, default=None, metavar="N",
+    train.add_argument("--torch-threads", type=_int, default=None, metavar="N",
                        help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
     train.add_argument("--spec", default=None, metavar="FILE.json",
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
@@ -109,13 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
     ev.add_argument("model", metavar="MODEL", nargs="?", default=None,
-                    help="a model.zip written by train (optional with --circuits --controller)")
+                    help="a model.zip written by train, or its run's folder (train's --out; optional with --circuits "
+                         "--controller)")
     ev.add_argument("--env", choices=sorted(ENV_IDS), default=None,
                     help="env id (default: the model's, from train.json)")
-    ev.add_argument("--episodes", type=int, default=None,
+    ev.add_argument("--episodes", type=_int, default=None,
                     help="episodes per policy, one per env (default: 100; 1 with --track-csv: one circuit, a "
                          "deterministic policy)")
-    ev.add_argument("--seed", type=int, default=None,
+    ev.add_argument("--seed", type=_int, default=None,
                     help=f"seed of the held-out courses; must not overlap the training seeds (default: {EVAL_SEED}; "
                          "not with --circuits, whose runs draw nothing)")
     ev.add_argument("--device", default=None, help="Warp device of the env")
@@ -141,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --circuits: the car model (default: the model's, else kinematic)")
     ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     ev.add_argument("--md", default=None, metavar="FILE", help="with --circuits: also write the table as Markdown")
-    ev.add_argument("--torch-threads", type=int, default=None, metavar="N",
+    ev.add_argument("--torch-threads", type=_int, default=None, metavar="N",
                     help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
 
@@ -273,7 +296,7 @@ def _eval(args) -> int:
     seed = EVAL_SEED if args.seed is None else args.seed
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=seed, device=args.device,
                        track_csv=args.track_csv, track_scale=args.track_scale, gates_file=args.gates_file,
-                       torch_threads=args.torch_threads)
+                       torch_threads=args.torch_threads, progress=not args.no_progress)
     where = args.track_csv or (" + ".join(args.gates_file) if args.gates_file else f"held-out courses (seed {seed})")
     n = results[0].episodes
     print(f"{n} episode{'' if n == 1 else 's'} per policy on {where}\n")
@@ -290,7 +313,6 @@ _MOST = 2**53
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    wp.config.log_level = wp.LOG_WARNING  # keep Warp's module-load log out of the demo's report
     for name in ("num_envs", "steps", "episodes", "torch_threads"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
@@ -303,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     if scale is not None and not (math.isfinite(scale) and scale > 0.0):
         print(f"error: --track-scale must be a finite number > 0, got {scale}", file=sys.stderr)
         return 2
+    if getattr(args, "seed", None) is not None:  # the library's one seed rule, for every command
+        try:
+            check_seed(args.seed, name="--seed", none=False)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     device = getattr(args, "device", None)  # the one check of the flag, for every command
     if device is not None:
         try:
@@ -311,9 +339,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --device must be one of {[str(d) for d in wp.get_devices()]}, got {device!r}",
                   file=sys.stderr)
             return 2
-    if args.command == "demo" and not 0 <= args.seed < 2**31:  # train and eval check theirs, in the same range
-        print(f"error: --seed must be an int in [0, 2**31), got {args.seed}", file=sys.stderr)
-        return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
         print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates",
               file=sys.stderr)

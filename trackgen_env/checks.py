@@ -13,8 +13,11 @@ from numbers import Real
 import numpy as np
 import warp as wp
 
-__all__ = ["check_int", "check_range", "refused_env", "check_num_envs", "check_float", "check_vec3", "dtype_name",
-           "check_env_array", "check_mask", "values_in_range", "first_bad", "resolve_device",
+from .warp_log import init_warp
+
+__all__ = ["check_seed", "fold_seed", "SEED_BITS", "check_bool", "check_int", "check_range", "refused_env",
+           "check_num_envs", "check_float", "check_vec3", "dtype_name", "check_env_array", "check_mask",
+           "values_in_range", "first_bad", "resolve_device",
            "install_hint"]
 
 
@@ -40,19 +43,73 @@ def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None)
     return int(value)
 
 
-def check_range(name: str, value, lo: float, hi: float | None = None) -> tuple[float, float]:
-    """A ``(low, high)`` pair of floats with ``lo <= low <= high`` (``<= hi`` when given).
+#: A seed is an int in ``[0, 2**SEED_BITS)``: what NumPy's ``SeedSequence``, ``torch.manual_seed``
+#: and Gymnasium's ``reset(seed=...)`` take. Per-env seeds (used as given) are ints in ``[0, 2**32)``:
+#: the device holds 32 bits per env.
+SEED_BITS = 64
+
+
+def check_seed(seed, num_envs: int | None = None, *, name: str = "seed", none: bool = True):
+    """The one seed rule of the library (envs, generators, trainers, the command line).
+
+    Accepts None (when ``none``), an int in ``[0, 2**64)``, and, where ``num_envs`` is given,
+    ``num_envs`` per-env seeds: ints in ``[0, 2**32)`` (a list, a tuple, a NumPy array or a
+    ``wp.array``; an int32 array is read as the 32 bits the device holds, as
+    ``env_seeds(s, E).view(np.int32)`` writes them).
+
+    Returns:
+        None, the seed as a Python int, or the per-env seeds as an ``[E]`` uint32 array.
 
     Raises:
-        TypeError: not a pair (a tuple or list of two). ValueError: a bound out of range, or
-            ``low > high``.
+        TypeError: no int (a float, a str, a bool), or per-env seeds that are not ints.
+        ValueError: an int outside ``[0, 2**64)``; per-env seeds of another count or outside ``[0, 2**32)``.
     """
+    per_env = "" if num_envs is None else (
+        f", or {'a list of 1 int' if num_envs == 1 else f'{num_envs} ints'} in [0, 2**32) (one per env)")
+    expected = f"{name} must be {'None, ' if none else ''}an int in [0, 2**{SEED_BITS}){per_env}"
+    if seed is None and none:
+        return None
+    if num_envs is not None and isinstance(seed, (list, tuple, np.ndarray, wp.array)):
+        values = seed.numpy() if isinstance(seed, wp.array) else np.asarray(seed)
+        if values.dtype == np.int32:  # the device's own form: the same 32 bits
+            values = values.view(np.uint32)
+        if values.size and not np.issubdtype(values.dtype, np.integer):
+            raise TypeError(f"{expected}, got {seed!r} (dtype {values.dtype})")
+        if values.shape != (num_envs,) or values.min(initial=0) < 0 or values.max(initial=0) >= 1 << 32:
+            raise ValueError(f"{expected}, got {seed!r}")
+        return values.astype(np.uint32)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{expected}, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 1 << SEED_BITS:
+        raise ValueError(f"{expected}, got {seed!r}")
+    return int(seed)
+
+
+def fold_seed(seed: int) -> int:
+    """A checked seed folded into 32 bits (its 32-bit halves xor-ed; the seed itself below ``2**32``),
+    for the consumers that take no more: NumPy's global ``np.random.seed`` (SB3's ``set_random_seed``)."""
+    seed = check_seed(seed, none=False)
+    return (seed ^ (seed >> 32)) & 0xFFFFFFFF
+
+
+def check_range(name: str, value, lo: float, hi: float | None = None, *, lo_open: bool = False,
+                none: bool = False, what: str = "") -> tuple[float, float] | None:
+    """A ``(lo, hi)`` pair of floats, each ``>= lo`` (``> lo`` with ``lo_open``) and ``<= hi`` when
+    given, the first ``<=`` the second; with ``none``, None too (returned as is). ``what`` follows
+    "pair" in the message (``" of friction scales"``).
+
+    Raises:
+        TypeError: not a pair (a tuple or list of two), nor None where ``none``. ValueError: a bound
+            out of range, or ``lo > hi``.
+    """
+    if value is None and none:
+        return None
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be a (low, high) pair, got {value!r}")
-    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi)
-    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi)
+        raise TypeError(f"{name} must be {'None or ' if none else ''}a (lo, hi) pair{what}, got {value!r}")
+    low = check_float(f"{name}[0]", value[0], lo=lo, hi=hi, lo_open=lo_open)
+    high = check_float(f"{name}[1]", value[1], lo=lo, hi=hi, lo_open=lo_open)
     if low > high:
-        raise ValueError(f"{name} needs low <= high, got ({low}, {high})")
+        raise ValueError(f"{name} needs lo <= hi, got ({low}, {high})")
     return (low, high)
 
 
@@ -182,11 +239,19 @@ def refused_env(bad) -> tuple[int, str]:
 def resolve_device(device=None) -> str:
     """A Warp device name: ``None`` means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
 
+    Also takes a ``wp.Device``, a ``torch.device`` (``torch.device("cuda", 1)`` is ``"cuda:1"``) and
+    a name in any case (``"CPU"``, ``"CUDA:0"``).
+
     Raises:
         ValueError: ``device`` names no device Warp knows (the message lists them).
     """
+    init_warp()  # the library's first device query starts Warp, without its no-driver warning
     if device is None:
         return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+    if type(device).__module__ == "torch" and type(device).__name__ == "device":  # without importing torch
+        device = device.type if device.index is None else f"{device.type}:{device.index}"
+    if isinstance(device, str):
+        device = device.strip().lower()
     names = [str(d) for d in wp.get_devices()]
     if isinstance(device, str) and device.startswith("cuda") and wp.get_cuda_device_count() == 0:
         # Warp would print driver errors before refusing a bare "cuda" on a machine without a GPU

@@ -25,7 +25,7 @@ import zlib
 import numpy as np
 import warp as wp
 
-from .checks import check_env_array, check_int
+from .checks import check_env_array, check_int, check_seed
 
 __all__ = [
     "SeedState",
@@ -152,9 +152,9 @@ def env_seeds(seed: int, num_envs: int) -> np.ndarray:
 
     Raises:
         TypeError: ``seed`` is not an int.
-        ValueError: ``seed`` is negative.
+        ValueError: ``seed`` is outside ``[0, 2**64)`` (:func:`~trackgen_env.checks.check_seed`).
     """
-    seed = check_int("seed", seed, lo=0)
+    seed = check_seed(seed, none=False)
     with np.errstate(over="ignore"):
         lo = _lowbias32_np(np.uint32(seed & 0xFFFFFFFF) ^ np.uint32(0x9E3779B9))
         hi = _lowbias32_np(np.uint32((seed >> 32) & 0xFFFFFFFF) ^ lo)
@@ -205,14 +205,9 @@ class PerEnvSeededRNG:
 
 
 def _seed_values(seed, num_envs: int) -> np.ndarray:
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return env_seeds(int(seed), num_envs).view(np.int32)
-    values = np.asarray(seed.numpy() if isinstance(seed, wp.array) else seed)
-    if values.shape != (num_envs,) or not np.issubdtype(values.dtype, np.integer):
-        raise ValueError(f"seeds must be an int or {num_envs} ints, got shape {values.shape} dtype {values.dtype}")
-    if values.min(initial=0) < np.iinfo(np.int32).min or values.max(initial=0) > np.iinfo(np.uint32).max:
-        raise ValueError("per-env seeds must fit in 32 bits")
-    return values.astype(np.int64).astype(np.uint32).view(np.int32)
+    """The ``[E]`` int32 device seeds of an int (hashed per env) or ``E`` per-env seeds (as given)."""
+    seed = check_seed(seed, num_envs, name="seeds", none=False)
+    return env_seeds(seed, num_envs).view(np.int32) if isinstance(seed, int) else seed.view(np.int32)
 
 
 class SeedState:
@@ -245,18 +240,10 @@ class SeedState:
         elif isinstance(seeds, wp.array):
             _check_seed_array(seeds, self.num_envs, self.device)
             self.seeds, self.owned = seeds, False
-        elif seeds is None or (isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_))):
-            self.seeds = wp.array(_seed_values(0 if seeds is None else int(seeds), self.num_envs), dtype=wp.int32,
+        else:
+            self.seeds = wp.array(_seed_values(0 if seeds is None else seeds, self.num_envs), dtype=wp.int32,
                                   device=self.device)
             self.owned = True
-        elif isinstance(seeds, (list, tuple, np.ndarray)):
-            self.seeds = wp.array(_seed_values(seeds, self.num_envs), dtype=wp.int32, device=self.device)
-            self.owned = True
-        else:
-            raise TypeError(
-                "seeds must be None, an int, E ints, an [E] int32 wp.array, a PerEnvSeededRNG or a SeedState; "
-                f"got {type(seeds).__name__}"
-            )
         self.counters = wp.zeros(self.num_envs, dtype=wp.int32, device=self.device)
 
     def set(self, seeds) -> None:

@@ -75,15 +75,29 @@ def _draw_track(ax, track: dict, *, lw: float = 0.6) -> None:
         ax.plot(loop[:, 0], loop[:, 1], color=_EDGE, lw=lw)
     ax.plot(c[:, 0], c[:, 1], color="white", lw=0.3, ls=(0, (3, 5)))
     ax.plot(c[0, 0], c[0, 1], marker="s", color="black", ms=3)
+    # the driving direction: an arrow from the start along the first stretch of the lap (~4% of its points)
+    ahead = c[max(1, len(c) // 25)]
+    ax.annotate("", xy=ahead, xytext=c[0], zorder=4, arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 0.8,
+                                                                 "mutation_scale": 7, "shrinkA": 0, "shrinkB": 0})
     if not track.get("valid", True):
         ax.set_title("invalid", color="red")
+
+
+def _start_legend(fig) -> None:
+    """A figure legend of what every track panel marks: the start square and the driving direction."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="s", color="black", ls="", ms=4, label="start and finish line"),
+               Line2D([], [], marker=r"$\rightarrow$", color="black", ls="", ms=9, label="driving direction")]
+    fig.legend(handles=handles, loc="lower left", fontsize=7, frameon=False, ncols=2)
 
 
 def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: str | os.PathLike, *,
                     speeds: list[np.ndarray] | None = None, ncols: int | None = None, title: str | None = None,
                     labels: list[str] | None = None) -> str:
     """A grid of tracks (band in grey, edges dark) with the driven traces on top, a metre scale
-    bar in each panel; writes a PNG.
+    bar in each panel, the start (a black square) and the driving direction (an arrow from it), and
+    a legend saying so; writes a PNG.
 
     Args:
         tracks: host-side tracks (see the module docstring).
@@ -139,7 +153,8 @@ def plot_track_grid(tracks: list[dict], traces: list[np.ndarray] | None, path: s
             _add_scale_bar(ax, float(np.ptp(c, axis=0).max() + 2.0 * np.max(tracks[i]["half_width"])))
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.04, 1.0, 1.0))  # the bottom strip holds the legend
+    _start_legend(fig)
     if speeds is not None and traces is not None and any(len(t) > 1 for t in traces):
         fig.subplots_adjust(right=0.9)
         fig.colorbar(colored, cax=fig.add_axes([0.92, 0.3, 0.015, 0.4]), label=SPEED_LABEL)
@@ -173,7 +188,8 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
     if title:
         ax.set_title(title)
     ax.autoscale_view()
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.04, 1.0, 1.0))  # the bottom strip holds the legend
+    _start_legend(fig)
     return save_figure(fig, path)
 
 

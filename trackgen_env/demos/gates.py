@@ -10,7 +10,7 @@ import numpy as np
 
 from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
-from . import RESET_STEPS_NOTE, count_reset_steps
+from . import RESET_STEPS_NOTE, count_reset_steps, progress_disabled, shown_envs
 from ..generators.gate_layouts import load_gate_layout
 from ..viz import check_panels, save_figure
 
@@ -44,7 +44,7 @@ def fly(env, pilot, steps: int, *, record: int = 0, progress: bool = True, desc:
     ended = np.zeros(env.num_envs, dtype=bool)
     reset_steps = 0
     env_seconds = 0.0
-    for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+    for _ in tqdm(range(steps), desc=desc, unit="step", disable=progress_disabled(progress), leave=False):
         reset_steps += count_reset_steps(env, ended)
         action = pilot(obs)
         t0 = time.perf_counter()
@@ -129,7 +129,8 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
             ax.plot(loop[:, 0], loop[:, 1], loop[:, 2], color="0.6", lw=0.8, ls="--", label="course line")
         for g in range(len(course["gate_position"])):
             frame = _gate_outline(course, g)
-            ax.plot(frame[:, 0], frame[:, 1], frame[:, 2], color="tab:orange" if g else "tab:red", lw=2.2)
+            ax.plot(frame[:, 0], frame[:, 1], frame[:, 2], color="tab:orange" if g else "tab:red", lw=2.2,
+                    label=None if g > 1 else "gate 0 (start and finish)" if g == 0 else "gates 1, 2, ... (in order)")
             ax.text(*course["gate_position"][g] + [0, 0, 0.6 * course["gate_height"]], str(g), fontsize=7)
         if len(trace):
             ax.plot(trace[:, 0], trace[:, 1], trace[:, 2], color="tab:blue", lw=1.2, label="flown path")
@@ -152,7 +153,9 @@ def plot_courses(courses: list[dict], traces: list[np.ndarray], path: str | os.P
             ax.legend(fontsize=6, loc="upper left")
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    # tight_layout leaves no room right of a 3-D view for its z label (it sees only the 2-D box):
+    # keep a margin on the right so that the last column's label is not cut off
+    fig.tight_layout(rect=(0.0, 0.0, 0.96, 1.0))
     return save_figure(fig, path, dpi=100)
 
 
@@ -175,7 +178,9 @@ def run(args) -> int:
         env = GatesVectorEnv(num_envs, args.device, seed=args.seed)
         what = (f"{num_envs} generated gate courses ({env.gates_config.num_gates} gates "
                 f"{env.gates_config.gate_width:g} m wide)")
-        title = f"TrackGen-Gates-v0: generated gate courses (seed {args.seed}), first episode, reference controller"
+        shown = shown_envs(min(num_envs, GRID_ENVS), num_envs)
+        title = (f"TrackGen-Gates-v0: generated gate courses (seed {args.seed}), {shown}, "
+                 f"first episode, reference controller")
     print(f"TrackGen-Gates-v0 on {env.device}: {what}, 250 g quadrotor; built in {time.perf_counter() - t_build:.1f} s")
     pilot = CourseLinePilot(env)
     record = min(num_envs, GRID_ENVS)
@@ -198,6 +203,6 @@ def run(args) -> int:
 
     labels = [f"env {e}: {end}" for e, end in enumerate(out["first_end"])]
     path = plot_courses(out["courses"], out["traces"], os.path.join(args.out, "gates.png"), labels=labels, title=title)
-    print(f"picture:        {path}")
+    print(f"picture:        {path} ({shown_envs(record, num_envs)})")
     env.close()
     return 0

@@ -13,7 +13,7 @@ from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import centerline_length, load_centerline_csv
-from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps
+from . import CIRCUIT_LAPS, CIRCUIT_SPEED, RESET_STEPS_NOTE, count_reset_steps, progress_disabled, shown_envs
 
 __all__ = ["run", "drive"]
 
@@ -45,7 +45,7 @@ def drive(env, controller, steps: int, *, record: int = 0, progress: bool = True
     ended = np.zeros(env.num_envs, dtype=bool)
     reset_steps = 0
     env_seconds = 0.0
-    for _ in tqdm(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+    for _ in tqdm(range(steps), desc=desc, unit="step", disable=progress_disabled(progress), leave=False):
         reset_steps += count_reset_steps(env, ended)
         action = controller(obs)
         t0 = time.perf_counter()
@@ -133,8 +133,10 @@ def run(args) -> int:
         ]
         path = viz.plot_track_grid(
             out["tracks"], out["traces"], os.path.join(args.out, "tracks.png"), speeds=out["speeds"], labels=labels,
-            title=f"TrackGen-Track-v0: generated tracks (seed {args.seed}), first episode, pure pursuit",
+            title=f"TrackGen-Track-v0: generated tracks (seed {args.seed}), {shown_envs(record, num_envs)}, "
+                  f"first episode, "
+                  f"pure pursuit",
         )
-    print(f"picture:        {path}")
+    print(f"picture:        {path}" + ("" if args.track_csv else f" ({shown_envs(record, num_envs)})"))
     env.close()
     return 0

@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 import warnings
 from types import MappingProxyType
 from typing import Any
@@ -57,12 +58,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
-from ..checks import check_int, check_num_envs, resolve_device
+from ..checks import check_bool, check_int, check_num_envs, check_seed, resolve_device
 from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
+from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 
-__all__ = ["CourseVectorEnv", "EnvMetadata", "SharedEnvCalls", "autoreset_mode", "check_seed", "check_limit",
+__all__ = ["CourseVectorEnv", "EnvMetadata", "SharedEnvCalls", "autoreset_mode", "auto_episode_steps", "check_limit",
            "obs_layout", "INT32_MAX"]
 
 #: The largest value of the device's int32 counters (episode steps, laps).
@@ -96,32 +98,12 @@ def autoreset_mode(value) -> AutoresetMode:
     )
 
 
-def check_seed(seed, num_envs: int) -> int | np.ndarray | None:
-    """None, an int >= 0 (of any size: every bit goes into the per-env hash), or
-    ``num_envs`` ints in ``[0, 2**32)`` (one seed per env, used as given, as Gymnasium's
-    ``reset(seed=[...])``) -> None, int, or an ``[E]`` int64 array.
-
-    Raises:
-        TypeError: a seed that is no int (a float, a str, a bool) or a sequence of them.
-        ValueError: a negative seed, a list of another length, a per-env seed outside
-            ``[0, 2**32)``.
-    """
-    if seed is None:
-        return None
-    per_env = "a list of 1 int" if num_envs == 1 else f"{num_envs} ints"
-    expected = f"seed must be None, an int >= 0, or {per_env} in [0, 2**32) (one per env)"
-    if isinstance(seed, (list, tuple, np.ndarray)):
-        values = np.asarray(seed)
-        if values.size and not np.issubdtype(values.dtype, np.integer):
-            raise TypeError(f"{expected}, got {seed!r} (dtype {values.dtype})")
-        if values.shape != (num_envs,) or values.min() < 0 or values.max() >= 1 << 32:
-            raise ValueError(f"{expected}, got {seed!r}")
-        return values.astype(np.int64)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"{expected}, got {type(seed).__name__} {seed!r}")
-    if seed < 0:
-        raise ValueError(f"{expected}, got {seed!r}")
-    return int(seed)
+def auto_episode_steps(default: int, laps, lap_length: float, min_speed: float, dt: float) -> int:
+    """What ``max_episode_steps="auto"`` stands for on a given course (a real circuit, a race layout):
+    the env's ``default``, or the steps of ``laps`` laps (1 for None or a bad value, refused later)
+    of ``lap_length`` [m] at an average of ``min_speed`` [m/s] when more; at most ``2**31 - 1``."""
+    lap_count = laps if isinstance(laps, int) and not isinstance(laps, bool) and laps >= 1 else 1
+    return min(INT32_MAX, max(default, math.ceil(lap_count * lap_length / (min_speed * dt))))
 
 
 def check_limit(name: str, value, auto: int | None = None) -> int | None:
@@ -325,7 +307,7 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
     live_fields: tuple[str, ...] = ("render_mode", "render_size")
     argument_attributes: dict[str, str | None] = {"seed": None, "capture": None}
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = ""
     info_fields: tuple[tuple[str, Any], ...] = ()
 
@@ -387,13 +369,18 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
     # -- live settings ----------------------------------------------------------------------
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``; settable (the next ``render()`` uses it)."""
+        """None, ``"rgb_array"`` or ``"human"`` (a window, :mod:`trackgen_env.viewer`); settable (the
+        next ``render()`` uses it; leaving ``"human"`` closes the window)."""
         return self.__dict__.get("_render_mode")
 
     @render_mode.setter
     def render_mode(self, value) -> None:
         if value not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {value!r}")
+        if value == "human":
+            require_pygame()  # the install hint now, not at the first step
+        elif self.__dict__.get("_window") is not None:
+            self.__dict__.pop("_window").close()
         self.__dict__["_render_mode"] = value
 
     @property
@@ -430,9 +417,7 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         self.output = check_output(output)
         self.render_size = render_size
         arguments = self._bound_arguments()
-        capture = arguments.get("capture", True)
-        if not isinstance(capture, (bool, np.bool_)):
-            raise TypeError(f"capture must be a bool, got {type(capture).__name__} {capture!r}")
+        check_bool("capture", arguments.get("capture", True))
         seed = check_seed(seed, self.num_envs)
         if self.num_envs > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
             shared = {"num_envs": self.num_envs, "device": str(self.device), "max_episode_steps": max_episode_steps,
@@ -594,6 +579,8 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         spaces, ``car``, ...). After it ``step()``, ``reset()`` and ``render()`` raise
         RuntimeError, and a released attribute AttributeError; ``close()`` again is a no-op.
         """
+        if self.__dict__.get("_window") is not None:  # render_mode="human"'s window
+            self.__dict__.pop("_window").close()
         if "_frozen" in self.__dict__:  # fully constructed: work may still run on the device
             wp.synchronize_device(self.device)
         params = getattr(getattr(self.__dict__.get("course"), "generator", None), "params", None)
@@ -690,8 +677,9 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
             masks (``"_laps"``, ...) are ``reset_mask``.
 
         Raises:
-            ValueError: a negative seed (or per-env seeds outside ``[0, 2**32)``, or not
-                ``num_envs`` of them); options other than ``reset_mask``; a ``reset_mask`` in
+            ValueError: a seed outside ``[0, 2**64)`` (or per-env seeds outside ``[0, 2**32)``, or not
+                ``num_envs`` of them: :func:`~trackgen_env.checks.check_seed`); options other than
+                ``reset_mask``; a ``reset_mask`` in
                 another autoreset mode, of another shape, all False, or with a seed.
             TypeError: a seed that is no int; a ``reset_mask`` that is neither a bool NumPy
                 array nor a bool torch tensor.
@@ -701,7 +689,10 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         seed = check_seed(seed, self.num_envs)
         mask = self.check_reset_options(options, seed)
         with self._io.stream_scope():
-            return self._reset(seed, mask)
+            out = self._reset(seed, mask)
+        if self.render_mode == "human":
+            self._show_window()
+        return out
 
     def _reset(self, seed: int | None, mask: np.ndarray | None):
         if mask is not None:
@@ -807,7 +798,10 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         with self._io.stream_scope():
             self._io.write_actions(actions)
             self._replay_step()
-            return self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+            out = self._io.outputs(final=self.autoreset_mode is AutoresetMode.SAME_STEP)
+        if self.render_mode == "human":
+            self._show_window()
+        return out
 
     def check_steppable(self) -> None:
         """Raises RuntimeError where :meth:`step` would: the env is closed, or ``reset()`` was not called yet."""
@@ -861,7 +855,9 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
 
         Returns:
             A tuple of ``num_envs`` frames (Gymnasium's vector convention; views of one
-            ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``.
+            ``[E, H, W, 3]`` host array, fresh each call), or None without ``render_mode``. With
+            ``render_mode="human"`` it shows the frames of the first 16 envs, tiled, in a window
+            (as every ``step()`` and ``reset()`` does) and returns None.
             For a video of one env, ``gymnasium.wrappers.vector.RecordVideo(env, ...,
             record_first_only=True)``.
 
@@ -870,9 +866,20 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         """
         self.check_open()
         if self.render_mode is None:
-            gymnasium.logger.warn('render() needs render_mode="rgb_array"')
+            gymnasium.logger.warn('render() needs render_mode="rgb_array" (or "human": a window)')
+            return None
+        if self.render_mode == "human":
+            self._show_window()
             return None
         return tuple(self.render_frames())
+
+    def _show_window(self) -> None:
+        """``render_mode="human"``: the frames of the first ``HUMAN_ENVS`` envs, tiled, in the env's
+        window (opened at the first call), at most ``metadata["render_fps"]`` a second."""
+        window = self.__dict__.get("_window")
+        if window is None:
+            window = self.__dict__["_window"] = Window(type(self).__name__, self.metadata["render_fps"])
+        window.show(tile(self.render_frames(min(self.num_envs, HUMAN_ENVS))))
 
     def render_frames(self, num: int | None = None) -> np.ndarray:
         """The frames of the first ``num`` envs (all when None) as one ``[num, H, W, 3]`` uint8 host array.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..tools.course_size import construction_bound
-from .base import INT32_MAX, CourseVectorEnv, obs_layout
+from .base import CourseVectorEnv, auto_episode_steps, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
 
@@ -585,7 +584,9 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device: the course
       line and the gates from above (the next gate in green), the drone with its heading,
-      and along the bottom quarter a side view (x against altitude).
+      and along the bottom quarter a side view (x against altitude); ``"human"``: those of the
+      first 16 envs, tiled, in a window at every step (pygame: the ``human`` extra;
+      :mod:`trackgen_env.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.
@@ -627,7 +628,7 @@ class GatesVectorEnv(CourseVectorEnv):
       a missed gate terminating as a crash, the reward terms above, and ``start=``.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(thrust, roll rate, pitch rate, yaw rate)"
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool),
                    ("missed_gate", wp.bool))
@@ -679,11 +680,10 @@ class GatesVectorEnv(CourseVectorEnv):
         auto_steps = DEFAULT_MAX_EPISODE_STEPS
         if isinstance(layout, RaceLayout):
             # a real layout may be many generated courses long: time for its laps at LAYOUT_MIN_SPEED
-            lap_count = laps if isinstance(laps, int) and laps >= 1 else 1
-            auto_steps = max(auto_steps, math.ceil(lap_count * layout.length() / (LAYOUT_MIN_SPEED * quadrotor.dt)))
+            auto_steps = auto_episode_steps(auto_steps, laps, layout.length(), LAYOUT_MIN_SPEED, quadrotor.dt)
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size, auto_steps=min(auto_steps, INT32_MAX))
+                           render_size=render_size, auto_steps=auto_steps)
         self.quadrotor = quadrotor
         self.registry = registry
         if layout is None:

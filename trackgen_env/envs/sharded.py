@@ -37,11 +37,11 @@ import gymnasium
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from ..checks import check_int
+from ..checks import check_int, check_seed
 from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
 from ..seeding import env_seeds
-from .base import CourseVectorEnv, EnvMetadata, SharedEnvCalls, check_seed
+from .base import CourseVectorEnv, EnvMetadata, SharedEnvCalls
 from .io import check_actions
 
 __all__ = ["ShardedVectorEnv"]
@@ -51,13 +51,21 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
     """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS).
 
     Raises:
-        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.envs.base.check_seed`).
+        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.checks.check_seed`).
     """
     seed = check_seed(seed, num_envs)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2**31))
     per_env = env_seeds(seed, num_envs) if isinstance(seed, int) else seed
     return [[int(x) for x in per_env[a:b]] for a, b in bounds]
+
+
+def _check_no_window(render_mode) -> None:
+    """Refuse ``render_mode="human"``: each shard would show its own envs in the one window."""
+    if render_mode == "human":
+        raise ValueError('ShardedVectorEnv offers no render_mode="human" (its shards would each show their own '
+                         'envs in the one window): use render_mode="rgb_array" and show render_frames(k), or watch '
+                         'a separate env built with render_mode="human"')
 
 
 class _Workers:
@@ -310,6 +318,7 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
         self.num_shards = check_int("num_shards", num_shards, lo=1, hi=self.num_envs)
         if kwargs.get("output", "numpy") != "numpy":
             raise ValueError(f"ShardedVectorEnv writes NumPy outputs: output must be 'numpy', got {kwargs['output']!r}")
+        _check_no_window(kwargs.get("render_mode"))
         _check_course_env(env_id)
         E, S = self.num_envs, self.num_shards
         self.bounds = [(k * E // S, (k + 1) * E // S) for k in range(S)]
@@ -334,7 +343,8 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
         # where a shard warned, the whole may not: once, over every env (no shard warned where it does not)
         self._warn_if_few_valid("the first generation")
         first = self.shards[0]
-        self.metadata = EnvMetadata(first.metadata)
+        self.metadata = EnvMetadata({**first.metadata,
+                                     "render_modes": [m for m in first.metadata["render_modes"] if m != "human"]})
         self.single_observation_space = first.single_observation_space
         self.single_action_space = first.single_action_space
         self.observation_space = batch_space(self.single_observation_space, E)
@@ -371,11 +381,13 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
 
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``, every shard's; settable, as one env's (the next ``render()`` uses it)."""
+        """None or ``"rgb_array"`` (no ``"human"``), every shard's; settable, as one env's (the next
+        ``render()`` uses it)."""
         return self.shards[0].render_mode
 
     @render_mode.setter
     def render_mode(self, value) -> None:
+        _check_no_window(value)
         for shard in self.shards:  # the first refuses a bad value before any shard changes
             shard.render_mode = value
 

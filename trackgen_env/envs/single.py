@@ -24,6 +24,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..checks import check_seed
 from .base import CourseVectorEnv
 from .gates import GatesVectorEnv
 from .io import check_action
@@ -44,7 +45,8 @@ class SingleCourseEnv(gymnasium.Env):
 
     Args:
         device: the vector env's Warp device (None: ``cuda:0`` when present, else ``cpu``).
-        render_mode: None or ``"rgb_array"`` (``render()`` returns one ``[H, W, 3]`` uint8 frame).
+        render_mode: None, ``"rgb_array"`` (``render()`` returns one ``[H, W, 3]`` uint8 frame) or
+            ``"human"`` (a window showing it at every step).
         **kwargs: the vector env's other constructor arguments (``seed``, ``max_episode_steps``,
             ``laps``, ``render_size``, ``car``, ``track``, ``gates``, ...); ``num_envs``,
             ``autoreset_mode`` and ``output`` are fixed (1, ``DISABLED``, ``"numpy"``).
@@ -72,7 +74,7 @@ class SingleCourseEnv(gymnasium.Env):
     """
 
     vector_class: type[CourseVectorEnv] = CourseVectorEnv
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
 
     def __init__(self, device: str | None = None, *, render_mode: str | None = None, **kwargs):
         fixed = sorted(set(kwargs) & set(_FIXED))
@@ -95,7 +97,8 @@ class SingleCourseEnv(gymnasium.Env):
     # -- attributes: the vector env's, live or read-only as there ----------------------------
     @property
     def render_mode(self) -> str | None:
-        """None or ``"rgb_array"``, the vector env's; settable (checked there; the next ``render()`` uses it)."""
+        """None, ``"rgb_array"`` or ``"human"``, the vector env's; settable (checked there; the next
+        ``render()`` uses it)."""
         return self.vector_env.render_mode
 
     @render_mode.setter
@@ -156,15 +159,10 @@ class SingleCourseEnv(gymnasium.Env):
         Raises:
             TypeError: a seed that is not an int (a NumPy integer is taken as its int), options
                 that are not None or a mapping.
-            ValueError: a negative seed; options given. Each before anything changes.
+            ValueError: a seed outside ``[0, 2**64)``; options given. Each before anything changes.
         """
         cls = type(self).__name__
-        if isinstance(seed, np.integer):
-            seed = int(seed)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise TypeError(f"{cls}.reset seed must be None or an int >= 0, got {type(seed).__name__} {seed!r}")
-        if seed is not None and seed < 0:
-            raise ValueError(f"{cls}.reset seed must be None or an int >= 0, got {seed}")
+        seed = check_seed(seed, name=f"{cls}.reset seed")  # a NumPy integer is taken as its int
         if options is not None and not isinstance(options, Mapping):
             raise TypeError(f"{cls}.reset options must be None or a dict, got {type(options).__name__} {options!r}")
         if options:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 import warp as wp
@@ -12,19 +13,20 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from .. import env_loop, render, tools
-from ..checks import check_float, check_int, check_range, first_bad
+from ..checks import check_bool, check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
-from ..generators.centerline_io import check_centerline
+from ..generators.centerline_io import centerline_length, check_centerline
 from ..pipeline import PipelineSpec, Registry
 from ..seeding import Stream, random_key, uniform_range
 from ..pipeline.stages.track_family import TRACK
 from ..tools.course_size import construction_bound
-from .base import INT32_MAX, CourseVectorEnv
+from .base import INT32_MAX, CourseVectorEnv, auto_episode_steps
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
-__all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD", "OBS_TYPES", "LIDAR_MOTION_FIELDS"]
+__all__ = ["TrackVectorEnv", "OBS_FIELDS", "OBS_LOOKAHEAD", "OBS_TYPES", "LIDAR_MOTION_FIELDS",
+           "DEFAULT_MAX_EPISODE_STEPS", "CIRCUIT_MIN_SPEED_FRACTION"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -39,8 +41,14 @@ OBS_TYPES = ("state", "lidar")
 #: ``obs_type="lidar"``: the entries after the ``num_beams`` ranges, in order (the first three of
 #: :data:`OBS_FIELDS`, whose offsets the kernel adds to ``num_beams``).
 LIDAR_MOTION_FIELDS = OBS_FIELDS[:3]
-#: ``max_episode_steps`` by default and for ``"auto"``: 50 s at the default car's 20 Hz.
+#: ``max_episode_steps="auto"`` (the default) on generated tracks: 50 s at the default car's 20 Hz.
 DEFAULT_MAX_EPISODE_STEPS = 1000
+#: With a ``centerline``, ``"auto"`` allows its laps at this fraction of the car's top speed on average
+#: (a cautious policy still finishes; pure pursuit averages 0.4-0.7 of it on real circuits).
+CIRCUIT_MIN_SPEED_FRACTION = 0.1
+#: A circuit whose band is on average more than this many car widths wide gets a warning (real
+#: circuits are 5-8 widths of the full-size car; the generated tracks 4 of the 1:10 car).
+CIRCUIT_WIDE_BAND = 20.0
 _SPEED = wp.constant(OBS_FIELDS.index("speed"))
 _YAW_RATE = wp.constant(OBS_FIELDS.index("yaw_rate"))
 _STEER = wp.constant(OBS_FIELDS.index("steer"))
@@ -343,6 +351,37 @@ def _check_car_fits_circuit(centerline, car: CarParams) -> None:
         )
 
 
+def _circuit_steps(centerline, car, laps) -> int:
+    """``max_episode_steps="auto"`` with a ``centerline``: :func:`~trackgen_env.envs.base.auto_episode_steps`
+    at ``CIRCUIT_MIN_SPEED_FRACTION`` of the car's top speed; the default where the circuit or the car
+    is refused (the refusal comes later, after the arguments every env checks)."""
+    try:
+        params = car_params(car)
+        length = centerline_length(check_centerline(centerline, name="points"))
+    except (TypeError, ValueError):
+        return DEFAULT_MAX_EPISODE_STEPS
+    return auto_episode_steps(DEFAULT_MAX_EPISODE_STEPS, laps, length, CIRCUIT_MIN_SPEED_FRACTION * params.max_speed,
+                              params.dt)
+
+
+def _warn_circuit_scale(centerline, car: CarParams) -> None:
+    """Warn when a circuit's band is over ``CIRCUIT_WIDE_BAND`` times as wide as the car on average: a
+    full-size circuit (10-15 m) driven by the 1:10 car, whose laps then take hours of steps."""
+    data = check_centerline(centerline, name="points")
+    width = float(np.mean(data[:, 2] + data[:, 3]))
+    if width > CIRCUIT_WIDE_BAND * car.width:
+        full = CAR_PRESETS["full"]
+        other = f", or car='full' ({full.width:g} m wide)" if width <= CIRCUIT_WIDE_BAND * full.width else ""
+        warnings.warn(
+            f"this circuit's band is {width:.3g} m wide on average, {width / car.width:.0f} times the car's width "
+            f"({car.width:g} m): a full-size circuit for a small car? Its {centerline_length(data) / 1000:.3g} km lap "
+            f"takes the car minutes to hours of steps; scale the circuit (all four columns, e.g. points * 0.1 for "
+            f"1:10){other}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _flat_live(name: str, values: np.ndarray) -> None:
     """A ``Params`` validator of ``"layout.elevation"`` for an env built flat, which keeps its car
     on the ground plane (no height field is baked): refuse any hill."""
@@ -518,9 +557,13 @@ class TrackVectorEnv(CourseVectorEnv):
 
     * ``num_envs``: number of envs (>= 1).
     * ``device``: Warp device; None means ``"cuda:0"`` when Warp sees a GPU, else ``"cpu"``.
-    * ``max_episode_steps``: truncation (default 1000 steps = 50 s), an int in [1, 2**31 - 1]
-      (the device counts steps in int32); ``"auto"``: the default, ``DEFAULT_MAX_EPISODE_STEPS``;
-      None: no limit (an episode is truncated only when its int32 step counter is full, after
+    * ``max_episode_steps``: truncation, an int in [1, 2**31 - 1] (the device counts steps in
+      int32); ``"auto"`` (default): 1000 steps = 50 s (``DEFAULT_MAX_EPISODE_STEPS``) on generated
+      tracks, and with a ``centerline`` at least ``laps`` laps of it at an average of
+      ``CIRCUIT_MIN_SPEED_FRACTION`` = 0.1 of the car's ``max_speed`` (a real circuit is km long:
+      Spielberg's 4.3 km gets 10,154 steps = 8.5 min with ``car="full"``); the same rule as the
+      gates env's with a ``layout`` (:func:`~trackgen_env.envs.base.auto_episode_steps`); None: no
+      limit (an episode is truncated only when its int32 step counter is full, after
       2**31 - 1 steps). TypeError for another type (a string but ``"auto"`` among them),
       ValueError for an int out of range (:func:`~trackgen_env.envs.base.check_limit`, as the gates env).
     * ``laps``: laps to finish an episode (default 1), an int in [1, 2**31 - 1]; None: no
@@ -529,7 +572,9 @@ class TrackVectorEnv(CourseVectorEnv):
       (env i uses ``seed[i]``); None draws one from the OS. ``reset(seed=s)`` reseeds the same way.
     * ``render_mode``: None or ``"rgb_array"``: ``render()`` returns a tuple of ``num_envs``
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device (track band,
-      edges, checkpoints, start line, the car's body box).
+      edges, checkpoints, start line, the car's body box); ``"human"``: those of the first 16
+      envs, tiled, in a window at every step (pygame: the ``human`` extra;
+      :mod:`trackgen_env.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.
@@ -558,7 +603,10 @@ class TrackVectorEnv(CourseVectorEnv):
     * ``centerline``: ``[N, 4]`` (x, y, width right, width left) [m]: drive this closed
       centreline (a real circuit, e.g. from :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`)
       in every env instead of generated tracks (``track`` must then be None); resampled
-      every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car). It is driven as
+      every ``wheelbase / 3`` (0.11 m for rc10, 0.9 m for the full-size car). A band more than
+      ``CIRCUIT_WIDE_BAND`` = 20 car widths wide on average warns (a full-size circuit for the
+      1:10 car: scale all four columns, e.g. ``points * 0.1``), as does a band that folds over
+      itself (:func:`~trackgen_env.generators.centerline_io.band_folds`). It is driven as
       given: its rows are checked (finite, widths > 0 m), but not its shape, so a line whose
       band crosses itself (a figure-8, or Suzuka's bridge) is valid: the band is not tested
       against itself, as a generated track's is. With unequal widths the env's centreline is
@@ -626,7 +674,7 @@ class TrackVectorEnv(CourseVectorEnv):
       ``steer_range`` (off by default); then ``obs_type="lidar"`` beside the unchanged default.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = "(steering, throttle)"
     info_fields = (("laps", wp.int32), ("off_track", wp.bool))
     argument_attributes = {"track": "track_config", "centerline": "track_config"}
@@ -636,7 +684,7 @@ class TrackVectorEnv(CourseVectorEnv):
         num_envs: int = 1,
         device: str | None = None,
         *,
-        max_episode_steps: int | None | str = DEFAULT_MAX_EPISODE_STEPS,
+        max_episode_steps: int | None | str = "auto",
         laps: int | None = 1,
         seed: int | None = None,
         render_mode: str | None = None,
@@ -666,22 +714,25 @@ class TrackVectorEnv(CourseVectorEnv):
         lidar_noise_std: float | None = None,
         capture: bool = True,
     ):
+        auto_steps = DEFAULT_MAX_EPISODE_STEPS
+        if centerline is not None and isinstance(max_episode_steps, str) and max_episode_steps == "auto":
+            auto_steps = _circuit_steps(centerline, car, laps)
         seed = self._setup(num_envs, device, max_episode_steps=max_episode_steps, laps=laps, seed=seed,
                            render_mode=render_mode, autoreset_mode_=autoreset_mode, output=output,
-                           render_size=render_size, auto_steps=DEFAULT_MAX_EPISODE_STEPS)
+                           render_size=render_size, auto_steps=auto_steps)
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
         self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
-        self.friction_range = _check_scale_range("friction_range", friction_range)
-        self.accel_range = _check_scale_range("accel_range", accel_range)
-        self.steer_range = _check_scale_range("steer_range", steer_range)
+        # each None, or (lo, hi) scales with 0 < lo <= hi <= 2
+        self.friction_range, self.accel_range, self.steer_range = (
+            check_range(name, value, 0.0, 2.0, lo_open=True, none=True, what=f" of {_CAR_DRAWS[name][0]}")
+            for name, value in (("friction_range", friction_range), ("accel_range", accel_range),
+                                ("steer_range", steer_range)))
         if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
             raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
                              f"got {self.steer_range[1]} (a wheel angle of "
                              f"{self.car.max_steer * self.steer_range[1]:.4g} rad)")
-        if not isinstance(random_start, (bool, np.bool_)):
-            raise TypeError(f"random_start must be a bool, got {type(random_start).__name__} {random_start!r}")
-        self.random_start = bool(random_start)
+        self.random_start = check_bool("random_start", random_start)
         self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
         self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
@@ -715,6 +766,7 @@ class TrackVectorEnv(CourseVectorEnv):
                                 "load it first, centerline=load_centerline_csv(path)")
             spacing, seeds = self.car.wheelbase / 3.0, {}
             _check_car_fits_circuit(centerline, self.car)
+            _warn_circuit_scale(centerline, self.car)
             try:
                 source = TrackGenerator.from_centerline(
                     centerline, num_envs=self.num_envs, device=str(self.device), point_spacing=spacing,
@@ -902,20 +954,3 @@ class TrackVectorEnv(CourseVectorEnv):
             {"centerline": c[e, : n[e], :2].copy(), "half_width": hw[e, : n[e]].copy(), "valid": bool(v[e])}
             for e in range(self.num_envs)
         ]
-
-
-def _check_scale_range(name: str, value) -> tuple[float, float] | None:
-    """None, or ``(lo, hi)`` floats with ``0 < lo <= hi <= 2``: a :data:`_CAR_DRAWS` argument.
-
-    Raises:
-        TypeError: not None and not a pair. ValueError: a bound out of range, or ``lo > hi``.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be None or a (lo, hi) pair of {_CAR_DRAWS[name][0]}, got {value!r}")
-    lo = check_float(f"{name}[0]", value[0], lo=0.0, lo_open=True, hi=2.0)
-    hi = check_float(f"{name}[1]", value[1], lo=0.0, lo_open=True, hi=2.0)
-    if lo > hi:
-        raise ValueError(f"{name} needs lo <= hi, got ({lo}, {hi})")
-    return (lo, hi)

@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 import warp as wp
 
-__all__ = ["load_centerline_csv", "check_centerline", "spline_rows", "thin_dense_rows", "split_long_segments",
-           "warn_far_coordinates", "centerline_length", "write_centerline"]
+__all__ = ["load_centerline_csv", "check_centerline", "band_folds", "spline_rows", "thin_dense_rows",
+           "split_long_segments", "warn_far_coordinates", "centerline_length", "write_centerline"]
 
 # A vertex where the path turns back by more than ~177 deg (cos < this) retraces its last
 # segment: an out-and-back's turnaround (real circuits' sharpest vertex: cos 0.73).
@@ -39,7 +39,8 @@ def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
 
     Args:
         path: a CSV with 4 comma-separated columns ``x_m, y_m, w_tr_right_m, w_tr_left_m``;
-            lines starting with ``#`` are comments.
+            lines starting with ``#`` are comments, and a first row of column names (with or
+            without the ``#``) is a header.
 
     Returns:
         ``[N, 4]`` float64: x [m], y [m], width right [m], width left [m], checked by
@@ -54,6 +55,9 @@ def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
         raise FileNotFoundError(f"no centreline CSV at {path!r}")
     with open(path, encoding="utf-8-sig") as f:  # "-sig": a spreadsheet's byte-order mark is no value
         lines = [line for line in f if line.strip()]  # blank lines, whitespace included, carry nothing
+    rows = [k for k, line in enumerate(lines) if not line.lstrip().startswith("#")]
+    if rows and _is_header(lines[rows[0]]):  # a header row written without the "#" (x_m,y_m,...)
+        del lines[rows[0]]
     if not any(not line.lstrip().startswith("#") for line in lines):
         raise ValueError(f"{path}: no rows: expected 4 numeric comma-separated columns x_m, y_m, w_tr_right_m, "
                          f"w_tr_left_m")
@@ -66,17 +70,70 @@ def load_centerline_csv(path: str | os.PathLike) -> np.ndarray:
     return check_centerline(data, name=path)
 
 
+def _is_header(line: str) -> bool:
+    """Whether a CSV's first row names its columns: none of its fields is a number."""
+    for field in line.split(","):
+        try:
+            float(field)
+            return False
+        except ValueError:
+            pass
+    return True
+
+
 _WARNED_OPEN: set[bytes] = set()
 
 
-def _first_time(data: np.ndarray) -> bool:
-    """Whether this polyline's open-chord warning is new: a loaded CSV is checked again by
+def _first_time(data: np.ndarray, kind: str = "open") -> bool:
+    """Whether this polyline's warning of ``kind`` is new: a loaded CSV is checked again by
     the env and by the generator it builds, and one warning per polyline is enough."""
-    key = hashlib.sha1(np.ascontiguousarray(data).tobytes()).digest()
+    key = kind.encode() + hashlib.sha1(np.ascontiguousarray(data).tobytes()).digest()
     if key in _WARNED_OPEN:
         return False
     _WARNED_OPEN.add(key)
     return True
+
+
+def band_folds(data: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Where the band of a checked centreline folds over itself: per side (``"left"``, ``"right"``),
+    the rows where that edge runs backwards (its width is more than the radius of the corner it
+    is inside of, so the edge turns back on itself). Real circuits at their scale have none; a
+    circuit whose x, y were scaled without its widths has many."""
+    xy = data[:, :2] - data[:, :2].mean(axis=0)
+    tangent = np.roll(xy, -1, axis=0) - np.roll(xy, 1, axis=0)
+    tangent /= np.linalg.norm(tangent, axis=1, keepdims=True)
+    normal = np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)  # to the left
+    step = np.roll(xy, -1, axis=0) - xy
+    folds = []
+    for side, width, sign in (("left", data[:, 3], 1.0), ("right", data[:, 2], -1.0)):
+        edge = xy + sign * width[:, None] * normal
+        folds.append((side, np.flatnonzero(((np.roll(edge, -1, axis=0) - edge) * step).sum(axis=1) < 0.0)))
+    return folds
+
+
+def _warn_band_folds(data: np.ndarray, name: str) -> None:
+    """Warn (once per polyline and process) where the band folds over itself (:func:`band_folds`)."""
+    folds = [(side, rows) for side, rows in band_folds(data) if rows.size]
+    if not folds or not _first_time(data, "fold"):
+        return
+    side, rows = min(folds, key=lambda f: f[1][0])
+    i = int(rows[0])
+    xy = data[:, :2]
+    j = (i + 1) % len(xy)
+    # the centreline's turn from row i to row i + 1 (its tangents there, as band_folds takes them)
+    a, b = xy[j] - xy[i - 1], xy[(j + 1) % len(xy)] - xy[i]
+    turn = abs(float(np.arctan2(a[0] * b[1] - a[1] * b[0], a @ b)))
+    radius = f"{float(np.linalg.norm(xy[j] - xy[i])) / turn:.3g} m" if turn > 0.0 else "less than the width"
+    count = sum(int(r.size) for _, r in folds)
+    width = data[i, 3] if side == "left" else data[i, 2]
+    warnings.warn(
+        f"{name}: the band folds over itself at row {i} (x {data[i, 0]:.6g} m, y {data[i, 1]:.6g} m) and at "
+        f"{count - 1} more rows: its {side} width there ({width:.6g} m) is more than the radius of the corner "
+        f"({radius}), so its {side} edge turns back on itself and the band overlaps itself. Check the widths "
+        f"(their unit) and the scale: x, y and the widths scale together",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
@@ -93,7 +150,9 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
         UserWarning: the closing chord from the last row to the first is over 5 times the
             median spacing of the points (an open polyline, closed here by a straight chord);
             a coordinate 131 km or more from the origin (float32 steps by 1.6 cm or more there:
-            :func:`warn_far_coordinates`); each once per polyline and process.
+            :func:`warn_far_coordinates`); a band that folds over itself (an edge that turns
+            back where a width exceeds the corner's radius: :func:`band_folds`), naming the
+            first such row and its coordinates; each once per polyline and process.
 
     Raises:
         ValueError: a failed check, naming the row and what was expected.
@@ -139,6 +198,7 @@ def check_centerline(points, *, name: str = "centerline") -> np.ndarray:
             f"retraces itself, expected a loop that goes round once: a bridge may cross, not run along)"
         )
     warn_far_coordinates(data[:, :2], name)
+    _warn_band_folds(data, name)
     spacing = float(np.median(seg[:-1]))
     if seg[-1] > OPEN_GAP_RATIO * spacing and _first_time(data):
         warnings.warn(

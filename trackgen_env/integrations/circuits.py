@@ -40,7 +40,7 @@ from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
 from .sb3 import require_sb3
 from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
-                    load_model, load_observation_stats, observation_stats, read_train_record, torch_threads_for)
+                    load_model, load_observation_stats, model_file, observation_stats, read_train_record, torch_threads_for)
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -196,9 +196,7 @@ def evaluate_circuits(
     paths = _circuits(circuits)
     meta: dict[str, Any] = {}
     if model is not None:
-        model_path = Path(model)
-        if not model_path.is_file():
-            raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
+        model_path = model_file(model)
         meta = read_train_record(model_path)
         check_circuit_env(meta.get("env_id", "TrackGen-Track-v0"), "--circuits")  # before anything is built
     # every circuit loads and fits its scale, and the statistics are found, before a model loads or drives

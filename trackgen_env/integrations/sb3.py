@@ -18,7 +18,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from ..checks import check_int, install_hint
+from ..checks import check_seed, install_hint
 from ..envs.sharded import ShardedVectorEnv
 
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]  # noqa: F822 (module __getattr__)
@@ -262,15 +262,16 @@ def _build_adapter_class():
             return obs, np.asarray(reward, dtype=np.float32), dones, infos
 
         def seed(self, seed: int | None = None) -> list[int | None]:
-            """Use ``seed`` (an int >= 0; None: draw one) at the next ``reset()``; returns it once per env.
+            """Use ``seed`` (an int in ``[0, 2**64)``; None: draw one) at the next ``reset()``; returns it
+            once per env.
 
             Raises:
-                TypeError / ValueError: ``seed`` is not None or an int >= 0 (a float, a bool, a negative
-                    int); the seed set before stays in place.
+                TypeError / ValueError: ``seed`` is not None or an int in ``[0, 2**64)`` (a float, a bool, a
+                    negative int: :func:`~trackgen_env.checks.check_seed`); the seed set before stays in place.
             """
             if seed is None:
                 seed = int(np.random.randint(0, 2**31 - 1))
-            self._seed = check_int("SB3VecEnv.seed(seed)", seed, lo=0)
+            self._seed = check_seed(seed, name="SB3VecEnv.seed(seed)", none=False)
             return [self._seed] * self.num_envs
 
         def close(self) -> None:

@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..checks import check_float, check_int, resolve_device
+from ..checks import check_float, check_int, check_seed, fold_seed, resolve_device
+from ..demos import progress_disabled
 from ..envs.car import CarParams, car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
 from ..generators.gate_layouts import load_gate_layout
@@ -60,7 +61,7 @@ __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", 
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
            "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
-           "unusable_file"]
+           "unusable_file", "model_file"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -257,6 +258,24 @@ def _check_env_id(env_id: str) -> None:
 VECNORMALIZE = {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": True, "clip_obs": 10.0}
 
 
+def model_file(path: str | os.PathLike) -> Path:
+    """The ``model.zip`` that ``path`` names: the file itself, or the one in a run's folder (``train``'s ``out``).
+
+    Raises:
+        FileNotFoundError: no such file, or a folder without a ``model.zip``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "model.zip").is_file():
+            raise FileNotFoundError(f"no model.zip in the folder {str(path)!r} (expected the folder of a run, where "
+                                    f"`train` writes model.zip, or the model.zip itself)")
+        return path / "model.zip"
+    if not path.is_file():
+        raise FileNotFoundError(f"no model at {str(path)!r} (expected a model.zip written by `train`, or the folder "
+                                f"of its run)")
+    return path
+
+
 def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
     """The ``train.json`` beside ``model_path`` (``{}`` when there is none).
 
@@ -419,9 +438,8 @@ def check_circuit_scale(circuits: dict[str, np.ndarray], scale: float, car: CarP
 
 
 def _check_seed(name: str, value: int) -> None:
-    # its own message: the CLI's tested error names the half-open range of torch's and SB3's seeds
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**31:
-        raise ValueError(f"{name} must be an int in [0, 2**31), got {value!r}")
+    """The library's one seed rule (:func:`~trackgen_env.checks.check_seed`), None refused."""
+    check_seed(value, name=name, none=False)
 
 
 def _torch_device(device: str | None) -> str:
@@ -517,7 +535,8 @@ def _progress_callback(total: int, enabled: bool):
 
     class TqdmCallback(BaseCallback):
         def _on_training_start(self) -> None:
-            self.bar = tqdm(total=total, unit="step", unit_scale=True, disable=not enabled, dynamic_ncols=True)
+            self.bar = tqdm(total=total, unit="step", unit_scale=True, disable=progress_disabled(enabled),
+                            dynamic_ncols=True)
 
         def _on_step(self) -> bool:
             self.bar.update(self.training_env.num_envs)
@@ -581,7 +600,8 @@ def train(
             n_steps`` (SB3 collects whole rollouts); ``train.json`` records both
             (``steps_requested``, ``steps``).
         num_envs: envs in the one vector env (>= 1; None: the spec's, else the env's :data:`ENV_DEFAULTS`).
-        seed: seed of the training courses (env ``i``: ``hash(seed, i)``), torch and NumPy; in [0, 2**31).
+        seed: seed of the training courses (env ``i``: ``hash(seed, i)``), torch and NumPy; in [0, 2**64) (NumPy's
+            global seed takes it folded into 32 bits).
         device: the env's Warp device (None: ``cuda:0`` when present, else ``cpu``); the
             policy runs on CUDA next to a CUDA env, else on the CPU.
         out: folder for ``model.zip``, ``vecnormalize.pkl``, ``monitor.csv``, ``train.json``.
@@ -673,7 +693,7 @@ def train(
         venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
         venv = VecNormalize(venv, norm_obs=VECNORMALIZE["norm_obs"], norm_reward=VECNORMALIZE["norm_reward"],
                             clip_obs=VECNORMALIZE["clip_obs"], gamma=hyper["gamma"])
-        model = PPO("MlpPolicy", venv, seed=seed, device=policy_device, tensorboard_log=str(logdir),
+        model = PPO("MlpPolicy", venv, seed=fold_seed(seed), device=policy_device, tensorboard_log=str(logdir),
                     policy_kwargs=policy_kwargs, verbose=0, **{**hyper, "learning_rate": rate})
         start = time.perf_counter()
         callbacks = CallbackList([_progress_callback(total, progress), _episode_stats_callback(ENV_IDS[env_id]),
@@ -713,9 +733,10 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
     from a ``VecMonitor`` CSV into ``png``.
 
     The x axis is the env steps of the episodes finished so far (cumulative episode
-    lengths, in the order the episodes ended); the curves are means over the last
-    ``window`` episodes (the raw returns, before ``VecNormalize``). Writes nothing when the
-    CSV holds no episode.
+    lengths, in the order the episodes ended); the curves are trailing means over the last
+    ``window`` episodes, at most a tenth of those in the CSV (a short run's curve follows its
+    latest episodes), of the raw returns (before ``VecNormalize``). A panel with no episode to
+    show (no lap completed yet) says so. Writes nothing when the CSV holds no episode.
     """
     import csv
 
@@ -739,19 +760,26 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
         series.append(("lap completion rate", lapped.astype(float), np.ones(len(rows), bool)))
         # the episode length of the episodes that completed their laps: the lap time in steps
         series.append(("steps per completed lap", np.array([float(r["l"]) for r in rows]), lapped))
-    kernel = np.ones(min(window, len(rows)))
+    # a short run's curve follows its episodes: a window of at most a tenth of them (a 200-episode
+    # mean over a run of 300 would be one flat point, far below its latest episodes)
+    w = max(1, min(window, len(rows) // 10))
     fig, axes = plt.subplots(len(series), 1, figsize=(7, 2.4 * len(series)), sharex=True, squeeze=False)
     for ax, (name, y, keep) in zip(axes[:, 0], series):
         x, y = steps[keep], y[keep]
-        if y.size == 0:
-            continue
-        k = kernel[: min(kernel.size, y.size)]
-        smooth = np.convolve(y, k, "valid") / k.size
-        ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
-        ax.plot(x[k.size - 1:], smooth, color="tab:blue")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(f"env steps (mean over {kernel.size} episodes)")
+        if y.size == 0:
+            ax.text(0.5, 0.5, f"no episode completed its laps yet ({len(rows)} episodes)", transform=ax.transAxes,
+                    ha="center", va="center", color="tab:gray")
+            continue
+        k = min(w, y.size)
+        # the trailing mean over the last k episodes (over the first ones while fewer have ended)
+        total = np.cumsum(y)
+        count = np.minimum(np.arange(1, y.size + 1), k)
+        smooth = (total - np.concatenate([np.zeros(k), total[:-k]])[: y.size]) / count
+        ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
+        ax.plot(x, smooth, color="tab:blue")
+    axes[-1, 0].set_xlabel(f"env steps (mean over the last {w} episodes)")
     if title:
         axes[0, 0].set_title(title)
     fig.tight_layout()
@@ -779,8 +807,12 @@ def _env_dt(env) -> float:
     return float(params.dt)
 
 
-def _run_episodes(venv, act, dt: float, target_laps: int, keys: tuple[str, ...], name: str) -> EvalResult:
-    """Step ``venv`` until every env finished its first episode; ``act(obs) -> actions``."""
+def _run_episodes(venv, act, dt: float, target_laps: int, keys: tuple[str, ...], name: str,
+                  progress: bool = True) -> EvalResult:
+    """Step ``venv`` until every env finished its first episode; ``act(obs) -> actions``; ``progress``: a
+    tqdm bar of the finished episodes (on a terminal only)."""
+    from tqdm.auto import tqdm
+
     E = venv.num_envs
     obs = venv.reset()
     result = getattr(getattr(venv.unwrapped.env.unwrapped, "course", None), "result", None)
@@ -789,6 +821,7 @@ def _run_episodes(venv, act, dt: float, target_laps: int, keys: tuple[str, ...],
     done_once = np.zeros(E, dtype=bool)
     ret, length = np.zeros(E), np.zeros(E, dtype=np.int64)
     finals: list[dict[str, Any] | None] = [None] * E
+    bar = tqdm(total=E, desc=name, unit="episode", disable=progress_disabled(progress), leave=False, dynamic_ncols=True)
     while not done_once.all():
         obs, reward, dones, infos = venv.step(act(obs))
         live = ~done_once
@@ -796,7 +829,9 @@ def _run_episodes(venv, act, dt: float, target_laps: int, keys: tuple[str, ...],
         length[live] += 1
         for i in np.flatnonzero(dones & live):
             finals[i] = infos[i]
+        bar.update(int(np.count_nonzero(dones & live)))
         done_once |= dones
+    bar.close()
     laps = np.array([f.get("laps", 0) for f in finals], dtype=np.float64)
     completed = laps >= target_laps
     lap_time = float(np.mean(length[completed] * dt / target_laps)) if completed.any() else math.nan
@@ -817,6 +852,7 @@ def evaluate(
     random_policy: bool = True,
     torch_threads: int | None = None,
     gates_file: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    progress: bool = True,
 ) -> list[EvalResult]:
     """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
 
@@ -828,11 +864,11 @@ def evaluate(
     tracks' width; the policy knows the training car's scale only) with the training car.
 
     Args:
-        model_path: a ``model.zip`` written by :func:`train` (``vecnormalize.pkl`` and
-            ``train.json`` beside it are used when present).
+        model_path: a ``model.zip`` written by :func:`train`, or the folder of its run
+            (``vecnormalize.pkl`` and ``train.json`` beside it are used when present).
         env_id: the env (default: the training env from ``train.json``; required without it).
         episodes: episodes (= envs) per policy (>= 1).
-        seed: seed of the evaluation courses, in [0, 2**31); must not share per-env
+        seed: seed of the evaluation courses, in [0, 2**64); must not share per-env
             seeds with the training run.
         device: the env's Warp device.
         track_csv: a circuit CSV (``x_m, y_m, w_tr_right_m, w_tr_left_m``), track env only.
@@ -858,9 +894,7 @@ def evaluate(
         TypeError: an ``episodes``/``track_scale``/``torch_threads`` of the wrong type.
         ImportError: the module of the run's plugin registry (``train.json``'s ``plugin``) is not importable.
     """
-    model_path = Path(model_path)
-    if not model_path.is_file():
-        raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
+    model_path = model_file(model_path)
     meta = read_train_record(model_path)
     env_id = env_id or meta.get("env_id")
     if env_id is None:
@@ -906,11 +940,12 @@ def evaluate(
     require_sb3()
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats)
+        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats,
+                         progress)
 
 
 def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
-              env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None) -> list[EvalResult]:
+              env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None, progress: bool) -> list[EvalResult]:
     model = load_model(model_path, policy_device)
     normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
     keys = ENV_IDS[env_id]
@@ -935,7 +970,8 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
         normalize.set_venv(base)  # what VecNormalize.load does after unpickling
         venv = normalize
         venv.training, venv.norm_reward = False, False
-    results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
+    results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO",
+                             progress)]
     venv.close()
     if random_policy:
         rng = np.random.default_rng(seed)
@@ -943,7 +979,7 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
         shape = (venv.num_envs, *venv.action_space.shape)
         low, high = venv.action_space.low, venv.action_space.high
         results.append(_run_episodes(venv, lambda o: rng.uniform(low, high, shape).astype(np.float32), dt, laps, keys,
-                                     "random"))
+                                     "random", progress))
         venv.close()
     return results
 

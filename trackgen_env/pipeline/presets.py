@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..checks import check_float, check_int, resolve_device
+from ..checks import check_float, check_int, check_range, resolve_device
 from .spec import PipelineSpec
 from .stage import check_ordered
 from .stages import circuit as _circuit
@@ -103,7 +103,8 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
         a track :class:`PipelineSpec` (``build`` it, or pass it to ``Course.track``).
 
     Raises:
-        TypeError: an unknown ``layout`` name; a non-number value.
+        TypeError: an unknown ``layout`` name; a non-number value; a ``width_range`` that is no
+            ``(lo, hi)`` pair (:func:`~trackgen_env.checks.check_range`).
         ValueError: a value out of its range (``build`` checks the layout's declared bounds); a
             ``*_lo`` above its ``*_hi``.
     """
@@ -115,13 +116,8 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
     num_envs = check_int("num_envs", num_envs, lo=1)
     device = resolve_device(device)
     width = check_float("width", width, lo=0.0, lo_open=True)
-    if width_range is None:
-        w_lo = w_hi = width
-    else:
-        if not isinstance(width_range, (tuple, list)) or len(width_range) != 2:
-            raise ValueError(f"width_range must be a (lo, hi) pair in metres, got {width_range!r}")
-        w_lo = check_float("width_range[0]", width_range[0], lo=0.0, lo_open=True)
-        w_hi = check_float("width_range[1]", width_range[1], lo=w_lo)
+    w_lo, w_hi = (check_range("width_range", width_range, 0.0, lo_open=True, none=True, what=" in metres")
+                  or (width, width))
     spacing = check_float("point_spacing", point_spacing, lo=0.05, hi=0.5)
     params = {name: p.default for name, p in declared.items()}
     params.update({f"circuit_layout.{k}": check_float(k, v) for k, v in layout.items()})
