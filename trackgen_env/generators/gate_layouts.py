@@ -84,6 +84,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 __all__ = [
     "RaceLayout",
     "load_gate_layout",
+    "load_layout_folder",
     "parse_gate_layout",
     "write_gate_layout",
     "DEFAULT_GATE_SIZE",
@@ -260,6 +261,52 @@ def load_gate_layout(path, *, gate_size: float | Sequence[float] | None = None) 
                 raise ValueError(f"{p}: key {key!r} is also in an earlier file of {' + '.join(names[:-1])}")
             doc[key] = value
     return parse_gate_layout(doc, name=" + ".join(names), gate_size=gate_size)
+
+
+def load_layout_folder(folder, *, gate_size: float | Sequence[float] | None = None) -> dict[str, RaceLayout]:
+    """Every gate layout in a folder: its ``.yaml`` / ``.yml`` / ``.toml`` files (not its subfolders).
+
+    A file that holds a whole layout is one layout. A layout that needs two files (the
+    FlightGoggles / AlphaPilot pair: the gate corners in one, the race order ``gate_names``
+    in the other) loads when both sit in the folder: each file with ``gate_names`` is
+    merged with the files that define its gates' ``nominal_location``. A file that is part
+    of such a pair is not a layout of its own.
+
+    Args:
+        folder: the folder.
+        gate_size: as for :func:`load_gate_layout`.
+
+    Returns:
+        name (the file name without its extension; for a pair, the race-order file's) ->
+        :class:`RaceLayout`, sorted by name.
+
+    Raises:
+        FileNotFoundError: no such folder, or no layout file in it.
+        ValueError: a file that does not parse, or a layout file that is malformed (the
+            message names the file and the field); a race order whose gates no file defines.
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"no folder {folder!r} (expected a folder of gate layout files)")
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                   if os.path.splitext(f)[1].lower() in (".yaml", ".yml", ".toml")
+                   and os.path.isfile(os.path.join(folder, f)))
+    if not paths:
+        raise FileNotFoundError(f"{folder}: no gate layout files (.yaml, .yml, .toml)")
+    docs = {p: _read(p) for p in paths}
+    corners = {p for p, d in docs.items()
+               if "gate_names" not in d and any(isinstance(v, dict) and "nominal_location" in v for v in d.values())}
+    out = {}
+    for p, doc in docs.items():
+        if p in corners:
+            continue
+        name = os.path.splitext(os.path.basename(p))[0]
+        files = [p]
+        if "gate_names" in doc and isinstance(doc["gate_names"], list):
+            needed = {g for g in doc["gate_names"] if isinstance(g, str) and not isinstance(doc.get(g), dict)}
+            files += [c for c in sorted(corners) if needed & set(docs[c])]
+        out[name] = load_gate_layout(files if len(files) > 1 else p, gate_size=gate_size)
+    return dict(sorted(out.items()))
 
 
 def _read(path: str) -> dict:
