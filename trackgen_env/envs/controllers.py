@@ -147,6 +147,16 @@ class ControllerGains:
         object.__setattr__(self, "search_window", check_int("search_window", self.search_window, lo=2))
 
 
+    @classmethod
+    def racing(cls, **overrides) -> ControllerGains:
+        """Gains for :meth:`QuadrotorParams.racing() <trackgen_env.envs.quadrotor.QuadrotorParams.racing>`
+        on race layouts of 1.5-2.8 m gates: 8 m/s cruise, 12 m/s^2 in turns over a 3 m preview,
+        1.2 rad of tilt (its thrust-to-weight of 3.3 holds altitude up to 72 deg). ``overrides``: fields to change."""
+        fields = dict(speed=8.0, lateral_accel=12.0, preview=3.0, max_tilt=1.2)
+        fields.update(overrides)
+        return cls(**fields)
+
+
 @wp.struct
 class _Gains:
     speed: float
