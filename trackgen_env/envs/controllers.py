@@ -298,6 +298,27 @@ def _reference_control(
     action[e, 3] = wp.clamp(rate[2] / d.max_rate[2], -1.0, 1.0)
 
 
+@wp.kernel
+def _search_from_next_gate(
+    elapsed: wp.array(dtype=wp.int32),
+    next_gate: wp.array(dtype=wp.int32),
+    num_gates: wp.array(dtype=wp.int32),
+    num_points: wp.array(dtype=wp.int32),
+    generation: wp.array(dtype=wp.int32),
+    segment: wp.array(dtype=wp.int32),
+    seen_generation: wp.array(dtype=wp.int32),
+):
+    e = wp.tid()
+    n = num_points[e]
+    g = num_gates[e]
+    if elapsed[e] != 0 or n < 3 or g < 1:
+        return
+    # a drone just started behind its next gate: search the line ending at that gate (point gate * n / g), not
+    # the whole loop, whose nearest point may lie on another leg that passes close by
+    segment[e] = wrap_index(next_gate[e] * (n / g) - 1, n)
+    seen_generation[e] = generation[e]
+
+
 class ReferenceController:
     """Geometric controller that flies a batch of quadrotors along their closed course lines.
 
@@ -392,6 +413,11 @@ class CourseLinePilot:
 
     def __call__(self, obs=None) -> np.ndarray:
         env, line = self.env, self.env.course.course_line
+        c = self.controller
+        wp.launch(_search_from_next_gate, env.num_envs,
+                  inputs=[env.drone.elapsed, env.course.components["progress"].result.next_checkpoint,
+                          env.course.result.num_gates, line.num_points, env.course.result.generation],
+                  outputs=[c.segment, c._seen], device=c.device)
         action = self.controller.compute(
             env.position, env.velocity, env.orientation, line.centerline, line.num_points, env.course.result.generation
         )
