@@ -85,6 +85,7 @@ __all__ = [
     "RaceLayout",
     "load_gate_layout",
     "load_layout_folder",
+    "layout_files",
     "parse_gate_layout",
     "write_gate_layout",
     "DEFAULT_GATE_SIZE",
@@ -309,27 +310,23 @@ def load_gate_layout(path, *, gate_size: float | Sequence[float] | None = None) 
     return parse_gate_layout(doc, name=" + ".join(names), gate_size=gate_size)
 
 
-def load_layout_folder(folder, *, gate_size: float | Sequence[float] | None = None) -> dict[str, RaceLayout]:
-    """Every gate layout in a folder: its ``.yaml`` / ``.yml`` / ``.toml`` files (not its subfolders).
+def layout_files(folder) -> dict[str, list[str]]:
+    """The gate layout files of a folder, grouped by layout: its ``.yaml`` / ``.yml`` / ``.toml`` files (not
+    its subfolders).
 
     A file that holds a whole layout is one layout. A layout that needs two files (the
     FlightGoggles / AlphaPilot pair: the gate corners in one, the race order ``gate_names``
-    in the other) loads when both sit in the folder: each file with ``gate_names`` is
-    merged with the files that define its gates' ``nominal_location``. A file that is part
-    of such a pair is not a layout of its own.
-
-    Args:
-        folder: the folder.
-        gate_size: as for :func:`load_gate_layout`.
+    in the other) is grouped when both sit in the folder: each file with ``gate_names`` takes
+    the files that define its gates' ``nominal_location``. A file that is part of such a pair
+    is not a layout of its own.
 
     Returns:
-        name (the file name without its extension; for a pair, the race-order file's) ->
-        :class:`RaceLayout`, sorted by name.
+        name (the file name without its extension; for a pair, the race-order file's) -> its
+        files (for :func:`load_gate_layout`), sorted by name.
 
     Raises:
         FileNotFoundError: no such folder, or no layout file in it.
-        ValueError: a file that does not parse, or a layout file that is malformed (the
-            message names the file and the field); a race order whose gates no file defines.
+        ValueError: a file that does not parse (the message names it).
     """
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
@@ -346,13 +343,31 @@ def load_layout_folder(folder, *, gate_size: float | Sequence[float] | None = No
     for p, doc in docs.items():
         if p in corners:
             continue
-        name = os.path.splitext(os.path.basename(p))[0]
         files = [p]
         if "gate_names" in doc and isinstance(doc["gate_names"], list):
             needed = {g for g in doc["gate_names"] if isinstance(g, str) and not isinstance(doc.get(g), dict)}
             files += [c for c in sorted(corners) if needed & set(docs[c])]
-        out[name] = load_gate_layout(files if len(files) > 1 else p, gate_size=gate_size)
+        out[os.path.splitext(os.path.basename(p))[0]] = files
     return dict(sorted(out.items()))
+
+
+def load_layout_folder(folder, *, gate_size: float | Sequence[float] | None = None) -> dict[str, RaceLayout]:
+    """Every gate layout in a folder (:func:`layout_files`), loaded.
+
+    Args:
+        folder: the folder.
+        gate_size: as for :func:`load_gate_layout`.
+
+    Returns:
+        name -> :class:`RaceLayout`, sorted by name.
+
+    Raises:
+        FileNotFoundError: no such folder, or no layout file in it.
+        ValueError: a file that does not parse, or a layout file that is malformed (the
+            message names the file and the field); a race order whose gates no file defines.
+    """
+    return {name: load_gate_layout(files if len(files) > 1 else files[0], gate_size=gate_size)
+            for name, files in layout_files(folder).items()}
 
 
 def _read(path: str) -> dict:
