@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/gate_stats.py --layouts DIR [--family default] [--num-envs 256] [--seed 0] \\
+    python benchmarks/gate_stats.py --layouts DIR [--family default --family race] [--num-envs 256] [--seed 0] \\
         [--png docs/images/gate_stats.png] [--json FILE]
 
 Prints, per generated family, one row per measure: the batch's 5th percentile / median /
@@ -27,6 +27,7 @@ from trackgen_env.gate_stats import GATE_MEASURES, GateLayoutStats, gate_result_
 from trackgen_env.generators.gate_layouts import load_layout_folder
 from trackgen_env.generators.gates import GateGenerator
 from trackgen_env.generators.gates_config import GateGenConfig
+from trackgen_env.pipeline import build, presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,8 +36,10 @@ FAMILIES = {
     # the gates env's default courses: 7 gates, 0.6 m openings
     "default": lambda n, device, seed: GateGenerator(GateGenConfig(num_envs=n, device=device, gate_width=0.6),
                                                      seeds=seed).generate(),
+    # presets.race_gates(): race-like courses, every length in gate sizes
+    "race": lambda n, device, seed: build(presets.race_gates(num_envs=n, device=device), seeds=seed).result,
 }
-COLORS = {"default": "tab:blue"}
+COLORS = {"default": "tab:blue", "race": "tab:green"}
 #: measures with a handful of integer values: bar-like bins
 COUNT_MEASURES = ("num_gates", "reversals", "stacked")
 
