@@ -139,3 +139,17 @@ def test_statistics_inside_the_real_layouts_range():
     real = module.real_layouts(REAL_GATES)
     generated = gate_result_stats(build(presets.race_gates(num_envs=512, device="cpu"), seeds=11).result)
     assert module.all_inside(generated, real) >= 0.9
+
+
+def test_the_reference_controller_flies_race_courses():
+    from trackgen_env.demos.gates import fly
+    from trackgen_env.envs import GatesVectorEnv
+    from trackgen_env.envs.controllers import CourseLinePilot
+
+    env = GatesVectorEnv(8, "cpu", gates=presets.race_gates(num_envs=8), seed=4)
+    try:
+        result = fly(env, CourseLinePilot(env), 1500, progress=False)
+    finally:
+        env.close()
+    assert result["collisions"] == 0 and result["out_of_bounds"] == 0
+    assert result["laps"] >= 8
