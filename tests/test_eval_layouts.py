@@ -56,3 +56,29 @@ def test_command_line(folder, tmp_path, capsys):
     assert "| square | yes | 0 | 4 / 4 |" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing")])
+
+
+def test_eval_cli_flies_a_trained_policy_on_every_layout(tmp_path, capsys):
+    pytest.importorskip("stable_baselines3")
+    from trackgen_env.__main__ import main as cli
+
+    run = tmp_path / "run"
+    assert cli(["train", "--env", "TrackGen-Gates-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
+                "--device", "cpu", "--out", str(run), "--no-progress"]) == 0
+    layouts = tmp_path / "layouts"
+    layouts.mkdir()
+    write_fixture_folder(layouts)
+    (layouts / "competition.yaml").write_text(SCG)
+    out = tmp_path / "rows.json"
+    capsys.readouterr()
+    assert cli(["eval", str(run / "model.zip"), "--layouts", str(layouts), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["layout"] for r in rows] == ["competition", "pair_race", "splits", "square"]
+    for r in rows:
+        assert r["collisions"] is None  # not reported for a policy
+        assert 0 <= r["gates_passed"] <= r["num_gates"]
+        assert r["lap_completed"] == (r["lap_time"] is not None)
+    square = rows[-1]
+    assert square["reference_lap_time"] is not None  # the reference controller laps it
+    assert {r["layout"]: r["obstacles_left_out"] for r in rows}["competition"] == 2
+    assert "| square |" in capsys.readouterr().out

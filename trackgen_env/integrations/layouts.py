@@ -2,6 +2,7 @@
 
 Usage::
 
+    python -m trackgen_env eval [MODEL] --layouts DIR [--json FILE] [--md FILE]
     python -m trackgen_env.integrations.layouts DIR [--controller | --model out/run/model.zip]
         [--racing] [--lateral-accel A] [--json FILE] [--md FILE]
 
@@ -31,7 +32,8 @@ from ..envs.quadrotor import QuadrotorParams
 from ..generators.gate_layouts import RaceLayout, layout_files, load_gate_layout
 from .train import evaluate
 
-__all__ = ["LayoutResult", "fly_reference", "evaluate_layouts", "layouts_markdown", "layouts_json", "main"]
+__all__ = ["LayoutResult", "fly_reference", "evaluate_layouts", "layouts_markdown", "layouts_json", "write_tables",
+           "main"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,19 @@ def layouts_json(results: list[LayoutResult]) -> str:
     return json.dumps([r.row() for r in results], indent=2)
 
 
+def write_tables(results: list[LayoutResult], json_path: str | None = None, md_path: str | None = None) -> str:
+    """Print the Markdown table and write it (``md_path``) and the JSON rows (``json_path``); returns the table."""
+    table = layouts_markdown(results)
+    print(table)
+    if json_path:
+        with open(json_path, "w") as f:
+            f.write(layouts_json(results) + "\n")
+    if md_path:
+        with open(md_path, "w") as f:
+            f.write(table + "\n")
+    return table
+
+
 def main(argv: list[str] | None = None) -> list[LayoutResult]:
     parser = argparse.ArgumentParser(prog="python -m trackgen_env.integrations.layouts",
                                      description=__doc__.split("\n\n")[0])
@@ -173,14 +188,7 @@ def main(argv: list[str] | None = None) -> list[LayoutResult]:
     gains = ControllerGains.racing(**extra) if args.racing else ControllerGains(**extra)
     results = evaluate_layouts(args.layouts, model=args.model, quadrotor=quadrotor, gains=gains,
                                reference_gains=gains, device=args.device)
-    table = layouts_markdown(results)
-    print(table)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(layouts_json(results))
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(table + "\n")
+    write_tables(results, args.json, args.md)
     return results
 
 
