@@ -14,11 +14,10 @@ __all__ = ["CenterlineFromGates"]
 wp.set_module_options({"enable_backward": False})
 
 
-#: A segment folds (the single cubic would turn back on itself in a knot of a few centimetres' radius) when
-#: its chord points against either gate's normal by more than this cosine, or the two normals are more than
-#: 120 deg apart (a hairpin, a split-S): it is then flown as two cubics through a turning point.
+#: A segment folds (the single cubic turns back on itself in a knot of a few centimetres' radius) when its
+#: chord points against either gate's normal by more than this cosine (the next gate lies ahead but faces
+#: back, or the last lies behind the next's opening): it is then flown as two cubics through a turning point.
 FOLD_CHORD_COS = -0.05
-FOLD_NORMALS_COS = -0.5
 
 
 @wp.func
@@ -39,8 +38,7 @@ def _segment(p0: wp.vec3, n0: wp.vec3, p1: wp.vec3, n1: wp.vec3, width: float, t
     chord = p1 - p0
     length = wp.length(chord)
     c = chord / wp.max(length, 1.0e-9)
-    folds = wp.min(wp.dot(c, n0), wp.dot(c, n1)) < FOLD_CHORD_COS or wp.dot(n0, n1) < FOLD_NORMALS_COS
-    if not folds:
+    if wp.min(wp.dot(c, n0), wp.dot(c, n1)) >= FOLD_CHORD_COS:
         return _hermite(p0, length * n0, p1, length * n1, t)
     # the turning point: beyond both gates along the way the line turns back (u), half the sideways
     # offset (at least half an opening) further, crossed sideways (tv)
@@ -167,8 +165,8 @@ class CenterlineFromGates(Component):
     ``i`` along its normal and enters gate ``i + 1`` along its normal, with tangent
     magnitudes equal to the chord ``|p_{i+1} - p_i|`` (a Catmull-Rom-like parametrisation;
     the line crosses every gate square to its opening). Where that cubic would fold (the chord
-    points against a gate's normal, ``FOLD_CHORD_COS``, or the normals are more than 120 deg
-    apart, ``FOLD_NORMALS_COS``: a hairpin to a gate facing back, a split-S), the segment is two
+    points against a gate's normal, ``FOLD_CHORD_COS``: a hairpin to a gate further on that faces
+    back), the segment is two
     cubics, each with tangent magnitudes equal to its own chord, through a turning point: beyond
     both gates along ``u = normalize(n_i - n_{i+1})`` by the turn's radius (half the chord's part
     across ``u``, at least half an opening), at the chord's midpoint across ``u``, crossed along
