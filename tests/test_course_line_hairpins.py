@@ -44,3 +44,26 @@ def test_the_reference_controller_flies_the_hairpins():
     finally:
         env.close()
     assert result["collisions"] == 0 and result["out_of_bounds"] == 0 and result["laps"] >= 1
+
+
+def test_the_pilot_starts_on_the_leg_into_its_next_gate():
+    """From the start, 1 m behind gate 0, the nearest point of the whole loop lies on the leg from gate 1 to gate 2
+    (it passes 0.4 m away); the pilot searches the leg into gate 0 instead, as after every reset."""
+    layout = parse_gate_layout({"gate_size": 0.6, "gates": [
+        {"position": [0, 0, 1.0], "yaw_deg": 0}, {"position": [2, 1, 1.0], "yaw_deg": 180},
+        {"position": [-3, 0.3, 1.0], "yaw_deg": 180}, {"position": [-0.5, -2, 1.0], "yaw_deg": 0}]}, name="crossing")
+    env = GatesVectorEnv(1, "cpu", layout=layout)
+    try:
+        pilot = CourseLinePilot(env)
+        points, _, _ = _course_line(layout)
+        per = len(points) // layout.num_gates
+        env.reset(seed=0)
+        start = env.drone_state()["position"][0]
+        nearest = int(np.argmin(np.linalg.norm(points - start, axis=1)))
+        assert per <= nearest < 2 * per  # the trap: the loop's nearest point is on the leg from gate 1 to gate 2
+        for _ in range(2):  # the first episode and a reset
+            obs, _ = env.reset(seed=0)
+            pilot(obs)
+            assert pilot.controller.segment.numpy()[0] >= 3 * per  # on the leg from gate 3 into gate 0
+    finally:
+        env.close()
