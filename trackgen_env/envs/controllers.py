@@ -363,6 +363,20 @@ class ReferenceController:
         self._seen = wp.full(self.num_envs, -1, dtype=wp.int32, device=self.device)
         self.action = wp.zeros((self.num_envs, 4), dtype=wp.float32, device=self.device)
 
+    def search_from_next_gate(self, elapsed, next_gate, num_gates, num_points, generation) -> None:
+        """Start the closest-point search of every drone that has just started (``elapsed == 0``) on the
+        course-line leg into its next gate (point ``next_gate * num_points / num_gates``) instead of the
+        whole loop, whose nearest point may lie on another leg passing close by. Capturable.
+
+        Args:
+            elapsed: ``[E]`` int32 steps since each drone's reset.
+            next_gate: ``[E]`` int32 the gate each drone flies to next.
+            num_gates, num_points: ``[E]`` int32 gates of each course, points of its course line.
+            generation: ``[E]`` int32 course generation counter.
+        """
+        wp.launch(_search_from_next_gate, self.num_envs, inputs=[elapsed, next_gate, num_gates, num_points, generation],
+                  outputs=[self.segment, self._seen], device=self.device)
+
     def compute(self, position, velocity, orientation, line, num_points, generation) -> wp.array:
         """Compute :attr:`action` for the current state. Capturable; returns :attr:`action`.
 
@@ -413,11 +427,9 @@ class CourseLinePilot:
 
     def __call__(self, obs=None) -> np.ndarray:
         env, line = self.env, self.env.course.course_line
-        c = self.controller
-        wp.launch(_search_from_next_gate, env.num_envs,
-                  inputs=[env.drone.elapsed, env.course.components["progress"].result.next_checkpoint,
-                          env.course.result.num_gates, line.num_points, env.course.result.generation],
-                  outputs=[c.segment, c._seen], device=c.device)
+        course = env.course
+        self.controller.search_from_next_gate(env.drone.elapsed, course.components["progress"].result.next_checkpoint,
+                                              course.result.num_gates, line.num_points, course.result.generation)
         action = self.controller.compute(
             env.position, env.velocity, env.orientation, line.centerline, line.num_points, env.course.result.generation
         )

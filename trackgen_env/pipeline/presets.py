@@ -90,7 +90,7 @@ def race_gates(*, num_envs: int = 1, device=None, num_gates: int = 6, start_clea
             ``2 sqrt(2)`` gate sizes (the split-S pair excepted), > 0.
         max_retries: the retry bound, in [2, 64].
         layout: construction values of the ``"race_layout.*"`` parameters by their short name
-            (``size_lo=0.4``, ``split_s_share=0.5``; see ``stages.race_gates.RaceLayout.params``).
+            (``size_lo=0.4``, ``split_s_share=0.5``; see ``stages.race_gates.RaceGatesLayout.params``).
 
     Returns:
         a gates :class:`PipelineSpec` (``build`` it, or pass it to ``GatesVectorEnv(gates=...)``).
@@ -98,7 +98,7 @@ def race_gates(*, num_envs: int = 1, device=None, num_gates: int = 6, start_clea
     Raises:
         TypeError: an unknown ``layout`` name. ValueError: a value out of its range.
     """
-    declared = _race.RaceLayout.full_params()
+    declared = _race.RaceGatesLayout.full_params()
     unknown = sorted(k for k in layout if f"race_layout.{k}" not in declared)
     if unknown:
         raise TypeError(f"presets.race_gates() got unknown layout parameters {unknown}; they are "

@@ -23,7 +23,7 @@ FAMILIES: dict[str, Family] = {"track": track_family.TRACK, "gates": gates_famil
 
 _BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start, banking.Banking,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
-                   given.GateLayoutInput, circuit.CircuitLayout, race_gates.RaceLayout, race_gates.RaceChecks)
+                   given.GateLayoutInput, circuit.CircuitLayout, race_gates.RaceGatesLayout, race_gates.RaceGatesChecks)
 
 
 def is_builtin(stage_cls: type) -> bool:

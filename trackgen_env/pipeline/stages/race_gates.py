@@ -34,7 +34,7 @@ from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 from .gates import horizontal_dir
 
-__all__ = ["RaceLayout", "RaceChecks", "RACE_STAGES"]
+__all__ = ["RaceGatesLayout", "RaceGatesChecks", "RACE_STAGES"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -56,7 +56,7 @@ def _leg_dir(d: wp.vec3):
 
 
 @wp.func
-def race_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
+def _race_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
     """Horizontal normal of the gate at ``p``: the bisector of its incoming and outgoing legs; a leg
     with no horizontal extent (the split-S pair) gives way to the other; a U-turn takes the outgoing leg."""
     d_in, has_in = _leg_dir(p - prev)
@@ -146,7 +146,7 @@ def _race_layout(
                 q = position[e, n]
                 position[e, n] = wp.vec3(q[0] * (1.0 - rj), q[1] * (1.0 - rj), q[2])
         for j in range(g):
-            orientation[e, j] = yaw_quat(race_normal(position[e, prev_point(j, g)], position[e, j],
+            orientation[e, j] = yaw_quat(_race_normal(position[e, prev_point(j, g)], position[e, j],
                                                      position[e, next_point(j, g)]))
 
 
@@ -218,7 +218,7 @@ def _race_checks(
                 break
 
 
-class RaceLayout(Stage):
+class RaceGatesLayout(Stage):
     """Race-like gates, every length in gate sizes (the size drawn per course), with a split-S on a share
     of the courses."""
 
@@ -261,7 +261,7 @@ class RaceLayout(Stage):
         )
 
 
-class RaceChecks(Stage):
+class RaceGatesChecks(Stage):
     """The gate family's checks on a race-like course (the split-S pair exempt from spacing and climb)."""
 
     name, family = "race_checks", "gates"
