@@ -82,3 +82,10 @@ def test_eval_cli_flies_a_trained_policy_on_every_layout(tmp_path, capsys):
     assert square["reference_lap_time"] is not None  # the reference controller laps it
     assert {r["layout"]: r["obstacles_left_out"] for r in rows}["competition"] == 2
     assert "| square |" in capsys.readouterr().out
+
+
+def test_eval_cli_refuses_flags_that_do_not_apply(folder, capsys):
+    from trackgen_env.__main__ import main as cli
+
+    assert cli(["eval", "--layouts", str(folder), "--controller", "pure_pursuit"]) == 2
+    assert "--controller does not apply to --layouts" in capsys.readouterr().err

@@ -267,6 +267,10 @@ def _eval(args) -> int:
     if args.circuits:
         return _eval_circuits(args)
     if args.layouts:  # trackgen_env.integrations.layouts holds the logic
+        for name in ("track_csv", "track_scale", "gates_file", "episodes", "seed", "controller", "car", "car_model"):
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} does not apply to --layouts (one flight per layout "
+                                 "of the folder by MODEL, or by the reference controller without it)")
         _check_writable(args.md, "--md")
         _check_writable(args.json, "--json")
         write_tables(evaluate_layouts(args.layouts, model=args.model, device=args.device or "cpu"), args.json, args.md)
