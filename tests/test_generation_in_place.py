@@ -91,6 +91,7 @@ def _builtin_programs():
     programs = [build(presets.track(num_envs=E, device=DEV), seeds=1),
                 build(presets.gates(num_envs=E, device=DEV), seeds=1),
                 build(presets.circuit(num_envs=E, device=DEV), seeds=1),
+                build(presets.race_gates(num_envs=E, device=DEV), seeds=1),
                 build(presets.track(num_envs=E, device=DEV, banking=0.3), seeds=1)]
     given = build(_given_centerline_spec(), seeds=1, prepare=False)
     _write_centerlines(given)

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "trackgen_env"
 # top-level name under trackgen_env -> layer (DESIGN.md, "Layers")
 LAYERS = {
     "capture": 0, "exec": 0, "checks": 0, "types": 0, "kernel_cache": 0, "env_loop": 0, "warp_log": 0,
-    "seeding": 1, "polyline": 1, "stats": 1, "laptime": 1,
+    "seeding": 1, "polyline": 1, "stats": 1, "gate_stats": 1, "laptime": 1,
     "pipeline": 2,
     "generators": 3,
     "tools": 4,

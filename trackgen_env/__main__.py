@@ -11,6 +11,7 @@ courses against a random policy (lap completion, lap time); see :mod:`trackgen_e
 ``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
 tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
 They need ``pip install -e ".[sb3]"`` (in a source checkout, as the README installs).
+``eval [MODEL] --layouts DIR`` flies every race layout of a folder (:mod:`trackgen_env.integrations.layouts`).
 ``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``)
 once round every circuit CSV of a folder and tabulates lap, lap time, ratio to the reference lap time
 and off-tracks (:mod:`trackgen_env.integrations.circuits`).
@@ -33,6 +34,7 @@ from .checks import check_seed, resolve_device
 from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
+from .integrations.layouts import evaluate_layouts, write_tables
 from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
                                  format_eval_table, train)
 from .pipeline import PipelineSpec
@@ -152,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                      "width)")
     ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                     help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
+    ev.add_argument("--layouts", default=None, metavar="DIR",
+                    help="gates env: fly every race layout of DIR once (MODEL, or without it the reference "
+                         "controller), one row per layout beside the reference controller's lap")
     ev.add_argument("--circuits", default=None, metavar="DIR",
                     help="drive every circuit CSV of DIR once (scaled to the training width; true scale for the "
                          "full-size car); the reference lap times use DIR/racelines/<name>.csv where present")
@@ -284,6 +289,15 @@ def _eval_circuits(args) -> int:
 def _eval(args) -> int:
     if args.circuits:
         return _eval_circuits(args)
+    if args.layouts:  # trackgen_env.integrations.layouts holds the logic
+        for name in ("track_csv", "track_scale", "gates_file", "episodes", "seed", "controller", "car", "car_model"):
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} does not apply to --layouts (one flight per layout "
+                                 "of the folder by MODEL, or by the reference controller without it)")
+        _check_writable(args.md, "--md")
+        _check_writable(args.json, "--json")
+        write_tables(evaluate_layouts(args.layouts, model=args.model, device=args.device or "cpu"), args.json, args.md)
+        return 0
     for name in ("controller", "car", "car_model", "md"):
         if getattr(args, name) is not None:
             raise ValueError(f"--{name.replace('_', '-')} applies to --circuits only")

@@ -697,6 +697,10 @@ class GatesVectorEnv(CourseVectorEnv):
             if gates is not None or registry is not None:
                 raise TypeError("pass either gates= (generated courses, with registry= for a spec's plugins) or "
                                 "layout= (a given race layout), not both")
+            if len(layout.obstacles):  # the course collides with gate frames only: never drop them silently
+                raise ValueError(f"{layout.name}: {len(layout.obstacles)} obstacles (vertical poles) that this env "
+                                 f"does not collide with; to fly the gates alone (through where the poles are), pass "
+                                 f"layout=layout.without_obstacles()")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
         if start not in START_MODES:

@@ -91,6 +91,31 @@ class QuadrotorParams:
         set_(self, "substeps", check_int("substeps", self.substeps, lo=1, hi=100))
         set_(self, "half_extents", check_vec3("half_extents", self.half_extents, lo=0.0, lo_open=True))
 
+    @classmethod
+    def racing(cls, **overrides) -> QuadrotorParams:
+        """A 0.85 kg racing quadrotor: the drone of Foehn, Romero and Scaramuzza, "Time-optimal
+        planning for quadrotor waypoint flight", *Science Robotics* 6(56), 2021 (the UZH Split-S).
+
+        Published parameters (its model file ``quads/quad.yaml`` in ``uzh-rpg/rpg_time_optimal``):
+        mass 0.85 kg, arm length ``l`` 0.15 m, inertia ``J`` = diag(1.0, 1.0, 1.7) g m^2, thrust-to-weight
+        3.3 (``T_motor`` = 3.3 m g / 4 = 6.88 N per rotor), body-rate limits 15 rad/s (roll, pitch) and
+        0.3 rad/s (yaw), no drag (the planner's model has none). This model has no inertia: the
+        rate loop's time constant is the one whose initial slope is the largest angular
+        acceleration the rotors give about x, ``tau = J_xx w_max / (2 l T_motor)`` = 7.3 ms (two
+        rotors at full thrust, two off). The body box: a 0.3 m motor-to-motor diagonal with 5 inch
+        propellers, 0.34 m x 0.34 m x 0.08 m.
+
+        Args:
+            overrides: fields to change (e.g. ``dt=0.01``).
+        """
+        mass, arm, inertia_xx, twr, rate_xy = 0.85, 0.15, 1.0e-3, 3.3, 15.0
+        motor = twr * mass * GRAVITY / 4.0
+        fields = dict(mass=mass, thrust_to_weight=twr, max_body_rate=(rate_xy, rate_xy, 0.3),
+                      body_rate_time_constant=inertia_xx * rate_xy / (2.0 * arm * motor), drag=(0.0, 0.0, 0.0),
+                      half_extents=(0.17, 0.17, 0.04))
+        fields.update(overrides)
+        return cls(**fields)
+
     @property
     def max_thrust(self) -> float:
         """[N] collective thrust of an action thrust of +1."""

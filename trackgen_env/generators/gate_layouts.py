@@ -84,10 +84,16 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 __all__ = [
     "RaceLayout",
     "load_gate_layout",
+    "load_layout_folder",
+    "layout_files",
     "parse_gate_layout",
     "write_gate_layout",
     "DEFAULT_GATE_SIZE",
     "LSY_GATE_SIZE",
+    "LSY_POLE_RADIUS",
+    "SCG_GATE_SIZE",
+    "SCG_GATE_HEIGHTS",
+    "SCG_POLE",
     "SIM2REAL_GATE_HEIGHT",
     "MAX_ROLL",
 ]
@@ -97,6 +103,19 @@ __all__ = [
 DEFAULT_GATE_SIZE = 1.5
 #: [m] square opening of the lsy_drone_racing gates (its config files' comments).
 LSY_GATE_SIZE = 0.4
+#: [m] radius of the lsy_drone_racing poles (0.03 m diameter, its config files' comments); they stand on the
+#: floor and their ``pos`` is the top.
+LSY_POLE_RADIUS = 0.015
+#: [m] square opening ("edge") of the safe-control-gym competition gates.
+SCG_GATE_SIZE = 0.45
+#: [m] centre height above a safe-control-gym gate's ``z`` by its type (0: tall, 1: low).
+SCG_GATE_HEIGHTS = {0: 1.0, 1: 0.525}
+#: [m] (height, radius) of the safe-control-gym competition obstacles: cylinders standing at their ``z``.
+SCG_POLE = (1.05, 0.05)
+#: TOGT-Planner gate types whose opening is read (the rest, e.g. a spherical waypoint, are refused).
+TOGT_TYPES = ("RectanglePrisma", "TrianglePrisma", "PentagonPrisma", "HexagonPrisma", "SingleBall")
+_TOGT_KEYS = ("type", "name", "position", "rpy", "width", "height", "margin", "marginW", "marginH", "length",
+              "midpoints", "stationary", "radius", "side")
 #: [m] fly-through point above a sim2real_drone_racing goal's ``z`` (its ``gate_height`` parameter).
 SIM2REAL_GATE_HEIGHT = 0.8
 #: [rad] largest roll of an opening about its normal that is accepted (2 deg).
@@ -117,6 +136,10 @@ class RaceLayout:
             (gate) to world: local +x the normal (direction of travel), local y horizontal.
         width, height: ``[G]`` float64 [m] openings (> 0).
         name: where the layout came from (a file path), for messages.
+        obstacles: ``[K, 5]`` float64 vertical cylinders (poles) beside the gates: x, y [m] of
+            the axis, bottom and top z [m], radius [m] (``K = 0``: none). A gate course
+            collides with its gates' frames only: ``GatesVectorEnv`` refuses a layout with
+            obstacles (fly the gates alone with :meth:`without_obstacles`).
 
     Raises:
         ValueError: a wrong shape, a non-finite value, fewer than 3 gates, a size <= 0, a
@@ -134,6 +157,7 @@ class RaceLayout:
     width: np.ndarray
     height: np.ndarray
     name: str = "layout"
+    obstacles: np.ndarray | None = None
 
     def __post_init__(self):
         pos = np.array(self.position, dtype=np.float64)
@@ -188,9 +212,16 @@ class RaceLayout:
         bad = np.flatnonzero(roll > MAX_ROLL)
         if bad.size:
             raise _roll_refusal(n, int(bad[0]), float(roll[bad[0]]))
-        for field, arr in (("position", pos), ("orientation", quat), ("width", width), ("height", height)):
+        obstacles = _check_obstacles(self.obstacles, n)
+        for field, arr in (("position", pos), ("orientation", quat), ("width", width), ("height", height),
+                           ("obstacles", obstacles)):
             arr.setflags(write=False)
             object.__setattr__(self, field, arr)
+
+    def without_obstacles(self) -> RaceLayout:
+        """This layout with no obstacles: its gates alone (a drone flies through where the poles were)."""
+        return RaceLayout(position=self.position, orientation=self.orientation, width=self.width, height=self.height,
+                          name=self.name)
 
     @property
     def num_gates(self) -> int:
@@ -215,6 +246,23 @@ class RaceLayout:
     def length(self) -> float:
         """[m] length of the closed polyline through the gate centres."""
         return float(np.linalg.norm(np.roll(self.position, -1, axis=0) - self.position, axis=1).sum())
+
+
+def _check_obstacles(obstacles, name: str) -> np.ndarray:
+    """``[K, 5]`` float64 (x, y, bottom z, top z, radius) from ``obstacles`` (None: none)."""
+    if obstacles is None:
+        return np.zeros((0, 5))
+    arr = np.array(obstacles, dtype=np.float64)
+    if arr.size == 0:
+        return np.zeros((0, 5))
+    if arr.ndim != 2 or arr.shape[1] != 5:
+        raise ValueError(f"{name}: obstacles must be [K, 5] (x, y, bottom z, top z, radius) in m, got shape "
+                         f"{arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr).all(axis=1) | (arr[:, 4] <= 0) | (arr[:, 3] <= arr[:, 2]))
+    if bad.size:
+        raise ValueError(f"{name}: obstacle {bad[0]} must be finite with radius > 0 and top > bottom, got "
+                         f"{arr[bad[0]].tolist()}")
+    return arr
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -262,6 +310,66 @@ def load_gate_layout(path, *, gate_size: float | Sequence[float] | None = None) 
     return parse_gate_layout(doc, name=" + ".join(names), gate_size=gate_size)
 
 
+def layout_files(folder) -> dict[str, list[str]]:
+    """The gate layout files of a folder, grouped by layout: its ``.yaml`` / ``.yml`` / ``.toml`` files (not
+    its subfolders).
+
+    A file that holds a whole layout is one layout. A layout that needs two files (the
+    FlightGoggles / AlphaPilot pair: the gate corners in one, the race order ``gate_names``
+    in the other) is grouped when both sit in the folder: each file with ``gate_names`` takes
+    the files that define its gates' ``nominal_location``. A file that is part of such a pair
+    is not a layout of its own.
+
+    Returns:
+        name (the file name without its extension; for a pair, the race-order file's) -> its
+        files (for :func:`load_gate_layout`), sorted by name.
+
+    Raises:
+        FileNotFoundError: no such folder, or no layout file in it.
+        ValueError: a file that does not parse (the message names it).
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"no folder {folder!r} (expected a folder of gate layout files)")
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                   if os.path.splitext(f)[1].lower() in (".yaml", ".yml", ".toml")
+                   and os.path.isfile(os.path.join(folder, f)))
+    if not paths:
+        raise FileNotFoundError(f"{folder}: no gate layout files (.yaml, .yml, .toml)")
+    docs = {p: _read(p) for p in paths}
+    corners = {p for p, d in docs.items()
+               if "gate_names" not in d and any(isinstance(v, dict) and "nominal_location" in v for v in d.values())}
+    out = {}
+    for p, doc in docs.items():
+        if p in corners:
+            continue
+        files = [p]
+        if "gate_names" in doc and isinstance(doc["gate_names"], list):
+            needed = {g for g in doc["gate_names"] if isinstance(g, str) and not isinstance(doc.get(g), dict)}
+            files += [c for c in sorted(corners) if needed & set(docs[c])]
+        out[os.path.splitext(os.path.basename(p))[0]] = files
+    return dict(sorted(out.items()))
+
+
+def load_layout_folder(folder, *, gate_size: float | Sequence[float] | None = None) -> dict[str, RaceLayout]:
+    """Every gate layout in a folder (:func:`layout_files`), loaded.
+
+    Args:
+        folder: the folder.
+        gate_size: as for :func:`load_gate_layout`.
+
+    Returns:
+        name -> :class:`RaceLayout`, sorted by name.
+
+    Raises:
+        FileNotFoundError: no such folder, or no layout file in it.
+        ValueError: a file that does not parse, or a layout file that is malformed (the
+            message names the file and the field); a race order whose gates no file defines.
+    """
+    return {name: load_gate_layout(files if len(files) > 1 else files[0], gate_size=gate_size)
+            for name, files in layout_files(folder).items()}
+
+
 def _read(path: str) -> dict:
     """The top-level mapping of one YAML or TOML file."""
     if not os.path.isfile(path):
@@ -304,23 +412,33 @@ def parse_gate_layout(doc: dict, *, name: str = "layout",
         raise ValueError(f"{name}: expected a mapping at the top level, got {type(doc).__name__}")
     track = doc.get("env", {}).get("track") if isinstance(doc.get("env"), dict) else None
     if isinstance(track, dict) and "gates" in track:
-        return _parse_gates(track["gates"], name, "env.track.gates", _size(gate_size, LSY_GATE_SIZE, name), lsy=True)
+        obstacles = _lsy_obstacles(track.get("obstacles", []), name)
+        return _parse_gates(track["gates"], name, "env.track.gates", _size(gate_size, LSY_GATE_SIZE, name), lsy=True,
+                            obstacles=obstacles)
+    for key in ("quadrotor_config", "task_config"):
+        if isinstance(doc.get(key), dict) and "gates" in doc[key]:
+            return _parse_safe_control_gym(doc[key], name, key)
+    if "orders" in doc:
+        return _parse_togt(doc, name)
     if "goal_positions" in doc:
         return _parse_sim2real(doc, name, _size(gate_size, DEFAULT_GATE_SIZE, name))
     if "gate_names" in doc or any(isinstance(v, dict) and "nominal_location" in v for v in doc.values()):
         return _parse_flightgoggles(doc, name)
     if "gates" in doc:
         size = _file_size(doc, name) or _size(gate_size, DEFAULT_GATE_SIZE, name)
-        return _parse_gates(doc["gates"], name, "gates", size)
+        obstacles = _generic_obstacles(doc.get("obstacles", []), name)
+        return _parse_gates(doc["gates"], name, "gates", size, obstacles=obstacles)
     raise ValueError(
         f"{name}: no gate layout found: expected a 'gates' list, [[env.track.gates]] (lsy_drone_racing), "
+        f"'quadrotor_config: gates' (safe-control-gym), 'orders' with GateN entries (TOGT-Planner), "
         f"'goal_positions' (sim2real_drone_racing) or 'gate_names' with GateN 'nominal_location' corners "
         f"(FlightGoggles), got the keys {sorted(map(str, doc))}"
     )
 
 
 # --- conventions ------------------------------------------------------------------------------
-def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, lsy: bool = False) -> RaceLayout:
+def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, lsy: bool = False,
+                 obstacles=None) -> RaceLayout:
     """``gates``: bare centres, or mappings of the generic / lsy_drone_racing convention."""
     if not isinstance(entries, list):
         raise ValueError(f"{name}: {field} must be a list of gates, got {type(entries).__name__}")
@@ -328,7 +446,8 @@ def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, l
         pos = np.array([_vec(e, 3, f"{field}[{i}]", name) for i, e in enumerate(entries)]).reshape(-1, 3)
         pos = _one_lap(pos)
         _enough(len(pos), name, field)
-        return _build(pos, [None] * len(pos), np.full(len(pos), size[0]), np.full(len(pos), size[1]), name)
+        return _build(pos, [None] * len(pos), np.full(len(pos), size[0]), np.full(len(pos), size[1]), name,
+                      obstacles)
     pos, frames, widths, heights = [], [], [], []
     for i, e in enumerate(entries):
         where = f"{field}[{i}]"
@@ -362,7 +481,118 @@ def _parse_gates(entries, name: str, field: str, size: tuple[float, float], *, l
         widths.append(w)
         heights.append(h)
     _enough(len(pos), name, field)
-    return _build(np.array(pos), frames, np.array(widths), np.array(heights), name)
+    return _build(np.array(pos), frames, np.array(widths), np.array(heights), name, obstacles)
+
+
+def _lsy_obstacles(entries, name: str) -> np.ndarray:
+    """``[[env.track.obstacles]] pos``: the tops of poles standing on the floor."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{name}: env.track.obstacles must be a list of {{pos}} tables, got {type(entries).__name__}")
+    rows = []
+    for i, e in enumerate(entries):
+        where = f"env.track.obstacles[{i}]"
+        if not isinstance(e, dict) or "pos" not in e:
+            raise ValueError(f"{name}: {where} must be a table with pos (the pole's top [x, y, z] in m), got {e!r}")
+        x, y, top = _vec(e["pos"], 3, f"{where}.pos", name)
+        rows.append([x, y, 0.0, top, LSY_POLE_RADIUS])
+    return np.array(rows).reshape(-1, 5)
+
+
+def _generic_obstacles(entries, name: str) -> np.ndarray:
+    """``obstacles: [[x, y, bottom z, top z, radius], ...]``: vertical cylinders."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{name}: obstacles must be a list of [x, y, bottom z, top z, radius], got "
+                         f"{type(entries).__name__}")
+    return np.array([_vec(e, 5, f"obstacles[{i}]", name) for i, e in enumerate(entries)]).reshape(-1, 5)
+
+
+def _rpy_matrix(r: float, p: float, y: float) -> np.ndarray:
+    """Extrinsic x-y-z roll, pitch, yaw [rad] (``scipy``'s ``from_euler("xyz")``): ``Rz Ry Rx``."""
+    rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
+    ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
+    rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def _parse_safe_control_gym(config: dict, name: str, key: str) -> RaceLayout:
+    """safe-control-gym's competition YAML: ``quadrotor_config: gates: [[x, y, z, r, p, y, type]]``."""
+    gates, obstacles = config["gates"], config.get("obstacles", [])
+    if not isinstance(gates, list):
+        raise ValueError(f"{name}: {key}.gates must be a list of [x, y, z, r, p, y, type], got {type(gates).__name__}")
+    if not isinstance(obstacles, list):
+        raise ValueError(f"{name}: {key}.obstacles must be a list of [x, y, z, r, p, y], got "
+                         f"{type(obstacles).__name__}")
+    pos, frames = [], []
+    for i, g in enumerate(gates):
+        x, y, z, roll, pitch, yaw, kind = _vec(g, 7, f"{key}.gates[{i}]", name)
+        if kind not in SCG_GATE_HEIGHTS:
+            raise ValueError(f"{name}: {key}.gates[{i}]'s type (the 7th number) must be 0 (tall) or 1 (low), "
+                             f"got {kind:g}")
+        pos.append([x, y, z + SCG_GATE_HEIGHTS[int(kind)]])
+        # the opening spans the gate frame's x axis: the normal is its y axis, read as an axis
+        frames.append(("axis", _rpy_matrix(roll, pitch, yaw)[:, 1]))
+    _enough(len(pos), name, f"{key}.gates")
+    height, radius = SCG_POLE
+    rows = []
+    for i, o in enumerate(obstacles):
+        x, y, z = _vec(o, 6, f"{key}.obstacles[{i}]", name)[:3]
+        rows.append([x, y, z, z + height, radius])
+    size = np.full(len(pos), SCG_GATE_SIZE)
+    return _build(np.array(pos), frames, size, size.copy(), name, np.array(rows).reshape(-1, 5))
+
+
+def _togt_opening(entry: dict, where: str, name: str) -> tuple[float, float]:
+    """(width, height) [m] of a TOGT-Planner gate: a rectangle's own; for the other shapes the square
+    inscribed in the shape's incircle (the part of any opening a square course gate fits)."""
+    kind = entry.get("type")
+    if kind not in TOGT_TYPES:
+        raise ValueError(f"{name}: {where}.type must be one of {list(TOGT_TYPES)}, got {kind!r}")
+    if kind == "RectanglePrisma":
+        return (_positive(entry.get("width"), f"{where}.width", name),
+                _positive(entry.get("height"), f"{where}.height", name))
+    if kind == "TrianglePrisma":  # isosceles: base width, apex height
+        w = _positive(entry.get("width"), f"{where}.width", name)
+        h = _positive(entry.get("height"), f"{where}.height", name)
+        r_in = w * h / (w + math.sqrt(w * w + 4.0 * h * h))
+    elif kind == "PentagonPrisma":  # regular, circumradius
+        r_in = _positive(entry.get("radius"), f"{where}.radius", name) * math.cos(math.pi / 5.0)
+    elif kind == "HexagonPrisma":  # regular, side
+        r_in = _positive(entry.get("side"), f"{where}.side", name) * math.sqrt(3.0) / 2.0
+    else:  # SingleBall: a sphere the path passes through
+        r_in = _positive(entry.get("radius"), f"{where}.radius", name)
+    side = math.sqrt(2.0) * r_in
+    return (side, side)
+
+
+def _parse_togt(doc: dict, name: str) -> RaceLayout:
+    """TOGT-Planner / rpg_time_optimal race tracks: ``orders: [GateN, ...]`` and per gate ``GateN:
+    {type, position, rpy [deg], width, height | radius | side}``."""
+    order = doc["orders"]
+    if not isinstance(order, list) or not all(isinstance(g, str) for g in order):
+        raise ValueError(f"{name}: orders must be a list of gate names, got {order!r}")
+    pos, frames, widths, heights = [], [], [], []
+    for i, gate in enumerate(order):
+        entry = doc.get(gate)
+        if not isinstance(entry, dict):
+            raise ValueError(f"{name}: orders[{i}] = {gate!r} has no '{gate}:' entry (a mapping with type, position, "
+                             f"rpy)")
+        if "position" not in entry:
+            raise ValueError(f"{name}: {gate} has no 'position' field (the gate centre [x, y, z] in m)")
+        unread = sorted(str(k) for k in entry if k not in _TOGT_KEYS)
+        if unread:
+            warnings.warn(f"{name}: {gate} has fields that are not read: {unread}", UserWarning, stacklevel=4)
+        pos.append(_vec(entry["position"], 3, f"{gate}.position", name))
+        if "rpy" in entry:  # degrees; the gate's local z is its axis (rpy [0, -90, yaw] faces along yaw)
+            r, p, y = (math.radians(v) for v in _vec(entry["rpy"], 3, f"{gate}.rpy", name))
+            frames.append(("axis", _rpy_matrix(r, p, y)[:, 2]))
+        else:
+            frames.append(None)
+        w, h = _togt_opening(entry, gate, name)
+        widths.append(w)
+        heights.append(h)
+    lap = len(_one_lap(np.array(pos).reshape(-1, 3)))  # a track written out for several laps: one lap
+    _enough(lap, name, "orders")
+    return _build(np.array(pos[:lap]), frames[:lap], np.array(widths[:lap]), np.array(heights[:lap]), name)
 
 
 def _parse_sim2real(doc: dict, name: str, size: tuple[float, float]) -> RaceLayout:
@@ -413,7 +643,8 @@ def _parse_flightgoggles(doc: dict, name: str) -> RaceLayout:
 
 
 # --- geometry ---------------------------------------------------------------------------------
-def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray, name: str) -> RaceLayout:
+def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray, name: str,
+           obstacles=None) -> RaceLayout:
     """Normals (given, signed along the course, or from it), upright frames, corner sizes."""
     G = len(pos)
     course = _course_normals(pos, name)
@@ -458,7 +689,7 @@ def _build(pos: np.ndarray, frames: list, width: np.ndarray, height: np.ndarray,
             local = (frame[1] - frame[1].mean(axis=0)) @ R
             width[k] = np.ptp(local[:, 1])
             height[k] = np.ptp(local[:, 2])
-    return RaceLayout(position=pos, orientation=quats, width=width, height=height, name=name)
+    return RaceLayout(position=pos, orientation=quats, width=width, height=height, name=name, obstacles=obstacles)
 
 
 def _course_normals(pos: np.ndarray, name: str) -> np.ndarray:
@@ -563,11 +794,7 @@ def _frame(entry: dict, key: str, where: str, name: str):
         c, s = math.cos(yaw), math.sin(yaw)
         return ("frame", np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]))
     if key == "rpy":
-        r, p, y = _vec(entry[key], 3, field, name)
-        rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
-        ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
-        rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
-        return ("frame", rz @ ry @ rx)  # extrinsic x, then y, then z
+        return ("frame", _rpy_matrix(*_vec(entry[key], 3, field, name)))
     q = np.array(_vec(entry[key], 4, field, name))
     if np.linalg.norm(q) < 1e-9:
         raise ValueError(f"{name}: {field} is a zero quaternion")

@@ -49,7 +49,7 @@ from ..checks import check_float, check_int, check_seed, fold_seed, resolve_devi
 from ..demos import progress_disabled
 from ..envs.car import CarParams, car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
-from ..generators.gate_layouts import load_gate_layout
+from ..generators.gate_layouts import RaceLayout, load_gate_layout
 from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
@@ -851,7 +851,7 @@ def evaluate(
     track_scale: float | None = None,
     random_policy: bool = True,
     torch_threads: int | None = None,
-    gates_file: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    gates_file: str | os.PathLike | Sequence[str | os.PathLike] | RaceLayout | None = None,
     progress: bool = True,
 ) -> list[EvalResult]:
     """Run a saved PPO policy (deterministic) and a uniform random policy on held-out courses.
@@ -876,7 +876,7 @@ def evaluate(
         random_policy: also evaluate a uniform random policy on the same courses.
         torch_threads: torch's thread count while evaluating (:func:`torch_threads_for`: default
             1 with the policy on the CPU, torch's own on CUDA); the caller's count is restored after.
-        gates_file: a gate layout file (or the files of one layout), gates env only: every
+        gates_file: a gate layout file (or the files of one layout, or a loaded ``RaceLayout``), gates env only: every
             env flies that race layout (:func:`~trackgen_env.generators.gate_layouts.load_gate_layout`)
             with its own gate sizes, and the env's default time limit for it.
 
@@ -935,7 +935,7 @@ def evaluate(
                              f"got {env_id}")
         # the layout replaces the generated courses, and its length sets the time limit
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
-        env_kwargs["layout"] = load_gate_layout(gates_file)
+        env_kwargs["layout"] = gates_file if isinstance(gates_file, RaceLayout) else load_gate_layout(gates_file)
     stats = observation_stats(model_path, meta)
     require_sb3()
     policy_device = _torch_device(device)

@@ -14,10 +14,11 @@ from .stage import check_ordered
 from .stages import circuit as _circuit
 from .stages import gates as _gates
 from .stages import gates_family as _gates_family
+from .stages import race_gates as _race
 from .stages import track as _track
 from .stages import track_family as _track_family
 
-__all__ = ["track", "gates", "circuit", "CIRCUIT_STAGES"]
+__all__ = ["track", "gates", "circuit", "race_gates", "CIRCUIT_STAGES"]
 
 #: the circuit family's stages: the track stages with ``circuit_layout`` for ``layout``
 CIRCUIT_STAGES = ("band", "circuit_layout", "spline", "resample", "checks", "start")
@@ -66,6 +67,52 @@ def gates(*, gate_width: float = 0.0, **kwargs) -> PipelineSpec:
     # a given layout has no layout stage: only the openings are parameters
     params = {name: v[field] for field, name in _gates_family.GATES_PARAMS.items() if name.split(".")[0] in stages}
     return PipelineSpec("gates", v["num_envs"], v["device"], settings, stages, params)
+
+
+def race_gates(*, num_envs: int = 1, device=None, num_gates: int = 6, start_clearance: float = 1.0,
+               min_gate_spacing: float = 0.5, max_retries: int = 16, **layout) -> PipelineSpec:
+    """The race-like gate family: courses shaped like real drone-racing layouts, at any scale.
+
+    The gate stages with ``race_layout`` (``stages.race_gates``) in place of ``layout`` and
+    ``gate_frames``, and ``race_checks`` in place of ``checks``: every length in gate sizes, the
+    (square) gate size drawn per course in ``[size_lo, size_hi]``, legs of about 2.8-8 gate
+    sizes, turns up to hairpins, climbs and dives, and on ``split_s_share`` of the courses a
+    split-S (a gate stacked above the next, flown the opposite way). The gate family's checks
+    hold (ground, start and gate clearance, climb, turn), the split-S pair exempt from spacing
+    and climb between its two gates. :mod:`trackgen_env.gate_stats` compares the courses with
+    real layouts (``benchmarks/gate_stats.py --family race``).
+
+    Args:
+        num_envs: ``E``, >= 1. device: the Warp device (None: the default).
+        num_gates: gates per course, in [4, 64].
+        start_clearance: [m] the start's distance before gate 0 (and from every gate), > 0.
+        min_gate_spacing: [m] the least horizontal distance of two gates besides the size-relative
+            ``2 sqrt(2)`` gate sizes (the split-S pair excepted), > 0.
+        max_retries: the retry bound, in [2, 64].
+        layout: construction values of the ``"race_layout.*"`` parameters by their short name
+            (``size_lo=0.4``, ``split_s_share=0.5``; see ``stages.race_gates.RaceGatesLayout.params``).
+
+    Returns:
+        a gates :class:`PipelineSpec` (``build`` it, or pass it to ``GatesVectorEnv(gates=...)``).
+
+    Raises:
+        TypeError: an unknown ``layout`` name. ValueError: a value out of its range.
+    """
+    declared = _race.RaceGatesLayout.full_params()
+    unknown = sorted(k for k in layout if f"race_layout.{k}" not in declared)
+    if unknown:
+        raise TypeError(f"presets.race_gates() got unknown layout parameters {unknown}; they are "
+                        f"{[n.split('.', 1)[1] for n in declared]}")
+    num_envs = check_int("num_envs", num_envs, lo=1)
+    device = resolve_device(device)
+    params = {name: p.default for name, p in declared.items()}
+    params.update({f"race_layout.{k}": check_float(k, v) for k, v in layout.items()})
+    settings = {**{k: _gates_family.GATES_DEFAULTS[k] for k in _gates_family.SETTINGS},
+                "num_gates": check_int("num_gates", num_gates, lo=4, hi=_gates.MAX_GATES),
+                "start_clearance": check_float("start_clearance", start_clearance, lo=0.0, lo_open=True),
+                "min_gate_spacing": check_float("min_gate_spacing", min_gate_spacing, lo=0.0, lo_open=True),
+                "max_retries": check_int("max_retries", max_retries, lo=2, hi=64)}
+    return PipelineSpec("gates", num_envs, device, settings, _race.RACE_STAGES, params)
 
 
 def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=None, point_spacing: float = 0.25,

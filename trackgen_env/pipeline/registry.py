@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from .stage import Family, Param, Stage
-from .stages import banking, circuit, gates, gates_family, given, track, track_family
+from .stages import banking, circuit, gates, gates_family, given, race_gates, track, track_family
 
 __all__ = ["Registry", "default_registry", "registry_or_default", "FAMILIES", "is_builtin"]
 
@@ -23,7 +23,7 @@ FAMILIES: dict[str, Family] = {"track": track_family.TRACK, "gates": gates_famil
 
 _BUILTIN_STAGES = (track.Band, track.Layout, track.Spline, track.Resample, track.Checks, track.Start, banking.Banking,
                    given.CenterlineInput, gates.Layout, gates.GateFrames, gates.Start, gates.Checks,
-                   given.GateLayoutInput, circuit.CircuitLayout)
+                   given.GateLayoutInput, circuit.CircuitLayout, race_gates.RaceGatesLayout, race_gates.RaceGatesChecks)
 
 
 def is_builtin(stage_cls: type) -> bool:

@@ -14,6 +14,54 @@ __all__ = ["CenterlineFromGates"]
 wp.set_module_options({"enable_backward": False})
 
 
+#: A segment folds (the single cubic turns back on itself in a knot of a few centimetres' radius) when its
+#: chord points against either gate's normal by more than this cosine (the next gate lies ahead but faces
+#: back, or the last lies behind the next's opening): it is then flown as two cubics through a turning point.
+FOLD_CHORD_COS = -0.05
+
+
+@wp.func
+def _hermite(p0: wp.vec3, m0: wp.vec3, p1: wp.vec3, m1: wp.vec3, t: float):
+    """Point, first and second derivative of the cubic Hermite curve at ``t``."""
+    t2 = t * t
+    t3 = t2 * t
+    pos = (2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1 + (t3 - t2) * m1
+    d1 = ((6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1
+          + (3.0 * t2 - 2.0 * t) * m1)
+    d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
+    return pos, d1, d2
+
+
+@wp.func
+def _segment(p0: wp.vec3, n0: wp.vec3, p1: wp.vec3, n1: wp.vec3, width: float, t: float):
+    """The course line from gate ``p0`` (normal ``n0``) to gate ``p1`` (``n1``) at ``t`` in [0, 1)."""
+    chord = p1 - p0
+    length = wp.length(chord)
+    c = chord / wp.max(length, 1.0e-9)
+    if wp.min(wp.dot(c, n0), wp.dot(c, n1)) >= FOLD_CHORD_COS:
+        return _hermite(p0, length * n0, p1, length * n1, t)
+    # the turning point: beyond both gates along the way the line turns back (u), half the sideways
+    # offset (at least half an opening) further, crossed sideways (tv)
+    u = n0 - n1
+    if wp.length(u) < 1.0e-3:
+        u = n0
+    u = wp.normalize(u)
+    side = chord - wp.dot(chord, u) * u
+    tv = wp.vec3(0.0)
+    if wp.length(side) > 1.0e-6:
+        tv = wp.normalize(side)
+    else:
+        tv = wp.normalize(wp.cross(wp.vec3(0.0, 0.0, 1.0), u) + wp.vec3(1.0e-6, 0.0, 0.0))
+    radius = wp.max(0.5 * wp.length(side), 0.5 * width)
+    mid = 0.5 * (p0 + p1)
+    v = mid + (wp.max(wp.dot(p0, u), wp.dot(p1, u)) + radius - wp.dot(mid, u)) * u
+    if t < 0.5:
+        a = wp.length(v - p0)
+        return _hermite(p0, a * n0, v, a * tv, 2.0 * t)
+    b = wp.length(p1 - v)
+    return _hermite(v, b * tv, p1, b * n1, 2.0 * t - 1.0)
+
+
 @wp.kernel
 def _course_line_points(
     envs_per_thread: int,
@@ -54,17 +102,10 @@ def _course_line_points(
                 p0 = gate_position[e, i]
                 p1 = gate_position[e, i1]
                 # cubic Hermite segment leaving gate i along its normal and entering gate i+1 along its
-                # normal, tangent magnitudes = the chord (Catmull-Rom-like speed)
-                chord = wp.length(p1 - p0)
-                m0 = chord * wp.quat_rotate(gate_orientation[e, i], X_AXIS)
-                m1 = chord * wp.quat_rotate(gate_orientation[e, i1], X_AXIS)
-                t2 = t * t
-                t3 = t2 * t
-                pos = ((2.0 * t3 - 3.0 * t2 + 1.0) * p0 + (t3 - 2.0 * t2 + t) * m0 + (-2.0 * t3 + 3.0 * t2) * p1
-                       + (t3 - t2) * m1)
-                d1 = ((6.0 * t2 - 6.0 * t) * p0 + (3.0 * t2 - 4.0 * t + 1.0) * m0 + (-6.0 * t2 + 6.0 * t) * p1
-                      + (3.0 * t2 - 2.0 * t) * m1)
-                d2 = (12.0 * t - 6.0) * p0 + (6.0 * t - 4.0) * m0 + (-12.0 * t + 6.0) * p1 + (6.0 * t - 2.0) * m1
+                # normal, tangent magnitudes = the chord (Catmull-Rom-like speed); two where it folds
+                n0 = wp.quat_rotate(gate_orientation[e, i], X_AXIS)
+                n1 = wp.quat_rotate(gate_orientation[e, i1], X_AXIS)
+                pos, d1, d2 = _segment(p0, n0, p1, n1, gate_width[e], t)
                 speed = wp.length(d1)
                 tan = X_AXIS
                 if speed > 1.0e-9:
@@ -123,7 +164,13 @@ class CenterlineFromGates(Component):
     Segment ``i`` (gate ``i`` to gate ``i + 1``) is the cubic Hermite curve that leaves gate
     ``i`` along its normal and enters gate ``i + 1`` along its normal, with tangent
     magnitudes equal to the chord ``|p_{i+1} - p_i|`` (a Catmull-Rom-like parametrisation;
-    the line crosses every gate square to its opening). Each segment is sampled at
+    the line crosses every gate square to its opening). Where that cubic would fold (the chord
+    points against a gate's normal, ``FOLD_CHORD_COS``: a hairpin to a gate further on that faces
+    back), the segment is two
+    cubics, each with tangent magnitudes equal to its own chord, through a turning point: beyond
+    both gates along ``u = normalize(n_i - n_{i+1})`` by the turn's radius (half the chord's part
+    across ``u``, at least half an opening), at the chord's midpoint across ``u``, crossed along
+    that part; the first half of the samples on the first cubic. Each segment is sampled at
     ``samples_per_gate`` uniform parameters, point ``k = i * samples_per_gate + j`` at
     ``t = j / samples_per_gate`` (point 0 is gate 0's centre). Per point: ``tangent`` the
     unit derivative, ``normal`` the horizontal left normal ``normalize(z x tangent)``,
