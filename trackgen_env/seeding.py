@@ -63,6 +63,8 @@ class Stream(enum.IntEnum):
     CAR_PARAMS = 0x43415250
     #: the track env's random-start draws (``random_start``: heading error, start speed) ("TSTR")
     TRACK_START = 0x54535452
+    #: the race env's grid order (which car takes which slot, per episode) ("RGRD")
+    RACE_GRID = 0x52475244
     #: a plugin stage's own draws, ``[PLUGIN_STAGES, 2**30)``: ``ATTEMPT_STREAMS`` ids per stage at a
     #: hash of its name (:func:`plugin_stage_stream`, ``Stage.random_stream``)
     PLUGIN_STAGES = 1 << 22
