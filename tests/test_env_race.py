@@ -368,3 +368,8 @@ def test_more_cars_than_the_courses_fit_is_refused():
         RaceVectorEnv(1, "cpu", num_agents=8, seed=0, track=TrackGenConfig(size=5.0, width=0.6))
     with pytest.raises(ValueError, match="grid_spacing must be > 0.45"):
         RaceVectorEnv(1, "cpu", num_agents=2, seed=0, grid_spacing=0.3)
+
+
+def test_the_race_refuses_a_render_mode():
+    with pytest.raises(ValueError, match=r"render_mode must be None or one of \[\]"):
+        RaceVectorEnv(1, "cpu", num_agents=2, seed=0, render_mode="rgb_array")

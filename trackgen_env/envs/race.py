@@ -529,11 +529,16 @@ class RaceVectorEnv(TrackVectorEnv):
     With ``num_agents=1`` the env's outputs are ``TrackGen-Track-v0``'s for the same seed and
     arguments.
 
+    ``render_mode`` must be None: the race draws no frames on the device (the demo,
+    ``python -m trackgen_env demo --env race``, plots the cars' traces).
+
     ## Version History
 
     * v0: first version.
     """
 
+    # no on-device frames: the single-car drawing would show each car alone on its copy of the track
+    metadata = {"render_modes": [], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     info_fields = (("laps", wp.int32), ("off_track", wp.bool), ("car_contact", wp.bool), ("opponent", wp.int32),
                    ("rank", wp.int32), ("gap", wp.float32), ("race_progress", wp.float32), ("wrong_way", wp.bool),
                    ("out", wp.bool), ("finished", wp.bool))
