@@ -373,3 +373,46 @@ def test_more_cars_than_the_courses_fit_is_refused():
 def test_the_race_refuses_a_render_mode():
     with pytest.raises(ValueError, match=r"render_mode must be None or one of \[\]"):
         RaceVectorEnv(1, "cpu", num_agents=2, seed=0, render_mode="rgb_array")
+
+
+# -- the circuit family, void races -----------------------------------------------------------
+def test_a_race_on_a_given_circuit():
+    """centerline=: the cars start on the grid behind the circuit's start, clear, and race a lap."""
+    from stadium import stadium
+
+    xy = stadium(6.0, 2.0, 0.1)
+    points = np.concatenate([xy, np.full((len(xy), 2), 0.5)], axis=1)  # 1 m wide
+    env = RaceVectorEnv(2, "cpu", num_agents=3, seed=1, centerline=points, laps=1, max_episode_steps=600)
+    obs, info = env.reset(seed=1)
+    np.testing.assert_array_equal(env.tracks()[0]["centerline"], env.tracks()[4]["centerline"])
+    assert not info["out"].any()
+    act = _pilots(env, [0.6, 0.6, 0.6])
+    for _ in range(600):
+        obs, _, term, trunc, info = env.step(act(obs))
+        if term.any() or trunc.any():
+            break
+    assert info["finished"].any() or info["out"].any()
+    with pytest.raises(ValueError, match="this circuit's length"):
+        RaceVectorEnv(1, "cpu", num_agents=16, seed=1, centerline=points, grid_spacing=1.2)
+
+
+def test_a_track_too_short_for_the_grid_holds_a_void_race_that_regenerates():
+    """A grid of 9.4 m passes the construction check on 10 m layouts, but loops under 18.8 m cannot
+    hold it: those races start void (every car on the start pose, out) and end at the next step;
+    the others race."""
+    spacing = (9.4 - 0.45) / 7
+    E = 12
+    env = RaceVectorEnv(E, "cpu", num_agents=8, seed=0, grid_spacing=spacing)
+    obs, info = env.reset(seed=0)
+    loop = env.course.result.loop_length.numpy()[::8]
+    void = info["out"].reshape(E, 8)
+    assert void.all(axis=1).any() and (~void).all(axis=1).any()  # both kinds in this batch
+    np.testing.assert_array_equal(void.all(axis=1), loop < 2 * 9.4)
+    assert (void.all(axis=1) | (~void).all(axis=1)).all()
+    assert not info["off_track"].any()  # on the start pose: on the band
+    pose = env.car_pose().reshape(E, 8, 3)
+    for e in np.flatnonzero(void.all(axis=1)):
+        assert np.ptp(pose[e], axis=0).max() < 1e-6  # all on the start pose
+    _, reward, term, _, _ = env.step(np.zeros((E * 8, 2), np.float32))
+    np.testing.assert_array_equal(term.reshape(E, 8).all(axis=1), void.all(axis=1))
+    assert (reward.reshape(E, 8)[void.all(axis=1)] == 0).all()
