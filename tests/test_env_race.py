@@ -416,3 +416,22 @@ def test_a_track_too_short_for_the_grid_holds_a_void_race_that_regenerates():
     _, reward, term, _, _ = env.step(np.zeros((E * 8, 2), np.float32))
     np.testing.assert_array_equal(term.reshape(E, 8).all(axis=1), void.all(axis=1))
     assert (reward.reshape(E, 8)[void.all(axis=1)] == 0).all()
+
+
+def test_the_memory_estimate_counts_courses_of_cars():
+    """memory_estimate(E, num_agents=N) is the memory of E courses of N cars: about the track env's
+    of E * N envs (the same bodies and track copies), and what a construction measures."""
+    race = RaceVectorEnv.memory_estimate(64, device="cpu", num_agents=4)
+    track = TrackVectorEnv.memory_estimate(256, device="cpu")
+    assert 0.9 < race.total / track.total < 1.3
+    env = RaceVectorEnv(64, "cpu", num_agents=4, seed=0)
+    assert 0.8 < sum(env.memory_usage().values()) / race.total < 1.2
+
+
+def test_the_race_settings_are_read_only():
+    env = RaceVectorEnv(1, "cpu", num_agents=2, seed=0)
+    with pytest.raises(AttributeError, match="num_agents=...") as exc:
+        env.num_agents = 3
+    assert "read-only" in str(exc.value)
+    with pytest.raises(AttributeError, match="num_envs="):
+        env.num_courses = 3
