@@ -162,8 +162,6 @@ def _grid(
     valid: wp.array(dtype=wp.int32),
     track_start_position: wp.array(dtype=wp.vec3),
     track_start_orientation: wp.array(dtype=wp.quat),
-    num_checkpoints: wp.array(dtype=wp.int32),
-    capacity: int,
     # the grid
     spacing: float,
     lateral: float,
@@ -173,8 +171,6 @@ def _grid(
     slot: wp.array(dtype=wp.int32),
     start_position: wp.array(dtype=wp.vec3),
     start_orientation: wp.array(dtype=wp.quat),
-    start_checkpoint: wp.array(dtype=wp.int32),
-    to_line: wp.array(dtype=wp.int32),
     voided: wp.array(dtype=wp.int32),
 ):
     """Every reset race's grid: a random order of its cars (Fisher-Yates on the race's stream),
@@ -197,7 +193,6 @@ def _grid(
             tmp = slot[b + i]
             slot[b + i] = slot[b + k]
             slot[b + k] = tmp
-        nc = wp.max(wp.min(num_checkpoints[b], capacity), 1)
         for i in range(num_agents):
             e = b + i
             j = slot[e]
@@ -225,17 +220,14 @@ def _grid(
                 off = side * wp.max(wp.min(lateral, hw - half_diagonal), 0.0)
             start_position[e] = p + wp.vec3(-wp.sin(psi), wp.cos(psi), 0.0) * off
             start_orientation[e] = q
-            k = wp.clamp(int(wp.floor(s * float(nc) / wp.max(length, 1.0e-6))), 0, nc - 1)
-            start_checkpoint[e] = k
-            to_line[e] = (nc - k) % nc
 
 
 @wp.func
-def _race_progress(best: int, to_line: int, nc: int, length: float, s: float) -> float:
-    """[m] a car's race progress: ``c L / n`` for the ``c = best - to_line`` checkpoints it has
-    passed beyond the start line (negative on the grid), plus its arc length past the last one
-    (the localizer's s, wrapped to the nearer side), continuous across the start line."""
-    c = best - to_line
+def _race_progress(c: int, nc: int, length: float, s: float) -> float:
+    """[m] a car's race progress: ``c L / n`` for the ``c`` checkpoints it has passed in order (its
+    course's ``Progress`` starts every car on checkpoint 0, the start line, so a grid car behind it
+    counts from the line on), plus its arc length past the last one (the localizer's s, wrapped to
+    the nearer side: negative on the grid), continuous across the start line."""
     spacing = length / float(nc)
     k = c % nc
     if k < 0:  # c mod nc, for negative c too
@@ -264,7 +256,6 @@ def _race(
     reset_mask: wp.array(dtype=wp.int32),
     restart: int,
     voided: wp.array(dtype=wp.int32),
-    to_line: wp.array(dtype=wp.int32),
     # the cars
     position: wp.array(dtype=wp.vec3),
     yaw: wp.array(dtype=float),
@@ -325,7 +316,7 @@ def _race(
             car_contact[i] = False
             opponent[i] = -1
             if status[i] == _RACING or was_reset:
-                progress[i] = _race_progress(best[i], to_line[i], nc, length, s[i])
+                progress[i] = _race_progress(best[i], nc, length, s[i])
         if was_reset:
             grace_left[r] = -1
         else:
@@ -358,7 +349,7 @@ def _race(
                     j = b + opponent[i]
                     if progress[i] <= progress[j]:
                         reward[i] = reward[i] - contact_penalty
-                lap = wp.max((best[i] - to_line[i]) // nc, 0)
+                lap = best[i] // nc
                 if terminated[i] or car_contact[i]:
                     status[i] = _OUT  # off the band, an invalid track, or a contact
                 elif lap >= target_laps:
@@ -384,7 +375,7 @@ def _race(
                     g = progress[j] - progress[i]
             gap[i] = g
             progress_out[i] = progress[i]
-            laps[i] = wp.max((best[i] - to_line[i]) // nc, 0)
+            laps[i] = best[i] // nc
             wrong_way[i] = wrong_way_in[i] != 0 and status[i] == _RACING
             out[i] = status[i] == _OUT
             finished[i] = status[i] == _FINISHED
@@ -456,7 +447,7 @@ class RaceVectorEnv(TrackVectorEnv):
 
     ``Box(-inf, inf, (num_envs * num_agents, 8 + 3 * num_lookahead + 7 * K), float32)``: the
     single-car observation (indices ``0 .. 8 + 3 * num_lookahead - 1``, the table of
-    ``TrackGen-Track-v0``), then the ``K = min(num_opponents, num_agents - 1)`` nearest
+    ``TrackGen-Track-v0``; the lap fraction counts from the start line, 0 on the grid), then the ``K = min(num_opponents, num_agents - 1)`` nearest
     opponents (by distance, nearest first), 7 entries each, in the car's frame (x forward, y left):
 
     | Offset | Observation (opponent k, at ``8 + 3 * num_lookahead + 7 k``)       | Unit  |
@@ -620,7 +611,7 @@ class RaceVectorEnv(TrackVectorEnv):
         def zeros(n, dtype=wp.int32):
             return wp.zeros(n, dtype=dtype, device=dev)
 
-        self._slot, self._to_line, self._void = zeros(cars), zeros(cars), zeros(E)
+        self._slot, self._void = zeros(cars), zeros(E)
         self._status, self._finish_step, self._rank = zeros(cars), zeros(cars), zeros(cars)
         self._progress = zeros(cars, float)
         self._grace_left = zeros(E)
@@ -633,8 +624,7 @@ class RaceVectorEnv(TrackVectorEnv):
 
     # -- the step -----------------------------------------------------------------------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
-        r, course, seeds = self.course.result, self.course, self.course.seeds
-        cps = course.checkpoints
+        r, seeds = self.course.result, self.course.seeds
         threads, per = env_loop.shape(self.device, self.num_courses)
         if not reset_only:
             wp.launch(_park, threads, inputs=[per, self.num_agents, self._status], outputs=[self._action],
@@ -643,13 +633,9 @@ class RaceVectorEnv(TrackVectorEnv):
             _grid, threads,
             inputs=[per, self.num_agents, reset_mask, seeds.seeds, seeds.counters, int(Stream.RACE_GRID),
                     r.centerline, r.half_width, r.num_points, r.loop_length, r.valid, r.start_position,
-                    r.start_orientation, cps.num_checkpoints, cps.position.shape[1],
-                    self.grid_spacing, self.grid_lateral, self._half_diagonal, self.grid_length],
-            outputs=[self._slot, self._start_position, self._start_orientation, self._start_checkpoint,
-                     self._to_line, self._void],
+                    r.start_orientation, self.grid_spacing, self.grid_lateral, self._half_diagonal, self.grid_length],
+            outputs=[self._slot, self._start_position, self._start_orientation, self._void],
             device=self.device)
-        progress = course.components["progress"]
-        progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
         self.state.step(self._action, reset_mask, self._start_position, self._start_orientation,
                         reset_only=reset_only)
         if self._ground is not None:
@@ -665,7 +651,7 @@ class RaceVectorEnv(TrackVectorEnv):
         wp.launch(
             _race, threads,
             inputs=[per, self.num_agents, self.num_opponents, self._obs_offset, self._race_reset, int(restart),
-                    self._void, self._to_line, st.position, st.yaw, st.speed, st.slip, st.half_extents, st.elapsed,
+                    self._void, st.position, st.yaw, st.speed, st.slip, st.half_extents, st.elapsed,
                     r.loop_length, cps.num_checkpoints, cps.position.shape[1], res.frame.s, ev.checkpoints_passed,
                     ev.wrong_way, self._race_laps, self.grace_steps, self.contact_penalty, self.position_reward,
                     self._status, self._finish_step, self._progress, self._rank, self._grace_left],
