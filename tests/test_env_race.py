@@ -435,3 +435,28 @@ def test_the_race_settings_are_read_only():
     assert "read-only" in str(exc.value)
     with pytest.raises(AttributeError, match="num_envs="):
         env.num_courses = 3
+
+
+@pytest.mark.parametrize("car_model", ["kinematic", "dynamic"])
+def test_the_circuit_family_races_from_a_clear_grid(car_model):
+    """presets.circuit: 8 cars on the grid of each of several circuit-like tracks, clear of the band
+    and of each other, and they drive off it (kinematic and dynamic cars)."""
+    from trackgen_env.pipeline import presets
+
+    E, N = 4, 8
+    env = RaceVectorEnv(E, "cpu", num_agents=N, seed=2, track=presets.circuit(width=1.2), car_model=car_model,
+                        car="f1tenth")
+    obs, info = env.reset(seed=2)
+    assert not info["out"].any()
+    half = np.array(env.car.half_extents[:2])
+    pose = env.car_pose().reshape(E, N, 3)
+    for e in range(E):
+        for i in range(N):
+            for j in range(i + 1, N):
+                assert not boxes_overlap_numpy(pose[e, i, :2], pose[e, i, 2], half, pose[e, j, :2], pose[e, j, 2],
+                                               half)[0]
+    act = _pilots(env, np.linspace(0.3, 0.5, N))
+    for _ in range(20):
+        obs, _, term, _, info = env.step(act(obs))
+        assert not info["off_track"].any() and not term.any()
+    assert (info["race_progress"] > -(N - 1) * env.grid_spacing).all()

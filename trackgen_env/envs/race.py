@@ -447,8 +447,9 @@ class RaceVectorEnv(TrackVectorEnv):
 
     ``Box(-inf, inf, (num_envs * num_agents, 8 + 3 * num_lookahead + 7 * K), float32)``: the
     single-car observation (indices ``0 .. 8 + 3 * num_lookahead - 1``, the table of
-    ``TrackGen-Track-v0``; the lap fraction counts from the start line, 0 on the grid), then the ``K = min(num_opponents, num_agents - 1)`` nearest
-    opponents (by distance, nearest first), 7 entries each, in the car's frame (x forward, y left):
+    ``TrackGen-Track-v0``; the lap fraction counts from the start line, 0 on the grid), then
+    the ``K = min(num_opponents, num_agents - 1)`` nearest opponents (by distance, nearest
+    first), 7 entries each, in the car's frame (x forward, y left):
 
     | Offset | Observation (opponent k, at ``8 + 3 * num_lookahead + 7 k``)       | Unit  |
     |--------|--------------------------------------------------------------------|-------|
