@@ -201,7 +201,6 @@ def _grid(
             q = wp.quat_identity()
             psi = float(0.0)
             hw = float(0.0)
-            s = float(0.0)
             if not fits or j == 0:
                 p = track_start_position[e]
                 q = track_start_orientation[e]
@@ -209,8 +208,7 @@ def _grid(
                 if n >= 1:
                     hw = half_width[e, 0]
             else:
-                s = length - float(j) * spacing
-                c, d, w = _point_at(centerline, half_width, e, s, length, n)
+                c, d, w = _point_at(centerline, half_width, e, length - float(j) * spacing, length, n)
                 p = c
                 hw = w
                 psi = wp.atan2(d[1], d[0])
@@ -229,10 +227,7 @@ def _race_progress(c: int, nc: int, length: float, s: float) -> float:
     counts from the line on), plus its arc length past the last one (the localizer's s, wrapped to
     the nearer side: negative on the grid), continuous across the start line."""
     spacing = length / float(nc)
-    k = c % nc
-    if k < 0:  # c mod nc, for negative c too
-        k = k + nc
-    ds = s - float(k) * spacing
+    ds = s - float(c % nc) * spacing
     ds = ds - length * wp.floor(ds / length + 0.5)
     return float(c) * spacing + ds
 
