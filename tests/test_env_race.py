@@ -460,3 +460,13 @@ def test_the_circuit_family_races_from_a_clear_grid(car_model):
         obs, _, term, _, info = env.step(act(obs))
         assert not info["off_track"].any() and not term.any()
     assert (info["race_progress"] > -(N - 1) * env.grid_spacing).all()
+
+
+def test_one_car_faces_refuse_the_race_clearly():
+    from trackgen_env.envs import ShardedVectorEnv
+
+    with pytest.raises(TypeError, match="several cars per course: build it with gymnasium.make_vec"):
+        gymnasium.make("TrackGen-Race-v0")
+    with pytest.raises(TypeError, match="ShardedVectorEnv splits envs of one body each"):
+        ShardedVectorEnv("TrackGen-Race-v0", 4, 2, device="cpu", num_agents=2)
+

@@ -20,8 +20,9 @@ __all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "RaceVectorEnv",
 ENTRY_POINTS = {
     "TrackGen-Track-v0": ("trackgen_env.envs.single:TrackEnv", "trackgen_env.envs.track:TrackVectorEnv"),
     "TrackGen-Gates-v0": ("trackgen_env.envs.single:GatesEnv", "trackgen_env.envs.gates:GatesVectorEnv"),
-    # no single-env face: a race is several cars (PettingZoo: trackgen_env.integrations.pettingzoo)
-    "TrackGen-Race-v0": (None, "trackgen_env.envs.race:RaceVectorEnv"),
+    # no one-car face (its entry point says so): a race is several cars; PettingZoo's face is
+    # trackgen_env.integrations.pettingzoo
+    "TrackGen-Race-v0": ("trackgen_env.envs.race:no_single_env", "trackgen_env.envs.race:RaceVectorEnv"),
 }
 
 

@@ -39,7 +39,8 @@ from .car import car_params, yaw_of
 from .contact import boxes_overlap
 from .track import DEFAULT_MAX_EPISODE_STEPS, TrackVectorEnv
 
-__all__ = ["RaceVectorEnv", "OPPONENT_FIELDS", "MAX_AGENTS", "check_num_agents", "race_seeds", "host_ranks"]
+__all__ = ["RaceVectorEnv", "OPPONENT_FIELDS", "MAX_AGENTS", "check_num_agents", "race_seeds", "host_ranks",
+           "no_single_env"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -86,6 +87,18 @@ def race_seeds(seed, num_races: int, num_agents: int) -> np.ndarray | None:
     seed = check_seed(seed, num_races)
     per_race = env_seeds(seed, num_races).astype(np.int64) if isinstance(seed, int) else seed
     return np.repeat(per_race, num_agents)
+
+
+def no_single_env(**kwargs):
+    """``gymnasium.make("TrackGen-Race-v0")``'s entry point: a race has several cars, so it has no
+    one-car ``gymnasium.Env``.
+
+    Raises:
+        TypeError: always, naming the two faces of the race.
+    """
+    raise TypeError("TrackGen-Race-v0 is several cars per course: build it with gymnasium.make_vec("
+                    "'TrackGen-Race-v0', num_envs=E, num_agents=N) (the E * N cars as one vector env) or "
+                    "trackgen_env.integrations.pettingzoo.parallel_env(num_agents=N) (PettingZoo)")
 
 
 def host_ranks(progress: np.ndarray, status: np.ndarray, finish_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
