@@ -39,14 +39,15 @@ class RacePursuit:
     sideways makes the car follow a line offset from the centreline to the other side (``share``
     of the room the band leaves its body, ``clearance`` [m] to spare), kept while an opponent is
     alongside (from the grid: its slot's side); closer than ``follow`` [m] straight ahead and
-    closing, it brakes.
+    closing, it brakes. A faster opponent closing from behind within ``look`` makes it move over
+    to the other side.
 
     Args:
         env: the race env (its ``car``, ``num_agents``, ``num_lookahead``, ``num_opponents``).
         margins: ``[num_agents]`` speed margins, one per car of each race.
     """
 
-    def __init__(self, env: RaceVectorEnv, margins, *, look: float = 2.0, follow: float = 1.0, share: float = 0.6,
+    def __init__(self, env: RaceVectorEnv, margins, *, look: float = 2.0, follow: float = 1.0, share: float = 0.7,
                  clearance: float = 0.04):
         self.env = env
         self.margins = np.asarray(margins, dtype=float)
@@ -64,14 +65,19 @@ class RacePursuit:
         x, y = opp[..., _X], opp[..., _Y]
         ahead = active & (x > 0) & (x < self.look) & (np.abs(y) < 2 * car.width)
         alongside = active & (np.abs(x) < car.length) & (np.abs(y) < 3 * car.width)
+        # a faster opponent closing from behind: make room for it
+        behind = active & (x < 0) & (x > -self.look) & (np.abs(y) < 2 * car.width) & (opp[..., _VX] > 0)
         first = np.where(ahead.any(axis=1), ahead.argmax(axis=1), -1)
+        chaser = np.where(behind.any(axis=1), behind.argmax(axis=1), -1)
         room = self.share * np.maximum(single[:, _HALF_WIDTH] - 0.5 * car.width - self.clearance, 0.0)
         rows = np.arange(E)
         side = np.where(y[rows, np.maximum(first, 0)] > 0, -1.0, 1.0)
+        aside = np.where(y[rows, np.maximum(chaser, 0)] > 0, -1.0, 1.0)
         # on the grid (at rest): keep the slot's side of the centreline while a car is alongside
         held = np.where(single[:, 0] < 0.05, single[:, _LATERAL], self.offset)
         self.offset = np.where(first >= 0, side * room,
-                               np.where(alongside.any(axis=1), np.clip(held, -room, room), 0.0))
+                               np.where(chaser >= 0, aside * room,
+                                        np.where(alongside.any(axis=1), np.clip(held, -room, room), 0.0)))
         # the lookahead points (car frame) moved sideways: the line to follow, offset from the centreline
         single[:, OBS_LOOKAHEAD + 1::3] += self.offset[:, None]
         single[:, _LATERAL] -= self.offset
