@@ -26,6 +26,8 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
   from the sources (cold: every module compiled), and warm (``--quick``: warm only, on the user's cache);
 * ``carracing``: Gymnasium's CarRacing-v3 (pixels, physics only, ``make_vec`` sync, track
   generation); skipped with the reason when ``gymnasium[box2d]`` is missing;
+* ``race``: car-steps/s of TrackGen-Race-v0 (``work_envs / 4`` courses x 4 cars, the demo's
+  overtaking pure pursuit) timed in turns with TrackGen-Track-v0 at ``work_envs`` envs;
 * ``sharding``: :class:`trackgen_env.envs.sharded.ShardedVectorEnv` with 1 and 2 shards
   (threads), its step split into the shards' replays (wall-clock and CPU time) and the host part,
   a GIL-free control, whether its outputs equal one env's, and whether a graph replay releases the GIL.
@@ -61,6 +63,8 @@ from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
 from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.course.memory import available_bytes  # noqa: E402
 from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
+from trackgen_env.envs.race import RaceVectorEnv  # noqa: E402
+from trackgen_env.demos.race import RacePursuit, speed_margins  # noqa: E402
 
 NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 131072, 262144)
 #: the largest num_envs on the CPU, for the run's time (131072 would fit in 24 GB): the table builds
@@ -74,7 +78,7 @@ WORK_ENVS = {"cpu": 4096, "cuda": 131072}
 ENV_IDS = tuple(measure.ENVS)
 #: in the order they run: the per-size sections first, so that a run cut short (a GPU lease's time
 #: limit) keeps them; the throughput table, the longest, after them
-SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "throughput", "first_use",
+SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "race", "throughput", "first_use",
             "carracing", "sharding")
 #: sections a default run leaves out on a GPU, and why (``--only`` still runs them)
 CPU_ONLY = {
@@ -92,6 +96,7 @@ TARGETS = {
         "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
         "lidar_64_over_state_4096": (">=", 1 / 3),
         "lidar_1080_over_state_4096": (">=", 1 / 20),
+        "race_car_steps_over_track_4096": (">=", 0.5),
     },
     "cuda": {
         "track_torch_transitions_per_s_131072": (">=", 600_000_000.0),
@@ -100,8 +105,11 @@ TARGETS = {
         "track_courses_per_s_131072": (">=", 10_000_000.0),
         "track_masked_regeneration_1pct_us_131072": ("<=", 200.0),
         "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
+        "race_car_steps_over_track_131072": (">=", 0.5),
     },
 }
+#: cars per course of the race section
+RACE_AGENTS = 4
 
 
 def _kind(device: str) -> str:
@@ -255,6 +263,22 @@ def run_carracing(cfg) -> dict:
                             rounds=2 if cfg.quick else 5)
     env.close()
     return out
+
+
+def run_race(cfg) -> dict:
+    """TrackGen-Race-v0 of ``work_envs / RACE_AGENTS`` courses against TrackGen-Track-v0 of ``work_envs``
+    envs, the same number of cars, timed in turns (graph replay, NumPy outputs, NEXT_STEP)."""
+    cars, N = cfg.work_envs, RACE_AGENTS
+    courses = max(cars // N, 1)
+    track, track_timer = measure.env_timer("TrackGen-Track-v0", cars, cfg.device)
+    race = RaceVectorEnv(courses, cfg.device, num_agents=N, seed=0)
+    obs, _ = race.reset(seed=0)
+    race_timer = measure.Timer(race.step, obs, RacePursuit(race, speed_margins(N)), race.num_envs, cfg.device)
+    out = measure.in_turns({"track": track_timer, "race": race_timer}, cfg.seconds, rounds=2 if cfg.quick else 5)
+    track.close()
+    race.close()
+    return {"courses": courses, "num_agents": N, "track_envs": cars, **out,
+            "car_steps_over_track": out["race"]["transitions_per_s"] / out["track"]["transitions_per_s"]}
 
 
 def run_sharding(cfg) -> dict:
@@ -447,7 +471,7 @@ def _two_threads(iterations: int) -> dict:
 
 RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
            "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory, "lidar": run_lidar,
-           "first_use": run_first_use,
+           "first_use": run_first_use, "race": run_race,
            "carracing": run_carracing, "sharding": run_sharding}
 
 
@@ -485,6 +509,8 @@ def ratios(result: dict, work_envs: int) -> dict:
     if regen is not None:
         out[f"track_idle_regeneration_us_{work_envs}"] = regen["idle_regeneration_us"]
         out[f"track_masked_regeneration_1pct_us_{work_envs}"] = regen["masked_1pct_us"]
+    if "race" in result:  # at the same number of cars: work_envs
+        out[f"race_car_steps_over_track_{work_envs}"] = result["race"]["car_steps_over_track"]
     if "sharding" in result:
         out["sharding_speedup_2"] = result["sharding"]["speedup_2"]
         out["sharding_control_2"] = result["sharding"]["two_threads"]["sha256_control"]
@@ -705,6 +731,19 @@ def markdown(result: dict, command: str) -> str:
             add(f"| track generation | {_f(cr['track_generation']['tracks_per_s'], 1)} | "
                 f"{_x(r.get('track_generation_over_carracing'))} |")
         add("")
+    if "race" in result:
+        rc = result["race"]
+        add(f"## Head to head (`{command} --only race`)\n")
+        add(f"TrackGen-Race-v0 of {rc['courses']} courses x {rc['num_agents']} cars (the demo's overtaking pure "
+            f"pursuit) timed in turns with TrackGen-Track-v0 of {rc['track_envs']} envs (pure pursuit); graph "
+            "replay, NumPy outputs; car-steps/s without the NEXT_STEP reset steps.\n")
+        add("| env | car-steps/s | step [us] | resets per step |")
+        add("|---|---:|---:|---:|")
+        for key, label in (("track", f"TrackGen-Track-v0, {rc['track_envs']} envs"),
+                           ("race", f"TrackGen-Race-v0, {rc['courses']} x {rc['num_agents']}")):
+            add(f"| {label} | {_f(rc[key]['transitions_per_s'])} | {rc[key]['step_us']:,.0f} | "
+                f"{rc[key]['resets_per_step']:.2f} |")
+        add(f"\nRace over track: {rc['car_steps_over_track']:.2f}.\n")
     if "sharding" in result:
         s = result["sharding"]
         add(f"## Sharding over threads (`{command} --only sharding`)\n")

@@ -176,7 +176,8 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     result = {"throughput": {"rows": {"TrackGen-Track-v0": [row]}},
               "generation": {"track": {"courses_per_s": 2e7}},
               "regeneration": {"TrackGen-Track-v0": {"idle_regeneration_us": 4.0, "masked_1pct_us": 150.0}},
-              "memory": {"TrackGen-Track-v0": {"device_total_per_env": 15_000.0}}}
+              "memory": {"TrackGen-Track-v0": {"device_total_per_env": 15_000.0}},
+              "race": {"car_steps_over_track": 0.8}}
     ratios = run.ratios(result, E)
     assert set(run.TARGETS["cuda"]) <= set(ratios)
     assert {run.met_target(ratios[k], t) for k, t in run.TARGETS["cuda"].items()} == {False, True}  # 1e8 < 6e8
@@ -197,7 +198,8 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     cpu_ratios = run.ratios(cpu, run.WORK_ENVS["cpu"])
     assert {k for k in run.TARGETS["cpu"] if k in cpu_ratios} == {"track_step_time_over_floor_4096",
                                                                    "track_courses_per_s_4096",
-                                                                  "track_device_bytes_per_env"}
+                                                                  "track_device_bytes_per_env",
+                                                                  "race_car_steps_over_track_4096"}
 
 
 def test_the_device_check_script_writes_its_logs_and_results(tmp_path):

@@ -3,7 +3,8 @@
 ``demo`` drives an env with a built-in controller, prints transitions/s and episode
 statistics, and writes pictures: ``--env track`` (default) a pure-pursuit car on
 generated tracks (or a real circuit with ``--track-csv``), ``--env gates`` a quadrotor
-through generated gates (or a real race layout with ``--gates-file``).
+through generated gates (or a real race layout with ``--gates-file``), ``--env race``
+``--num-agents`` pure-pursuit cars of different speed limits racing on one generated track.
 
 ``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
 model and its normalisation statistics) and ``eval`` runs a saved model on held-out
@@ -39,7 +40,7 @@ from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, e
                                  format_eval_table, train)
 from .pipeline import PipelineSpec
 
-DEMO_ENVS = ("track", "gates")
+DEMO_ENVS = ("track", "gates", "race")
 
 
 def plain(text: str) -> str:
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                       help="gates env: fly this race layout (YAML/TOML gate poses; FlightGoggles: the gate locations "
                            "and the challenge file) instead of generated courses")
+    demo.add_argument("--num-agents", type=int, default=4, help="race env: cars per course (default: 4)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
@@ -355,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "demo" and args.env == "gates" and args.track_csv:
         print("error: --track-csv drives a real circuit with the track env; it does not apply to --env gates",
+              file=sys.stderr)
+        return 2
+    if args.command == "demo" and args.env == "race" and (args.track_csv or args.gates_file):
+        print("error: --env race races on generated tracks; --track-csv and --gates-file do not apply",
               file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "track" and args.gates_file:

@@ -65,6 +65,8 @@ class Stream(enum.IntEnum):
     TRACK_START = 0x54535452
     #: ``tools.Lidar``'s range noise (scan ``k`` since the env's reset: the key hashed with ``k``) ("LIDR")
     LIDAR = 0x4C494452
+    #: the race env's grid order (which car takes which slot, per episode) ("RGRD")
+    RACE_GRID = 0x52475244
     #: a plugin stage's own draws, ``[PLUGIN_STAGES, 2**30)``: ``ATTEMPT_STREAMS`` ids per stage at a
     #: hash of its name (:func:`plugin_stage_stream`, ``Stage.random_stream``)
     PLUGIN_STAGES = 1 << 22

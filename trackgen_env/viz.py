@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_progress", "scale_bar_length", "SPEED_LABEL",
-           "save_figure", "check_panels"]
+__all__ = ["band_edges", "plot_track_grid", "plot_circuit", "plot_race", "plot_progress", "scale_bar_length",
+           "SPEED_LABEL", "save_figure", "check_panels"]
 
 _BAND = "#d9d9d9"
 _EDGE = "#555555"
@@ -190,6 +190,54 @@ def plot_circuit(track: dict, trace: np.ndarray | None, path: str | os.PathLike,
     ax.autoscale_view()
     fig.tight_layout(rect=(0.0, 0.04, 1.0, 1.0))  # the bottom strip holds the legend
     _start_legend(fig)
+    return save_figure(fig, path)
+
+
+def plot_race(track: dict, traces: list[np.ndarray], ranks: np.ndarray, path: str | os.PathLike, *, dt: float,
+              labels: list[str] | None = None, events: list[tuple[int, str]] | None = None,
+              title: str | None = None) -> str:
+    """A race on one track: each car's trace in its own colour (left), and each car's position in
+    the race over time (right, 1 = leader); writes a PNG.
+
+    Args:
+        track: the race's track (a host dict, as the module docstring).
+        traces: per car, ``[T, 2]`` positions [m] (NaN rows break the line).
+        ranks: ``[T, N]`` int, each car's position in the race per step.
+        dt: [s] the step, for the time axis.
+        labels: per car, the legend's text (default ``car i``).
+        events: ``(step, kind)`` marks on the time axis (``"contact"``: a red line).
+
+    Returns:
+        The path written (``.png`` added when it has no extension).
+    """
+    plt = _pyplot()
+    ranks = np.asarray(ranks)
+    num_cars = ranks.shape[1]
+    labels = labels or [f"car {i}" for i in range(num_cars)]
+    colours = plt.get_cmap("tab10")
+    fig, (ax, ax_rank) = plt.subplots(1, 2, figsize=(12.0, 5.5), gridspec_kw={"width_ratios": [1.1, 1.0]})
+    ax.set_aspect("equal")
+    _draw_track(ax, track, lw=0.8)
+    for i, trace in enumerate(traces):
+        tr = np.asarray(trace)
+        ax.plot(tr[:, 0], tr[:, 1], color=colours(i % 10), lw=1.0, label=labels[i])
+        ax.plot(tr[-1:, 0], tr[-1:, 1], marker="o", color=colours(i % 10), ms=4)
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.legend(fontsize=7, loc="upper right")
+    ax.autoscale_view()
+    time = np.arange(len(ranks)) * dt
+    for i in range(num_cars):
+        ax_rank.step(time, ranks[:, i], where="post", color=colours(i % 10), lw=1.5, label=labels[i])
+    for step, kind in events or []:
+        ax_rank.axvline(step * dt, color="#d62728" if kind == "contact" else "#999999", lw=0.8, ls="--")
+    ax_rank.set_ylim(num_cars + 0.5, 0.5)
+    ax_rank.set_yticks(range(1, num_cars + 1))
+    ax_rank.set_xlabel("time [s]")
+    ax_rank.set_ylabel("position in the race (1 = leader)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
     return save_figure(fig, path)
 
 

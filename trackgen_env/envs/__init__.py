@@ -8,16 +8,21 @@ and an ``entry_point`` (one env as a ``gymnasium.Env``, :mod:`trackgen_env.envs.
 import gymnasium
 
 from .gates import GatesVectorEnv
+from .race import RaceVectorEnv
 from .sharded import ShardedVectorEnv
 from .single import GatesEnv, TrackEnv
 from .track import TrackVectorEnv
 
-__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "TrackEnv", "GatesEnv", "ShardedVectorEnv"]
+__all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "RaceVectorEnv", "TrackEnv", "GatesEnv",
+           "ShardedVectorEnv"]
 
 #: id -> (entry_point, vector_entry_point)
 ENTRY_POINTS = {
     "TrackGen-Track-v0": ("trackgen_env.envs.single:TrackEnv", "trackgen_env.envs.track:TrackVectorEnv"),
     "TrackGen-Gates-v0": ("trackgen_env.envs.single:GatesEnv", "trackgen_env.envs.gates:GatesVectorEnv"),
+    # no one-car face (its entry point says so): a race is several cars; PettingZoo's face is
+    # trackgen_env.integrations.pettingzoo
+    "TrackGen-Race-v0": ("trackgen_env.envs.race:no_single_env", "trackgen_env.envs.race:RaceVectorEnv"),
 }
 
 

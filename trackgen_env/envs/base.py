@@ -419,13 +419,19 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         arguments = self._bound_arguments()
         check_bool("capture", arguments.get("capture", True))
         seed = check_seed(seed, self.num_envs)
-        if self.num_envs > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
-            shared = {"num_envs": self.num_envs, "device": str(self.device), "max_episode_steps": max_episode_steps,
+        size = self._construction_size()
+        if size > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
+            shared = {"num_envs": size, "device": str(self.device), "max_episode_steps": max_episode_steps,
                       "laps": laps, "render_mode": render_mode, "autoreset_mode": self.autoreset_mode,
                       "output": self.output, "render_size": render_size}
-            estimate = type(self)._estimate(self.num_envs, {**arguments, **shared})
+            estimate = type(self)._estimate(size, {**arguments, **shared})
             memory.check_fits(estimate, f"{type(self).__name__}(num_envs={self.num_envs})")
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
+
+    def _construction_size(self) -> int:
+        """The constructor's ``num_envs`` (what the memory probes scale): ``num_envs``, unless a
+        subclass's batch holds several bodies per constructed env."""
+        return self.num_envs
 
     def _bound_arguments(self) -> dict[str, Any]:
         """The constructor's arguments by name, defaults filled in."""

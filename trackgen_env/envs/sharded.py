@@ -332,6 +332,11 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
                 if not isinstance(self.shards[0].unwrapped, CourseVectorEnv):  # a factory's, or "module:Id"'s
                     self.shards[0].close()
                     raise _course_env_refusal(env_id, type(self.shards[0].unwrapped).__name__)
+                if self.shards[0].num_envs != self.bounds[0][1]:  # a batch of several bodies per env
+                    self.shards[0].close()
+                    raise TypeError(f"ShardedVectorEnv splits envs of one body each; {env_id}'s batch holds "
+                                    f"{self.shards[0].num_envs} rows for {self.bounds[0][1]} envs (several cars "
+                                    "per course): step it as one env")
         seen = set()
         for w in caught:  # the others as the shards raised them, each once
             key = (str(w.message), w.category, w.filename, w.lineno)
