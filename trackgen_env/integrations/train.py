@@ -53,13 +53,14 @@ from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
+from .rsl_rl import load_policy, require_rsl_rl
 from .sb3 import make_sb3_vec_env, require_sb3
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate", "minibatch_size",
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
            "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
-           "unusable_file"]
+           "unusable_file", "run_trainer_of", "load_run_policy"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -277,7 +278,7 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
 
 #: the fields of ``train.json`` that ``eval`` reads, and the JSON type each must have
 _RECORD_FIELDS = {"env_id": str, "seed": int, "num_envs": int, "env_kwargs": dict, "spec": dict, "plugin": str,
-                  "vecnormalize": dict}
+                  "vecnormalize": dict, "trainer": str, "rsl_rl": dict}
 #: the fields that may also be null
 _NULLABLE = ("spec", "plugin", "vecnormalize")
 
@@ -330,6 +331,52 @@ def unusable_file(path, what: str, expected: str, model_path, exc: Exception) ->
                f"that train wrote beside {Path(model_path).name}")
     return ValueError(f"{path}: cannot load {what} ({type(exc).__name__}: {detail}); expected the {expected} "
                       f"{written}")
+
+
+#: the policy file of each trainer's run, by suffix
+_POLICY_FILES = {".zip": "sb3", ".pt": "rsl_rl"}
+
+
+def run_trainer_of(model_path, record: dict[str, Any]) -> str:
+    """The trainer whose policy ``model_path`` is: ``"sb3"`` for a ``model.zip``, ``"rsl_rl"`` for a ``.pt``
+    (``policy.pt``, TorchScript, or ``model.pt``, the runner's checkpoint), checked against the run's ``train.json``
+    (``record``; a record without ``"trainer"`` is an SB3 run's).
+
+    Raises:
+        ValueError: another kind of file, or one of the trainer that ``train.json`` does not record.
+    """
+    path = Path(model_path)
+    trainer = _POLICY_FILES.get(path.suffix)
+    if trainer is None:
+        raise ValueError(f"{path}: expected the policy of a run, model.zip (--trainer sb3) or policy.pt / model.pt "
+                         f"(--trainer rsl_rl), got a {path.suffix or 'suffixless'} file")
+    recorded = record.get("trainer", "sb3") if record else trainer
+    if recorded != trainer:
+        raise ValueError(f"{path} is a {trainer} policy, but {path.with_name('train.json')} records a {recorded} run: "
+                         f"pass that run's own policy ({'model.zip' if recorded == 'sb3' else 'policy.pt'})")
+    return trainer
+
+
+def load_run_policy(model_path, record: dict[str, Any], policy_device: str, stats: Path | None):
+    """A run's deterministic policy: ``(act(obs [N, D] NumPy) -> [N, A] actions, observation shape)``, of either
+    trainer (:func:`run_trainer_of`): an SB3 ``model.zip`` with its observation statistics (``stats``,
+    :func:`observation_stats`), or an rsl_rl ``policy.pt`` / ``model.pt``.
+
+    Raises:
+        ValueError: a file its trainer cannot load (naming it).
+    """
+    if run_trainer_of(model_path, record) == "rsl_rl":
+        act, obs_dim, _ = load_policy(model_path, policy_device, (record.get("rsl_rl") or {}).get("actor"))
+        return act, (obs_dim,)
+    model = load_model(model_path, policy_device)
+    # without its venv: normalize_obs needs none
+    normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
+
+    def act(obs):
+        o = normalize.normalize_obs(obs) if normalize is not None else obs
+        return model.predict(o, deterministic=True)[0]
+
+    return act, model.observation_space.shape
 
 
 def load_model(model_path, policy_device: str):
@@ -679,14 +726,14 @@ def train(
         model.save(model_path)
         venv.save(str(out / VECNORMALIZE["file"]))
         record = {
-            "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
+            "trainer": "sb3", "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
             "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
             "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
             "env_kwargs": recorded_kwargs,
             # as given (a number, "lin_<number>"); a caller's own schedule by its repr
             "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"]) else hyper["learning_rate"]},
             "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
-            "preset": preset, "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
+            "env_steps_per_s": round(model.num_timesteps / wall), "preset": preset, "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
         }
         if spec is not None:
             built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
@@ -853,7 +900,7 @@ def evaluate(
     """
     model_path = Path(model_path)
     if not model_path.is_file():
-        raise FileNotFoundError(f"no model at {str(model_path)!r} (expected a model.zip written by `train`)")
+        raise FileNotFoundError(f"no model at {str(model_path)!r} (expected the model.zip or policy.pt written by `train`)")
     meta = read_train_record(model_path)
     env_id = env_id or meta.get("env_id")
     if env_id is None:
@@ -893,17 +940,17 @@ def evaluate(
         # the layout replaces the generated courses, and its length sets the time limit
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
         env_kwargs["layout"] = load_gate_layout(gates_file)
-    stats = observation_stats(model_path, meta)
-    require_sb3()
+    trainer = run_trainer_of(model_path, meta)
+    stats = observation_stats(model_path, meta) if trainer == "sb3" else None
+    require_sb3()  # the evaluation drives the env through the SB3 adapter, whichever trainer's policy it runs
     policy_device = _torch_device(device)
     with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats)
+        act, obs_shape = load_run_policy(model_path, meta, policy_device, stats)
+        return _evaluate(model_path, act, obs_shape, env_id, episodes, seed, device, env_kwargs, random_policy)
 
 
-def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
-              env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None) -> list[EvalResult]:
-    model = load_model(model_path, policy_device)
-    normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
+def _evaluate(model_path: Path, act, obs_shape: tuple[int, ...], env_id: str, episodes: int, seed: int,
+              device: str | None, env_kwargs: dict[str, Any], random_policy: bool) -> list[EvalResult]:
     keys = ENV_IDS[env_id]
 
     def make():
@@ -912,21 +959,16 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
         except TypeError as exc:  # an argument of the record's env_kwargs the env does not take
             raise ValueError(f"{env_id} refuses the env arguments of {model_path.with_name('train.json')} "
                              f"({sorted(env_kwargs)}): {exc}") from exc
-        if venv.observation_space != model.observation_space or venv.action_space != model.action_space:
+        if venv.observation_space.shape != tuple(obs_shape):
             venv.close()
-            raise ValueError(f"the model's spaces ({model.observation_space}, {model.action_space}) differ from "
-                             f"{env_id}'s ({venv.observation_space}, {venv.action_space})")
+            raise ValueError(f"the model's observations {tuple(obs_shape)} differ from {env_id}'s "
+                             f"{venv.observation_space.shape}")
         venv.seed(seed)
         return venv
 
-    base = make()
-    dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
-    venv = base
-    if normalize is not None:
-        normalize.set_venv(base)  # what VecNormalize.load does after unpickling
-        venv = normalize
-        venv.training, venv.norm_reward = False, False
-    results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO")]
+    venv = make()
+    dt, laps = _env_dt(venv.env), int(venv.get_attr("laps")[0])
+    results = [_run_episodes(venv, act, dt, laps, keys, "trained PPO")]
     venv.close()
     if random_policy:
         rng = np.random.default_rng(seed)
