@@ -244,6 +244,8 @@ def main(argv=None) -> None:
     dist.init_process_group(backend="nccl" if use_cuda else "gloo")
     device = torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
     env_device = f"cuda:{local_rank}" if use_cuda else "cpu"
+    # which package each rank runs: a script's own folder is on its path, not the checkout's
+    print(f"rank={rank} trackgen_env={os.path.dirname(trackgen_env.__file__)}", flush=True)
 
     args.batch_size = int(args.num_envs * args.num_steps)
     # at least one iteration: a total below one batch still trains (and logs) once

@@ -190,6 +190,8 @@ def _train(args) -> int:
     path = run_trainer(trainer, env, steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                        logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
                        plugin=args.plugin, preset=args.preset)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # one of several torchrun processes: rank 0 reports the run
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         per = record["ppo"]["n_steps"] if trainer == "sb3" else record["rsl_rl"]["num_steps_per_env"]

@@ -265,6 +265,8 @@ def train_rsl_rl(
             runner.learn(num_learning_iterations=iterations)
             wall = time.perf_counter() - start
             trained = iterations * per_iteration * world_size
+            if runner.is_distributed:
+                torch.distributed.barrier()  # every process has trained
             if rank == 0:
                 _save(runner, venv, out, logdir, {
                     "trainer": "rsl_rl", "env_id": env_id, "steps": trained, "steps_requested": steps,
@@ -274,6 +276,11 @@ def train_rsl_rl(
                     "env_steps_per_s": round(trained / wall), "preset": preset, "vecnormalize": None,
                     "rsl_rl_version": _version(),
                 }, spec, plugin, env_id)
+            if runner.is_distributed:
+                # the others wait for rank 0's files, then every process leaves the group together: a process
+                # that exits with the group alive (rsl_rl leaves it so) can abort in gloo's teardown
+                torch.distributed.barrier()
+                torch.distributed.destroy_process_group()
         finally:
             venv.close()
     return out / "policy.pt"
@@ -290,6 +297,7 @@ def _version() -> str:
 
 def _save(runner, venv, out: Path, logdir: Path, record: dict, spec, plugin, env_id: str) -> None:
     """Rank 0's files of the run (the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
     runner.save(str(out / "model.pt"))
     for stale in logdir.glob("model_*.pt"):  # the runner's own checkpoints: model.pt holds the last one
         stale.unlink()
