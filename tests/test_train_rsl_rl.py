@@ -147,3 +147,14 @@ def test_eval_refuses_a_policy_file_of_the_other_trainer(tmp_path, capsys):
     np.savetxt(folder / "Oval.csv", rows, delimiter=",")
     assert main(["eval", str(tmp_path / "model.zip"), "--circuits", str(folder), "--device", "cpu"]) == 2
     assert "is a sb3 policy, but" in capsys.readouterr().err
+
+
+def test_train_without_rsl_rl_gives_the_install_hint(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rsl_rl", None)
+    monkeypatch.setitem(sys.modules, "rsl_rl.env", None)
+    monkeypatch.setitem(sys.modules, "rsl_rl.runners", None)
+    assert main(["train", "--steps", "64", "--num-envs", "2", "--device", "cpu", "--out", str(tmp_path / "r")]) == 2
+    assert 'pip install -e ".[rsl_rl]"' in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
