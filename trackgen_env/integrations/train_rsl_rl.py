@@ -93,11 +93,14 @@ RSL_RL_RECIPES: dict[str, dict[str, Any]] = {
 #: Per preset with an rsl_rl recipe: the env count, the step budget and config overrides; the
 #: courses and env arguments are the preset's (:data:`~trackgen_env.integrations.train.TRAIN_PRESETS`).
 #: ``"circuit"``: 2048 envs x 32 steps (65,536 transitions an iteration, 5 epochs of 4 minibatches) for
-#: 8M steps, the KL target halved to 0.005: at 0.01 the adaptive rate sat at rsl_rl's cap (1e-2) and
-#: a run that lapped ~90% of its tracks from 3.5M steps fell to 35% after 7M (``benchmarks/NOTES.md``).
+#: 8M steps, the KL target halved to 0.005 (at 0.01 the adaptive rate sat at rsl_rl's cap of 1e-2, and
+#: a run that lapped ~90% of its tracks from 3.5M steps fell to 35% after 7M), 32-32 actor and critic
+#: (the update, not the env, bounds the speed: 64-64 trained at 50k env-steps/s, 32-32 at 62k, and
+#: left the track less often on the real circuits; ``benchmarks/NOTES.md``).
 RSL_RL_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {"num_envs": 2048, "steps": 8_000_000,
-                "cfg": {"num_steps_per_env": 32, "algorithm": {"desired_kl": 0.005}}},
+                "cfg": {"num_steps_per_env": 32, "algorithm": {"desired_kl": 0.005},
+                        "actor": {"hidden_dims": [32, 32]}, "critic": {"hidden_dims": [32, 32]}}},
 }
 
 
