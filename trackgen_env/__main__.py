@@ -104,12 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
     train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
-                       help="train on a recipe's courses, env and PPO settings (circuit: circuit-like tracks 0.9-1.5 m "
-                            "wide (1:10), friction x 0.85-1.15, 2500-step episodes, the learning rate falling "
-                            "linearly to 0; the recipe that transfers to real circuits, docs/training.md; "
-                            "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
-                            "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 "
-                            "and the steering lock x 0.95-1.05)")
+                       help="train on a recipe's courses, env, trainer and PPO settings (circuit: circuit-like tracks "
+                            "0.9-1.5 m wide (1:10), friction x 0.85-1.15, 2500-step episodes; the recipe that transfers "
+                            "to real circuits, docs/training.md; rsl_rl, 2048 envs, 8M steps, or --trainer sb3: 16 envs, "
+                            "4M steps, the learning rate falling linearly to 0; SB3 only: circuit_random_start: the "
+                            "same, each episode starting anywhere on the lap, cut after 5 s without progress; "
+                            "circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 and the steering "
+                            "lock x 0.95-1.05)")
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")
