@@ -40,6 +40,7 @@ import warp as wp
 from ..checks import check_int, resolve_device
 from ..pipeline import PipelineSpec
 from ..seeding import env_seeds
+from . import rsl_rl as adapter  # its OnPolicyRunner is built on first use (rsl_rl is optional)
 from .rsl_rl import make_rsl_rl_vec_env, require_rsl_rl
 from .train import (ENV_DEFAULTS, SPEC_ENVS, _check_env_id, _check_seed, _spec_kwargs, _torch_threads,
                     plot_learning_curve, torch_threads_for, train, train_preset)
@@ -250,8 +251,6 @@ def train_rsl_rl(
     require_rsl_rl()
     import torch
 
-    from .rsl_rl import OnPolicyRunner
-
     out = Path(out)
     logdir = Path(logdir) if logdir is not None else out / "tb"
     per_iteration = num_envs * int(train_cfg["num_steps_per_env"])
@@ -265,7 +264,7 @@ def train_rsl_rl(
         try:
             if rank == 0:
                 out.mkdir(parents=True, exist_ok=True)  # once the env is built: a refused spec leaves no folder
-            runner = OnPolicyRunner(venv, copy.deepcopy(train_cfg), log_dir=str(logdir) if rank == 0 else None,
+            runner = adapter.OnPolicyRunner(venv, copy.deepcopy(train_cfg), log_dir=str(logdir) if rank == 0 else None,
                                     device=policy_device)
             torch.manual_seed(seed + rank)  # each process samples its own actions and minibatches
             start = time.perf_counter()
