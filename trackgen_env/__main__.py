@@ -347,4 +347,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # one of several torchrun processes, its run saved and the process group left: end without the
+        # interpreter's teardown, where a gloo rank aborted now and then ("terminate called without an
+        # active exception"; examples/ppo_multigpu.py says more)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
