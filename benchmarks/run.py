@@ -28,6 +28,9 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
   generation); skipped with the reason when ``gymnasium[box2d]`` is missing;
 * ``race``: car-steps/s of TrackGen-Race-v0 (``work_envs / 4`` courses x 4 cars, the demo's
   overtaking pure pursuit) timed in turns with TrackGen-Track-v0 at ``work_envs`` envs;
+* ``training`` (only with ``--only training``): env-steps/s of training, the env alone, the SB3 recipe,
+  the fast path (rsl_rl) and the CleanRL example at the fast path's env count, and ``training.png``,
+  laps against wall-clock seconds for SB3 and the fast path (:mod:`benchmarks.training`);
 * ``sharding``: :class:`trackgen_env.envs.sharded.ShardedVectorEnv` with 1 and 2 shards
   (threads), its step split into the shards' replays (wall-clock and CPU time) and the host part,
   a GIL-free control, whether its outputs equal one env's, and whether a graph replay releases the GIL.
@@ -56,7 +59,7 @@ import warp as wp
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `benchmarks` as a package
 
-from benchmarks import carracing, measure  # noqa: E402
+from benchmarks import carracing, measure, training  # noqa: E402
 from benchmarks.floor import FusedWarpStep, NumpyStep  # noqa: E402
 from trackgen_env.checks import resolve_device  # noqa: E402
 from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
@@ -79,7 +82,9 @@ ENV_IDS = tuple(measure.ENVS)
 #: in the order they run: the per-size sections first, so that a run cut short (a GPU lease's time
 #: limit) keeps them; the throughput table, the longest, after them
 SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "race", "throughput", "first_use",
-            "carracing", "sharding")
+            "carracing", "sharding", "training")
+#: sections only ``--only`` runs, and why
+OPT_IN = {"training": "it trains two policies for minutes each: run it alone with --only training"}
 #: sections a default run leaves out on a GPU, and why (``--only`` still runs them)
 CPU_ONLY = {
     "first_use": "its target is the CPU's first use, and it builds a wheel whose install compiles the CPU kernels",
@@ -119,7 +124,7 @@ def _kind(device: str) -> str:
 
 def default_sections(device: str) -> list[str]:
     """The sections a run without ``--only`` makes on ``device``: all of them, less :data:`CPU_ONLY` on a GPU."""
-    return [s for s in SECTIONS if _kind(device) == "cpu" or s not in CPU_ONLY]
+    return [s for s in SECTIONS if (_kind(device) == "cpu" or s not in CPU_ONLY) and s not in OPT_IN]
 
 
 def _torch():
@@ -471,8 +476,8 @@ def _two_threads(iterations: int) -> dict:
 
 RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
            "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory, "lidar": run_lidar,
-           "first_use": run_first_use, "race": run_race,
-           "carracing": run_carracing, "sharding": run_sharding}
+           "first_use": run_first_use, "race": run_race, "carracing": run_carracing, "sharding": run_sharding,
+           "training": training.run_training}
 
 
 # -- the ratios, the tables, the plot ----------------------------------------------------------
@@ -784,6 +789,8 @@ def markdown(result: dict, command: str) -> str:
             add(f"| {kind} | {g[kind]['seconds']:.2f} | {g[kind]['ticks_per_s']:,.0f} | "
                 f"{g[kind]['longest_gap_s']:.3f} |")
         add("")
+    if "training" in result:
+        lines += training.markdown(result["training"], command)
     return "\n".join(lines)
 
 
@@ -837,6 +844,8 @@ def write(result: dict, out: str, command: str) -> str:
         f.write(text + "\n")
     if "throughput" in result:
         plot(result, os.path.join(out, "throughput.png"))
+    if "training" in result:
+        training.plot(result["training"], os.path.join(out, "training.png"))
     return text
 
 
@@ -908,7 +917,8 @@ def main(argv=None) -> dict:
               "command": command,
               "argv": " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
               "config": {k: v for k, v in vars(cfg).items()}, "load_average_before": os.getloadavg()[0],
-              "not_run": {s: CPU_ONLY[s] for s in SECTIONS if args.only is None and s not in sections}}
+              "not_run": {s: {**CPU_ONLY, **OPT_IN}[s] for s in SECTIONS if args.only is None and s not in sections}}
+    cfg.out = out
     started = measure.cpu_times()
     for section in SECTIONS:
         if section in sections:

@@ -81,7 +81,9 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "lidar", "first_use",
                     "carracing", "sharding"):
         assert section in result, section
-    assert result["not_run"] == {}  # the CPU runs every section
+    from benchmarks.run import OPT_IN
+
+    assert result["not_run"] == OPT_IN  # the CPU runs every section but the opt-in training
     for env_id in measure.ENVS:
         rows = result["throughput"]["rows"][env_id]
         assert [r["num_envs"] for r in rows] == [1, 64]
@@ -191,8 +193,9 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     assert f"| track_torch_transitions_per_s_{E} | 100,000,000.00 | >= 6e+08 | no |" in text
     assert f"| track_masked_regeneration_1pct_us_{E} | 150.00 | <= 200 | yes |" in text
     assert "Sections not run on this device: `first_use`" in text and "Not measured in this run" not in text
-    assert run.default_sections("cpu") == list(run.SECTIONS)
-    assert set(run.SECTIONS) - set(run.default_sections("cuda:0")) == set(run.CPU_ONLY) == {"first_use", "sharding"}
+    assert run.default_sections("cpu") == [s for s in run.SECTIONS if s not in run.OPT_IN]
+    assert set(run.SECTIONS) - set(run.default_sections("cuda:0")) == set(run.CPU_ONLY) | set(run.OPT_IN)
+    assert set(run.CPU_ONLY) == {"first_use", "sharding"} and set(run.OPT_IN) == {"training"}
     # the CPU targets too
     cpu = {**result, "throughput": {"rows": {"TrackGen-Track-v0": [{**row, "num_envs": 4096}]}}}
     cpu_ratios = run.ratios(cpu, run.WORK_ENVS["cpu"])
@@ -266,3 +269,19 @@ def test_the_shadow_policy_drives_a_lidar_env_on_pure_pursuits_lines():
     assert obs_s[:, 0].min() > 0.5  # the cars drove
     for env in (lidar, state, shadow):
         env.close()
+
+
+def test_the_training_section_measures_the_trainers_in_one_run(tmp_path):
+    """``--only training --quick``: the env alone, SB3, rsl_rl and the CleanRL example, each a positive
+    env-steps/s, their ratio, the held-out lap rates and the laps-vs-time figure."""
+    pytest.importorskip("rsl_rl")
+    pytest.importorskip("stable_baselines3")
+    from benchmarks import run
+
+    result = run.main(["--quick", "--only", "training", "--out", str(tmp_path)])["training"]
+    for key in ("env", "sb3", "rsl_rl", "cleanrl"):
+        assert result[key]["env_steps_per_s"] > 0, result[key]
+    assert result["rsl_rl_over_sb3"] == result["rsl_rl"]["env_steps_per_s"] / result["sb3"]["env_steps_per_s"]
+    assert 0.0 <= result["rsl_rl"]["held_out_lap_rate"] <= 1.0
+    assert (tmp_path / "training.png").is_file()
+    assert "## Training speed" in (tmp_path / "results.md").read_text()

@@ -35,7 +35,7 @@ def test_help_shows_plain_text_not_restructuredtext(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "``" not in out and ":mod:" not in out
-    assert "demo drives an env" in out and 'pip install -e ".[sb3]"' in out
+    assert "demo drives an env" in out and 'pip install -e ".[rsl_rl,sb3]"' in out
 
 
 def test_a_circuit_too_long_for_a_track_names_no_option_the_cli_lacks(tmp_path, capsys):

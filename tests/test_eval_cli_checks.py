@@ -252,7 +252,7 @@ def test_train_and_eval_without_sb3_give_the_install_hint(command, tmp_path, cap
     monkeypatch.setitem(sys.modules, "stable_baselines3.common.vec_env", None)
     model = _run_folder(tmp_path, {"env_id": "TrackGen-Track-v0", "seed": 0, "num_envs": 1,
                                    "vecnormalize": {"norm_obs": False}})
-    argv = {"train": ["train", "--steps", "1", "--device", "cpu", "--out", str(tmp_path / "out")],
+    argv = {"train": ["train", "--trainer", "sb3", "--steps", "1", "--device", "cpu", "--out", str(tmp_path / "out")],
             "eval": ["eval", str(model), "--episodes", "1", "--device", "cpu"],
             "circuits": ["eval", str(model), "--circuits", str(_circuit(tmp_path / "circuits").parent), "--device",
                          "cpu"]}

@@ -58,20 +58,22 @@ def test_command_line(folder, tmp_path, capsys):
         main([str(tmp_path / "missing")])
 
 
-def test_eval_cli_flies_a_trained_policy_on_every_layout(tmp_path, capsys):
+@pytest.mark.parametrize("trainer", ["rsl_rl", "sb3"])
+def test_eval_cli_flies_a_trained_policy_on_every_layout(tmp_path, capsys, trainer):
     pytest.importorskip("stable_baselines3")
+    pytest.importorskip({"rsl_rl": "rsl_rl", "sb3": "stable_baselines3"}[trainer])
     from trackgen_env.__main__ import main as cli
 
     run = tmp_path / "run"
-    assert cli(["train", "--env", "TrackGen-Gates-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
-                "--device", "cpu", "--out", str(run), "--no-progress"]) == 0
+    assert cli(["train", "--trainer", trainer, "--env", "TrackGen-Gates-v0", "--steps", "512", "--num-envs", "4",
+                "--seed", "3", "--device", "cpu", "--out", str(run), "--no-progress"]) == 0
     layouts = tmp_path / "layouts"
     layouts.mkdir()
     write_fixture_folder(layouts)
     (layouts / "competition.yaml").write_text(SCG)
     out = tmp_path / "rows.json"
     capsys.readouterr()
-    assert cli(["eval", str(run / "model.zip"), "--layouts", str(layouts), "--json", str(out)]) == 0
+    assert cli(["eval", str(run), "--layouts", str(layouts), "--json", str(out)]) == 0  # the run's folder
     rows = json.loads(out.read_text())
     assert [r["layout"] for r in rows] == ["competition", "pair_race", "splits", "square"]
     for r in rows:

@@ -1,18 +1,15 @@
 """``examples/ppo_multigpu.py`` under torchrun: 2 CPU processes (gloo), disjoint courses, identical weights."""
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
-from trackgen_env.seeding import env_seeds
+from torchrun import REPO, run_torchrun, warm  # noqa: E402
+from trackgen_env.seeding import env_seeds  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 NUM_ENVS = 4
 LINE = re.compile(
     r"^rank=(?P<rank>\d+) world_size=(?P<world>\d+) course_fingerprint=(?P<fingerprint>\w+) weights=(?P<weights>\w+) "
@@ -23,21 +20,16 @@ LINE = re.compile(
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    """The result line of each rank of a tiny 2-process run, parsed.
-
-    Each rank's stdout goes to its own file (torchrun's ``--redirects``): on one shared pipe
-    the two ranks' lines can run into each other."""
-    logs = tmp_path_factory.mktemp("torchrun")
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-        "--log-dir", str(logs), "--redirects", "1",
+    """The result line of each rank of a tiny 2-process run, parsed (``tests/torchrun.py``: the checkout's
+    package, kernels compiled once before, each rank's output in its own files)."""
+    warm()
+    outputs = run_torchrun([
         str(REPO / "examples" / "ppo_multigpu.py"),
         "--device", "cpu", "--seed", "3", "--num-envs", str(NUM_ENVS), "--num-steps", "16",
         "--total-timesteps", "256", "--num-minibatches", "2", "--update-epochs", "2",
-    ]  # fmt: skip
-    proc = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    outputs = [path.read_text() for path in sorted(logs.rglob("stdout.log"))]
+    ], tmp_path_factory.mktemp("torchrun"))  # fmt: skip
+    for out in outputs:  # each rank ran this checkout's package
+        assert f"trackgen_env={REPO / 'trackgen_env'}" in out, out[-2000:]
     found = sorted((m.groupdict() for out in outputs for m in LINE.finditer(out)), key=lambda d: int(d["rank"]))
     assert [int(d["rank"]) for d in found] == [0, 1], "\n".join(out[-2000:] for out in outputs)
     return found

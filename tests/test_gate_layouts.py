@@ -436,8 +436,29 @@ def test_eval_flies_a_policy_on_a_gates_file(tmp_path):
     from trackgen_env.integrations.train import evaluate
 
     run = tmp_path / "run"
-    assert main(["train", "--env", "TrackGen-Gates-v0", "--steps", "256", "--num-envs", "2", "--seed", "3",
-                 "--device", "cpu", "--out", str(run), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--env",
+                "TrackGen-Gates-v0",
+                "--steps",
+                "256",
+                "--num-envs",
+                "2",
+                "--seed",
+                "3",
+                "--device",
+                "cpu",
+                "--out",
+                str(run),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     path = _yaml(tmp_path, {"gates": SQUARE})
     trained, random = evaluate(run / "model.zip", episodes=2, device="cpu", gates_file=path)
     assert trained.episodes == 2 and random.episodes == 2 and trained.mean_gates_passed is not None

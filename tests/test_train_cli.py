@@ -34,8 +34,26 @@ def trained(tmp_path_factory):
     text = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
         mp.setattr(PPO, "learn", recording_learn)
-        rc = main(["train", "--env", "TrackGen-Track-v0", "--steps", "512", "--num-envs", "4", "--seed", "3",
-                   "--device", "cpu", "--out", str(out), "--no-progress"])
+        rc = main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--env",
+                "TrackGen-Track-v0",
+                "--steps",
+                "512",
+                "--num-envs",
+                "4",
+                "--seed",
+                "3",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     seen["after"] = torch.get_num_threads()
     torch.set_num_threads(before)
     assert rc == 0
@@ -75,8 +93,25 @@ def test_train_rounds_steps_up_to_whole_rollouts_and_says_so(trained):
 
 
 def test_train_says_one_env_in_the_singular(tmp_path, capsys):
-    assert main(["train", "--steps", "10", "--num-envs", "1", "--device", "cpu", "--out", str(tmp_path / "r"),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--steps",
+                "10",
+                "--num-envs",
+                "1",
+                "--device",
+                "cpu",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "rounded up to whole rollouts of 256 (1 env x 256 steps)" in capsys.readouterr().out
 
 
@@ -223,7 +258,7 @@ def test_bad_arguments_exit_2_with_a_clear_error(argv, message, capsys):
 
 def test_unknown_env_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["train", "--env", "CartPole-v1", "--steps", "10"])
+        main(["train", "--trainer", "sb3", "--env", "CartPole-v1", "--steps", "10"])
     assert exc.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
 
@@ -260,14 +295,31 @@ def test_train_says_the_envs_it_used_when_num_envs_is_not_given(tmp_path, monkey
     """The rounding line names the env's default num_envs (train.json's), not the unset option."""
     import trackgen_env.__main__ as cli
 
-    def fake_train(env_id, steps, *, num_envs, out, **kwargs):
+    def fake_train(trainer, env_id, steps, *, num_envs, out, **kwargs):
         assert num_envs is None  # the env's default is train's to choose
-        record = {"steps": 4096, "steps_requested": 10, "rollout_steps": 4096, "num_envs": 16, "ppo": {"n_steps": 256}}
+        record = {"steps": 4096, "steps_requested": 10, "rollout_steps": 4096, "num_envs": 16, "ppo": {"n_steps": 256},
+                  "wall_time_s": 1.0, "env_steps_per_s": 4096}
         (tmp_path / "train.json").write_text(json.dumps(record))
         return tmp_path / "model.zip"
 
-    monkeypatch.setattr(cli, "train", fake_train)
-    assert main(["train", "--env", "TrackGen-Track-v0", "--steps", "10", "--out", str(tmp_path), "--no-progress"]) == 0
+    monkeypatch.setattr(cli, "run_trainer", fake_train)
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--env",
+                "TrackGen-Track-v0",
+                "--steps",
+                "10",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "rounded up to whole rollouts of 4096 (16 envs x 256 steps)" in capsys.readouterr().out
 
 
@@ -288,8 +340,26 @@ def spec_run(tmp_path_factory):
         (tmp / "in.json").write_text(json.dumps(spec.to_dict()))
         before = torch.get_num_threads()
         with contextlib.redirect_stdout(io.StringIO()):
-            rc = main(["train", "--spec", str(tmp / "in.json"), "--plugin", "plugin_stage:REGISTRY", "--steps", "64",
-                       "--seed", "3", "--device", "cpu", "--out", str(tmp / "run"), "--no-progress"])
+            rc = main(
+                [
+                    "train",
+                    "--trainer",
+                    "sb3",
+                    "--spec",
+                    str(tmp / "in.json"),
+                    "--plugin",
+                    "plugin_stage:REGISTRY",
+                    "--steps",
+                    "64",
+                    "--seed",
+                    "3",
+                    "--device",
+                    "cpu",
+                    "--out",
+                    str(tmp / "run"),
+                    "--no-progress",
+                ]
+            )
         torch.set_num_threads(before)
         assert rc == 0
         yield tmp / "run", spec, plugin_stage
@@ -351,7 +421,7 @@ def test_bad_spec_arguments_exit_2_with_a_clear_error(argv, message, tmp_path, c
     for name, spec in files.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(spec.to_dict()))
     argv = [str(tmp_path / f"{a}.json") if a in (*files, "MISSING") else a for a in argv]
-    assert main(["train", "--steps", "10", "--out", str(tmp_path / "out"), *argv]) == 2
+    assert main(["train", "--trainer", "sb3", "--steps", "10", "--out", str(tmp_path / "out"), *argv]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -366,15 +436,33 @@ def test_a_spec_refused_by_the_env_leaves_no_out_folder(edit, message, tmp_path,
     edit(data)
     (tmp_path / "spec.json").write_text(json.dumps(data))
     out = tmp_path / "run"
-    assert main(["train", "--steps", "64", "--num-envs", "2", "--device", "cpu", "--spec", str(tmp_path / "spec.json"),
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--steps",
+                "64",
+                "--num-envs",
+                "2",
+                "--device",
+                "cpu",
+                "--spec",
+                str(tmp_path / "spec.json"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert message in capsys.readouterr().err
     assert not out.exists()
 
 
 def test_an_out_that_is_a_file_is_refused_naming_the_flag(tmp_path, capsys):
     (tmp_path / "run.json").write_text("{}")
-    assert main(["train", "--steps", "10", "--out", str(tmp_path / "run.json")]) == 2
+    assert main(["train", "--trainer", "sb3", "--steps", "10", "--out", str(tmp_path / "run.json")]) == 2
     assert "--out " + str(tmp_path / "run.json") + ": expected a folder for the run" in capsys.readouterr().err
 
 
@@ -389,9 +477,11 @@ def test_an_out_folder_that_cannot_be_made_is_refused_naming_the_flag(command, t
 
 def test_train_checks_its_out_folder_before_training_and_leaves_none_made(tmp_path, monkeypatch):
     made = []
-    monkeypatch.setattr("trackgen_env.__main__.train", lambda *a, **k: made.append(os.path.isdir(k["out"])) or 1 / 0)
+    monkeypatch.setattr(
+        "trackgen_env.__main__.run_trainer", lambda *a, **k: made.append(os.path.isdir(k["out"])) or 1 / 0
+    )
     with pytest.raises(ZeroDivisionError):
-        main(["train", "--steps", "10", "--out", str(tmp_path / "new" / "run")])
+        main(["train", "--trainer", "sb3", "--steps", "10", "--out", str(tmp_path / "new" / "run")])
     assert made == [False] and not (tmp_path / "new").exists()  # checked, then removed: train() makes it
 
 
@@ -415,8 +505,23 @@ def test_a_spec_with_plugin_stages_but_no_plugin_gets_one_line_naming_the_stage(
         (tmp_path / "spec.json").write_text(json.dumps(plugin_stage.make_spec(2, "cpu").to_dict()))
     finally:
         sys.path.remove(str(EXAMPLES))
-    assert main(["train", "--spec", str(tmp_path / "spec.json"), "--steps", "10", "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--spec",
+                str(tmp_path / "spec.json"),
+                "--steps",
+                "10",
+                "--out",
+                str(tmp_path / "out"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and "KeyError" not in err
     assert "['acme.chicane']" in err and "--plugin module:REGISTRY" in err
@@ -428,7 +533,23 @@ def test_a_spec_with_plugin_stages_but_no_plugin_gets_one_line_naming_the_stage(
 def test_a_spec_file_that_is_no_spec_is_named_in_one_line(content, tmp_path, capsys):
     path = tmp_path / "README.md"
     (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
-    assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--spec",
+                str(path),
+                "--steps",
+                "10",
+                "--out",
+                str(tmp_path / "out"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"error: --spec {path}: expected a JSON spec (PipelineSpec.to_dict()")
     assert "Traceback" not in err
@@ -440,8 +561,26 @@ def preset_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("preset_run")
     before = torch.get_num_threads()
     with contextlib.redirect_stdout(io.StringIO()):
-        rc = main(["train", "--preset", "circuit", "--steps", "64", "--num-envs", "2", "--seed", "3", "--device", "cpu",
-                   "--out", str(out), "--no-progress"])
+        rc = main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--preset",
+                "circuit",
+                "--steps",
+                "64",
+                "--num-envs",
+                "2",
+                "--seed",
+                "3",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     torch.set_num_threads(before)
     assert rc == 0
     return out
@@ -500,8 +639,27 @@ def test_the_random_start_preset_is_the_circuit_recipe_with_training_starts_that
     assert env_kwargs == {**circuit, "random_start": True, "start_yaw": 0.5, "start_speed": (0.0, 2.0),
                           "stall_steps": 100}
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["train", "--preset", "circuit_random_start", "--steps", "64", "--num-envs", "2", "--device", "cpu",
-                     "--out", str(tmp_path), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--trainer",
+                    "sb3",
+                    "--preset",
+                    "circuit_random_start",
+                    "--steps",
+                    "64",
+                    "--num-envs",
+                    "2",
+                    "--device",
+                    "cpu",
+                    "--out",
+                    str(tmp_path),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     seen = _record_env_kwargs(monkeypatch)
     evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
     # evaluation drives from the start line, to the time limit alone
@@ -516,8 +674,27 @@ def test_the_car_dr_preset_is_the_circuit_recipe_with_motor_and_steering_draws_t
     assert env_kwargs == {**circuit, "accel_range": (0.8, 1.2), "steer_range": (0.95, 1.05)}
     seen = _record_env_kwargs(monkeypatch)
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["train", "--preset", "circuit_car_dr", "--steps", "64", "--num-envs", "2", "--device", "cpu",
-                     "--out", str(tmp_path), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--trainer",
+                    "sb3",
+                    "--preset",
+                    "circuit_car_dr",
+                    "--steps",
+                    "64",
+                    "--num-envs",
+                    "2",
+                    "--device",
+                    "cpu",
+                    "--out",
+                    str(tmp_path),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     assert seen[0]["accel_range"] == (0.8, 1.2) and seen[0]["steer_range"] == (0.95, 1.05)  # training draws them
     evaluate(tmp_path / "model.zip", episodes=1, device="cpu", random_policy=False)
     # evaluation drives the car's own motor and steering
@@ -529,10 +706,15 @@ def test_train_preset_errors(tmp_path, capsys):
     from trackgen_env.pipeline import presets
 
     (tmp_path / "spec.json").write_text(json.dumps(presets.track().to_dict()))
-    assert main(["train", "--preset", "circuit", "--spec", str(tmp_path / "spec.json"), "--steps", "10"]) == 2
+    assert (
+        main(
+            ["train", "--trainer", "sb3", "--preset", "circuit", "--spec", str(tmp_path / "spec.json"), "--steps", "10"]
+        )
+        == 2
+    )
     assert "pass --preset or --spec, not both" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["train", "--preset", "no_such_recipe", "--steps", "10"])
+        main(["train", "--trainer", "sb3", "--preset", "no_such_recipe", "--steps", "10"])
     assert "invalid choice" in capsys.readouterr().err
     with pytest.raises(ValueError,
                        match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start'\\], got "
@@ -575,7 +757,23 @@ def test_a_spec_file_with_a_mistyped_setting_is_named_in_one_line(setting, value
     data["settings"][setting] = value
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(data))
-    assert main(["train", "--spec", str(path), "--steps", "10", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--trainer",
+                "sb3",
+                "--spec",
+                str(path),
+                "--steps",
+                "10",
+                "--out",
+                str(tmp_path / "out"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"error: --spec {path}") and setting in err and "Traceback" not in err
 
@@ -597,7 +795,7 @@ def test_eval_takes_the_runs_folder_and_no_progress_and_writes_no_carriage_retur
     assert main(["eval", str(out), "--episodes", "2", "--device", "cpu"]) == 0
     assert "\r" not in capsys.readouterr().err
     assert main(["eval", str(tmp_path), "--device", "cpu"]) == 2
-    assert f"no model.zip in the folder {str(tmp_path)!r}" in capsys.readouterr().err
+    assert f"no policy.pt or model.zip in the folder {str(tmp_path)!r}" in capsys.readouterr().err
 
 
 def test_count_flags_take_scientific_notation_and_refuse_fractions(capsys):

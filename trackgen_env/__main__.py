@@ -6,16 +6,19 @@ generated tracks (or a real circuit with ``--track-csv``), ``--env gates`` a qua
 through generated gates (or a real race layout with ``--gates-file``), ``--env race``
 ``--num-agents`` pure-pursuit cars of different speed limits racing on one generated track.
 
-``train`` trains Stable-Baselines3 PPO on an env (progress bar, TensorBoard logs; saves the
-model and its normalisation statistics) and ``eval`` runs a saved model on held-out
-courses against a random policy (lap completion, lap time); see :mod:`trackgen_env.integrations.train`.
+``train`` trains PPO on an env (TensorBoard logs; saves the policy): ``--trainer rsl_rl`` (the
+default) is rsl_rl's PPO on thousands of envs fed by the env's torch outputs
+(:mod:`trackgen_env.integrations.train_rsl_rl`), ``--trainer sb3`` Stable-Baselines3's PPO on a few
+(:mod:`trackgen_env.integrations.train`). ``eval`` runs a saved policy of either on held-out
+courses against a random policy (lap completion, lap time).
 ``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
-tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``).
-They need ``pip install -e ".[sb3]"`` (in a source checkout, as the README installs).
+tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``); each recipe
+carries its trainer, env count and step budget.
+They need ``pip install -e ".[rsl_rl,sb3]"`` (in a source checkout, as the README installs).
 ``eval [MODEL] --layouts DIR`` flies every race layout of a folder (:mod:`trackgen_env.integrations.layouts`).
 ``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``)
-once round every circuit CSV of a folder and tabulates lap, lap time, ratio to the reference lap time
-and off-tracks (:mod:`trackgen_env.integrations.circuits`).
+once round every circuit CSV of a folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
+(:mod:`trackgen_env.integrations.circuits`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from .envs.car import CAR_MODELS, CAR_PRESETS
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.layouts import evaluate_layouts, write_tables
 from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
-                                 format_eval_table, train)
+                                 format_eval_table)
+from .integrations.train_rsl_rl import TRAINERS, check_run_folder, default_steps, resolve_trainer, run_trainer
 from .pipeline import PipelineSpec
 
 DEMO_ENVS = ("track", "gates", "race")
@@ -102,17 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--num-agents", type=int, default=4, help="race env: cars per course (default: 4)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
-    train = sub.add_parser("train", help="train SB3 PPO on an env and save the model")
+    train = sub.add_parser("train", help="train PPO (rsl_rl or SB3) on an env and save the policy")
+    train.add_argument("--trainer", choices=TRAINERS, default=None,
+                       help="rsl_rl: rsl_rl's PPO on thousands of envs, on the env's device (the default); sb3: "
+                            "Stable-Baselines3's PPO on a few envs (default: the preset's own, else rsl_rl)")
     train.add_argument("--env", choices=sorted(ENV_IDS), default=None,
                        help="env id (default: the --spec's family's, else TrackGen-Track-v0)")
-    train.add_argument("--steps", type=_int, required=True, help="env steps to train for, all envs together")
+    train.add_argument("--steps", type=_int, default=None,
+                       help="env steps to train for, all envs together (default: the recipe's budget)")
     train.add_argument("--num-envs", type=_int, default=None,
-                       help="parallel envs (default: the env's, 16 track / 64 gates)")
+                       help="parallel envs (default: the recipe's; rsl_rl 1024 track / 2048 gates, sb3 16 / 64)")
     train.add_argument("--seed", type=_int, default=0,
                        help="seed of the training courses, torch and numpy (default: 0)")
     train.add_argument("--device", default=None, help='Warp device of the env (default: cuda:0 if present, else cpu)')
-    train.add_argument("--out", default=None, help="folder for model.zip, vecnormalize.pkl, monitor.csv, train.json "
-                                                   "(default: out/ppo_<env>_s<seed>)")
+    train.add_argument("--out", default=None, help="folder for the run: policy.pt, model.pt (rsl_rl) or model.zip, "
+                                                   "vecnormalize.pkl (sb3); monitor.csv, train.json "
+                                                   "(default: out/<trainer>_<env>_s<seed>)")
     train.add_argument("--logdir", default=None, help="TensorBoard log folder (default: OUT/tb)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument("--torch-threads", type=_int, default=None, metavar="N",
@@ -120,22 +129,26 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--spec", default=None, metavar="FILE.json",
                        help="generate the courses from this pipeline spec (PipelineSpec.to_dict as JSON, e.g. a run's "
                             "spec.json); its num_envs is the default of --num-envs, --device replaces its device")
-    train.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default=None,
-                       help="train on a recipe's courses, env and PPO settings (circuit: circuit-like tracks 0.9-1.5 m "
-                            "wide (1:10), friction x 0.85-1.15, 2500-step episodes, the learning rate falling "
-                            "linearly to 0; the recipe that transfers to real circuits, docs/training.md; "
-                            "circuit_random_start: the same, each episode starting anywhere on the lap, cut after 5 s "
-                            "without progress; circuit_car_dr: the same as circuit, with the motor and brakes x "
-                            "0.8-1.2 "
-                            "and the steering lock x 0.95-1.05)")
+    train.add_argument(
+        "--preset",
+        choices=sorted(TRAIN_PRESETS),
+        default=None,
+        help="train on a recipe's courses, env, trainer and PPO settings (circuit: circuit-like tracks "
+        "0.9-1.5 m wide (1:10), friction x 0.85-1.15, 2500-step episodes; the recipe that transfers "
+        "to real circuits, docs/training.md; rsl_rl, 2048 envs, 8M steps, or --trainer sb3: 16 envs, "
+        "4M steps, the learning rate falling linearly to 0; SB3 only: circuit_random_start: the "
+        "same, each episode starting anywhere on the lap, cut after 5 s without progress; "
+        "circuit_car_dr: the same as circuit, with the motor and brakes x 0.8-1.2 and the steering "
+        "lock x 0.95-1.05)",
+    )
     train.add_argument("--plugin", default=None, metavar="MODULE:ATTR",
                        help="the pipeline.Registry of the spec's plugin stages: an attribute of an importable module "
                             "(e.g. plugin_stage:REGISTRY with examples/ on PYTHONPATH)")
 
     ev = sub.add_parser("eval", help="run a saved model on held-out courses against a random policy")
     ev.add_argument("model", metavar="MODEL", nargs="?", default=None,
-                    help="a model.zip written by train, or its run's folder (train's --out; optional with --circuits "
-                         "--controller)")
+                    help="a run's policy: policy.pt (rsl_rl) or model.zip (sb3) written by train, or its run's "
+                         "folder (train's --out; optional with --circuits --controller)")
     ev.add_argument("--env", choices=sorted(ENV_IDS), default=None,
                     help="env id (default: the model's, from train.json)")
     ev.add_argument("--episodes", type=_int, default=None,
@@ -205,18 +218,30 @@ def _train(args) -> int:
         spec = _read_spec(args.spec)
     if args.preset is not None and args.spec is not None:
         raise ValueError("--preset sets the courses: pass --preset or --spec, not both")
-    env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else "TrackGen-Track-v0")
-    out = args.out or f"out/ppo_{env.split('-')[1].lower()}_s{args.seed}"
+    trainer = resolve_trainer(args.trainer, args.preset)  # an unknown one, or a preset without its recipe
+    env = args.env or (SPEC_ENVS[spec.family][0] if spec is not None else
+                       TRAIN_PRESETS[args.preset]["env_id"] if args.preset is not None else "TrackGen-Track-v0")
+    prefix = "ppo" if trainer == "sb3" else trainer
+    out = args.out or f"out/{prefix}_{env.split('-')[1].lower()}_s{args.seed}"
     if os.path.exists(out) and not os.path.isdir(out):
         raise OSError(f"--out {out}: expected a folder for the run (model.zip, train.json, ...), but it is a file")
+    check_run_folder(out, trainer)
     _make_folder(out, keep=False)  # refused before training; train() makes it once its env is built
-    path = train(env, args.steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
-                 logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
-                 plugin=args.plugin, preset=args.preset)
+    steps = args.steps if args.steps is not None else default_steps(trainer, env, args.preset)
+    path = run_trainer(trainer, env, steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
+                       logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
+                       plugin=args.plugin, preset=args.preset)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # one of several torchrun processes: rank 0 reports the run
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
+        per = record["ppo"]["n_steps"] if trainer == "sb3" else record["rsl_rl"]["num_steps_per_env"]
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
-              f"of {record['rollout_steps']} ({_count(record['num_envs'], 'env')} x {record['ppo']['n_steps']} steps)")
+              f"of {record['rollout_steps']} ({_count(record['num_envs'], 'env')} x {per} steps)")
+    print(
+        f"{trainer}: {record['steps']} env steps in {record['wall_time_s']} s "
+        f"({record['env_steps_per_s']:,} env-steps/s)"
+    )
     print(f"saved {path} (TensorBoard: tensorboard --logdir {args.logdir or os.path.join(out, 'tb')})")
     return 0
 
@@ -304,7 +329,9 @@ def _eval(args) -> int:
         if getattr(args, name) is not None:
             raise ValueError(f"--{name.replace('_', '-')} applies to --circuits only")
     if args.model is None:
-        raise ValueError("eval needs MODEL (a model.zip written by train), or --circuits DIR --controller NAME")
+        raise ValueError(
+            "eval needs MODEL (a policy.pt or model.zip written by train), or --circuits DIR --controller NAME"
+        )
     if args.track_scale is not None and args.track_csv is None:
         raise ValueError("--track-scale scales the --track-csv circuit or the --circuits circuits: pass one of them")
     _check_writable(args.json, "--json")
@@ -382,4 +409,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # one of several torchrun processes, its run saved and the process group left: end without the
+        # interpreter's teardown, where a gloo rank aborted now and then ("terminate called without an
+        # active exception"; examples/ppo_multigpu.py says more)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -1,8 +1,8 @@
 """Evaluation on a folder of real circuits (``python -m trackgen_env eval [MODEL] --circuits DIR``).
 
 Each circuit CSV of the folder (``x_m, y_m, w_tr_right_m, w_tr_left_m``; TUMFTM's layout) is
-driven once from a standing start by a driver: a saved PPO policy (``model.zip`` from
-``train``, deterministic, with its ``vecnormalize.pkl`` statistics) or a built-in controller
+driven once from a standing start by a driver: a saved PPO policy (deterministic: an SB3 run's
+``model.zip`` with its ``vecnormalize.pkl`` statistics, or an rsl_rl run's ``policy.pt``) or a built-in controller
 (:data:`CONTROLLERS`). A circuit is scaled so that its mean width equals the training
 tracks' width (the policy knows that scale only), or kept at true scale for the full-size
 car (``car="full"``), or scaled by a given factor.
@@ -39,8 +39,9 @@ from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
 from .sb3 import require_sb3
-from .train import (TRAINING_ONLY_TRACK_KWARGS, _torch_device, _torch_threads, check_circuit_env, check_circuit_scale,
-                    load_model, load_observation_stats, model_file, observation_stats, read_train_record, torch_threads_for)
+from .train import (TRAINING_ONLY_TRACK_KWARGS, check_circuit_env, check_circuit_scale, load_run_policy, model_file,
+                    observation_stats, policy_torch_device, read_train_record, run_trainer_of, torch_threads_for,
+                    using_torch_threads)
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -78,21 +79,6 @@ def _circuits(folder) -> list[Path]:
     if not paths:
         raise FileNotFoundError(f"no circuit CSVs (*.csv) in {str(folder)!r}")
     return paths
-
-
-def _load_model(model_path: Path, policy_device: str, stats_path: Path | None):
-    """A deterministic policy ``obs -> actions`` of a saved PPO model (observations normalised by the
-    statistics at ``stats_path``, :func:`~trackgen_env.integrations.train.observation_stats`), and its space."""
-    model = load_model(model_path, policy_device)
-    # without its venv: normalize_obs needs none
-    normalize = (None if stats_path is None
-                 else load_observation_stats(stats_path, model_path, model.observation_space.shape))
-
-    def policy(obs):
-        o = normalize.normalize_obs(obs) if normalize is not None else obs
-        return model.predict(o, deterministic=True)[0]
-
-    return policy, model.observation_space
 
 
 def _training_width(env_kwargs: dict, spec: dict | None = None) -> float:
@@ -160,7 +146,8 @@ def evaluate_circuits(
     Args:
         circuits: a folder of circuit CSVs (``x_m, y_m, w_tr_right_m, w_tr_left_m``), optionally
             with ``racelines/<same name>.csv`` (``x_m, y_m``) beside them.
-        model: a ``model.zip`` written by ``train`` (its ``train.json`` gives the car, the car
+        model: a ``model.zip`` (SB3) or ``policy.pt`` (rsl_rl) written by ``train``, or its run's folder (its
+            ``train.json`` gives the car, the car
             model, the other env arguments and the training width).
         controller: a :data:`CONTROLLERS` name instead of a model.
         car: the car preset (or :class:`~trackgen_env.envs.car.CarParams`); default the model's,
@@ -198,6 +185,7 @@ def evaluate_circuits(
     if model is not None:
         model_path = model_file(model)
         meta = read_train_record(model_path)
+        trainer = run_trainer_of(model_path, meta)  # a policy file of the run's own trainer, before anything is built
         check_circuit_env(meta.get("env_id", "TrackGen-Track-v0"), "--circuits")  # before anything is built
     # every circuit loads and fits its scale, and the statistics are found, before a model loads or drives
     env_kwargs = dict(meta.get("env_kwargs", {}))
@@ -219,15 +207,17 @@ def evaluate_circuits(
     run = (params, model_kind, carried, device, time_factor)
     if model is None:
         return _run(scaled, CONTROLLERS[controller](params), None, *run)
-    stats = observation_stats(model_path, meta)
-    require_sb3()
-    policy_device = _torch_device(device)
-    with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-        policy, obs_space = _load_model(model_path, policy_device, stats)
-        return _run(scaled, policy, obs_space, *run)
+    stats = None
+    if trainer == "sb3":
+        stats = observation_stats(model_path, meta)
+        require_sb3()
+    policy_device = policy_torch_device(device)
+    with using_torch_threads(torch_threads_for(policy_device, torch_threads)):
+        policy, obs_shape = load_run_policy(model_path, meta, policy_device, stats)
+        return _run(scaled, policy, obs_shape, *run)
 
 
-def _run(scaled, drive, obs_space, params, model_kind, carried, device, time_factor) -> list[CircuitResult]:
+def _run(scaled, drive, obs_shape, params, model_kind, carried, device, time_factor) -> list[CircuitResult]:
     """Drive each ``(path, points, scale)`` of ``scaled`` once with ``drive(obs) -> actions``."""
     results = []
     for path, points, k in scaled:
@@ -237,8 +227,8 @@ def _run(scaled, drive, obs_space, params, model_kind, carried, device, time_fac
         env = TrackVectorEnv(1, device, centerline=points, car=params, car_model=model_kind, laps=1,
                              max_episode_steps=max_steps + 1, autoreset_mode=AutoresetMode.DISABLED, seed=0, **carried)
         try:
-            if obs_space is not None and env.single_observation_space.shape != obs_space.shape:
-                raise ValueError(f"the model's observations {obs_space.shape} differ from the env's "
+            if obs_shape is not None and env.single_observation_space.shape != tuple(obs_shape):
+                raise ValueError(f"the model's observations {tuple(obs_shape)} differ from the env's "
                                  f"{env.single_observation_space.shape}")
             done, steps, off, fraction = _drive(env, drive, max_steps)
             length = float(env.course.result.loop_length.numpy()[0])

@@ -3,7 +3,7 @@
 Usage::
 
     python -m trackgen_env eval [MODEL] --layouts DIR [--json FILE] [--md FILE]
-    python -m trackgen_env.integrations.layouts DIR [--controller | --model out/run/model.zip]
+    python -m trackgen_env.integrations.layouts DIR [--controller | --model out/run]
         [--racing] [--lateral-accel A] [--json FILE] [--md FILE]
 
 Each layout of the folder (:func:`~trackgen_env.generators.gate_layouts.layout_files`: a
@@ -100,7 +100,8 @@ def evaluate_layouts(folder, *, model=None, quadrotor: QuadrotorParams | None = 
 
     Args:
         folder: a folder of gate layout files.
-        model: a trained policy's ``model.zip`` (None: the reference controller with ``gains``).
+        model: a trained policy (``policy.pt`` or ``model.zip``, or its run's folder; None: the reference
+            controller with ``gains``).
         quadrotor: the quadrotor flown by the controller rows and the reference (default: the env's).
         gains / reference_gains: the controller's gains for the flown row / for the reference lap.
         device: Warp device.
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> list[LayoutResult]:
     parser.add_argument("layouts", help="folder of gate layout files (.yaml, .yml, .toml)")
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--controller", action="store_true", help="fly the reference controller (the default)")
-    who.add_argument("--model", default=None, help="a trained policy's model.zip")
+    who.add_argument("--model", default=None, help="a trained policy: policy.pt, model.zip or its run's folder")
     parser.add_argument("--racing", action="store_true",
                         help="the racing quadrotor and its gains (QuadrotorParams.racing, ControllerGains.racing)")
     parser.add_argument("--lateral-accel", type=float, default=None,

@@ -54,6 +54,7 @@ from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from ..seeding import env_seeds
+from .rsl_rl import load_policy
 from .sb3 import make_sb3_vec_env, require_sb3
 
 __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "EvalResult", "train", "evaluate",
@@ -61,7 +62,7 @@ __all__ = ["ENV_IDS", "EVAL_SEED", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", 
            "format_eval_table", "eval_results_json", "plot_learning_curve", "torch_threads_for", "load_registry",
            "TRAIN_PRESETS", "TRAINING_ONLY_TRACK_KWARGS", "train_preset", "read_train_record",
            "check_circuit_env", "check_circuit_scale", "observation_stats", "load_model", "load_observation_stats",
-           "unusable_file", "model_file"]
+           "unusable_file", "model_file", "run_trainer_of", "load_run_policy"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
 ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
@@ -217,7 +218,7 @@ def load_registry(reference: str) -> Registry:
     return registry
 
 
-def _spec_kwargs(env_id: str, spec, plugin: str | None) -> dict[str, Any]:
+def spec_env_kwargs(env_id: str, spec, plugin: str | None) -> dict[str, Any]:
     """The env arguments of a spec (and its plugins' registry), checked against the env."""
     if spec is None:
         if plugin is not None:
@@ -249,7 +250,7 @@ def _check_stages(spec: PipelineSpec, registry: Registry | None, plugin: str | N
         )
 
 
-def _check_env_id(env_id: str) -> None:
+def check_env_id(env_id: str) -> None:
     if env_id not in ENV_IDS:
         raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {env_id!r}")
 
@@ -259,20 +260,24 @@ VECNORMALIZE = {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": Tru
 
 
 def model_file(path: str | os.PathLike) -> Path:
-    """The ``model.zip`` that ``path`` names: the file itself, or the one in a run's folder (``train``'s ``out``).
+    """The policy file that ``path`` names: the file itself, or the one in a run's folder (``train``'s ``out``):
+    ``policy.pt`` of an rsl_rl run, ``model.zip`` of an SB3 run.
 
     Raises:
-        FileNotFoundError: no such file, or a folder without a ``model.zip``.
+        FileNotFoundError: no such file, or a folder with neither.
     """
     path = Path(path)
     if path.is_dir():
-        if not (path / "model.zip").is_file():
-            raise FileNotFoundError(f"no model.zip in the folder {str(path)!r} (expected the folder of a run, where "
-                                    f"`train` writes model.zip, or the model.zip itself)")
-        return path / "model.zip"
+        for name in ("policy.pt", "model.zip"):
+            if (path / name).is_file():
+                return path / name
+        raise FileNotFoundError(f"no policy.pt or model.zip in the folder {str(path)!r} (expected the folder of a run, "
+                                f"where `train` writes them, or the policy file itself)")
     if not path.is_file():
-        raise FileNotFoundError(f"no model at {str(path)!r} (expected a model.zip written by `train`, or the folder "
-                                f"of its run)")
+        raise FileNotFoundError(
+            f"no model at {str(path)!r} (expected the policy.pt or model.zip written by `train`, or "
+            f"the folder of its run)"
+        )
     return path
 
 
@@ -300,7 +305,7 @@ def read_train_record(model_path: str | os.PathLike) -> dict[str, Any]:
 
 #: the fields of ``train.json`` that ``eval`` reads, and the JSON type each must have
 _RECORD_FIELDS = {"env_id": str, "seed": int, "num_envs": int, "env_kwargs": dict, "spec": dict, "plugin": str,
-                  "vecnormalize": dict}
+                  "vecnormalize": dict, "trainer": str, "rsl_rl": dict}
 #: the fields that may also be null
 _NULLABLE = ("spec", "plugin", "vecnormalize")
 
@@ -353,6 +358,52 @@ def unusable_file(path, what: str, expected: str, model_path, exc: Exception) ->
                f"that train wrote beside {Path(model_path).name}")
     return ValueError(f"{path}: cannot load {what} ({type(exc).__name__}: {detail}); expected the {expected} "
                       f"{written}")
+
+
+#: the policy file of each trainer's run, by suffix
+_POLICY_FILES = {".zip": "sb3", ".pt": "rsl_rl"}
+
+
+def run_trainer_of(model_path, record: dict[str, Any]) -> str:
+    """The trainer whose policy ``model_path`` is: ``"sb3"`` for a ``model.zip``, ``"rsl_rl"`` for a ``.pt``
+    (``policy.pt``, TorchScript, or ``model.pt``, the runner's checkpoint), checked against the run's ``train.json``
+    (``record``; a record without ``"trainer"`` is an SB3 run's).
+
+    Raises:
+        ValueError: another kind of file, or one of the trainer that ``train.json`` does not record.
+    """
+    path = Path(model_path)
+    trainer = _POLICY_FILES.get(path.suffix)
+    if trainer is None:
+        raise ValueError(f"{path}: expected the policy of a run, model.zip (--trainer sb3) or policy.pt / model.pt "
+                         f"(--trainer rsl_rl), got a {path.suffix or 'suffixless'} file")
+    recorded = record.get("trainer", "sb3") if record else trainer
+    if recorded != trainer:
+        raise ValueError(f"{path} is a {trainer} policy, but {path.with_name('train.json')} records a {recorded} run: "
+                         f"pass that run's own policy ({'model.zip' if recorded == 'sb3' else 'policy.pt'})")
+    return trainer
+
+
+def load_run_policy(model_path, record: dict[str, Any], policy_device: str, stats: Path | None):
+    """A run's deterministic policy: ``(act(obs [N, D] NumPy) -> [N, A] actions, observation shape)``, of either
+    trainer (:func:`run_trainer_of`): an SB3 ``model.zip`` with its observation statistics (``stats``,
+    :func:`observation_stats`), or an rsl_rl ``policy.pt`` / ``model.pt``.
+
+    Raises:
+        ValueError: a file its trainer cannot load (naming it).
+    """
+    if run_trainer_of(model_path, record) == "rsl_rl":
+        act, obs_dim, _ = load_policy(model_path, policy_device, (record.get("rsl_rl") or {}).get("actor"))
+        return act, (obs_dim,)
+    model = load_model(model_path, policy_device)
+    # without its venv: normalize_obs needs none
+    normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
+
+    def act(obs):
+        o = normalize.normalize_obs(obs) if normalize is not None else obs
+        return model.predict(o, deterministic=True)[0]
+
+    return act, model.observation_space.shape
 
 
 def load_model(model_path, policy_device: str):
@@ -437,12 +488,12 @@ def check_circuit_scale(circuits: dict[str, np.ndarray], scale: float, car: CarP
                          f"(at most {_digits(most[long], up=False):g}{every})")
 
 
-def _check_seed(name: str, value: int) -> None:
+def check_run_seed(name: str, value: int) -> None:
     """The library's one seed rule (:func:`~trackgen_env.checks.check_seed`), None refused."""
     check_seed(value, name=name, none=False)
 
 
-def _torch_device(device: str | None) -> str:
+def policy_torch_device(device: str | None) -> str:
     """The policy's torch device for a Warp env device: CUDA next to a CUDA env, else the CPU."""
     return "cuda" if wp.get_device(resolve_device(device)).is_cuda else "cpu"
 
@@ -464,7 +515,7 @@ def torch_threads_for(policy_device: str, torch_threads: int | None = None) -> i
 
 
 @contextlib.contextmanager
-def _torch_threads(count: int | None):
+def using_torch_threads(count: int | None):
     """Run the block with ``torch.set_num_threads(count)`` (None: unchanged), then restore the caller's count."""
     import torch
 
@@ -641,7 +692,7 @@ def train(
         ImportError: stable-baselines3 is missing (:data:`~trackgen_env.integrations.sb3.SB3_INSTALL_HINT`), or the
             plugin's module.
     """
-    _check_env_id(env_id)
+    check_env_id(env_id)
     defaults = ENV_DEFAULTS[env_id]
     recipe_ppo = {}
     if preset is not None:
@@ -656,7 +707,7 @@ def train(
         _, spec, recipe_env = train_preset(preset, num_envs, device)
         recipe_ppo = dict(TRAIN_PRESETS[preset].get("ppo", {}))
         env_kwargs = {**recipe_env, **(env_kwargs or {})}
-    spec_kwargs = _spec_kwargs(env_id, spec, plugin)
+    spec_kwargs = spec_env_kwargs(env_id, spec, plugin)
     clash = sorted(set(spec_kwargs) & set(env_kwargs or {}))
     if clash:
         raise ValueError(f"spec= (and plugin=) set the env arguments {clash}: do not pass them in env_kwargs too")
@@ -664,13 +715,13 @@ def train(
         num_envs = defaults["num_envs"] if spec is None else spec.num_envs
     check_int("steps", steps, lo=1)
     check_int("num_envs", num_envs, lo=1)
-    _check_seed("seed", seed)
+    check_run_seed("seed", seed)
     hyper = {**PPO_DEFAULTS, **defaults["ppo"], **recipe_ppo, **(ppo_kwargs or {})}
     if "batch_size" not in (ppo_kwargs or {}):  # the default, fitted to this rollout; a given one as given
         hyper["batch_size"] = minibatch_size(int(hyper["batch_size"]), num_envs * int(hyper["n_steps"]))
     rate = learning_rate(hyper["learning_rate"])  # ValueError before anything is written
     env_device = str(wp.get_device(resolve_device(device)))
-    policy_device = _torch_device(env_device)
+    policy_device = policy_torch_device(env_device)
     threads = torch_threads_for(policy_device, torch_threads)
     require_sb3()  # the install hint, not a bare "No module named"
     import torch
@@ -687,7 +738,7 @@ def train(
 
     total = _rollout_steps(steps, num_envs, int(hyper["n_steps"]))
 
-    with _torch_threads(threads) as used_threads:
+    with using_torch_threads(threads) as used_threads:
         venv = make_sb3_vec_env(env_id, num_envs, device=env_device, seed=seed, **env_kwargs)
         out.mkdir(parents=True, exist_ok=True)  # once the env is built: a refused spec leaves no folder
         venv = VecMonitor(venv, filename=str(out / "monitor.csv"), info_keywords=ENV_IDS[env_id])
@@ -705,15 +756,27 @@ def train(
         model.save(model_path)
         venv.save(str(out / VECNORMALIZE["file"]))
         record = {
-            "env_id": env_id, "steps": int(model.num_timesteps), "steps_requested": steps,
-            "rollout_steps": num_envs * int(hyper["n_steps"]), "num_envs": num_envs, "seed": seed,
-            "device": env_device, "policy_device": policy_device, "torch_threads": used_threads,
+            "trainer": "sb3",
+            "env_id": env_id,
+            "steps": int(model.num_timesteps),
+            "steps_requested": steps,
+            "rollout_steps": num_envs * int(hyper["n_steps"]),
+            "num_envs": num_envs,
+            "seed": seed,
+            "device": env_device,
+            "policy_device": policy_device,
+            "torch_threads": used_threads,
             "env_kwargs": recorded_kwargs,
             # as given (a number, "lin_<number>"); a caller's own schedule by its repr
-            "ppo": {**hyper, "learning_rate": repr(rate) if callable(hyper["learning_rate"])
-                    else hyper["learning_rate"]},
-            "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"}, "wall_time_s": round(wall, 1),
-            "preset": preset, "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
+            "ppo": {
+                **hyper,
+                "learning_rate": repr(rate) if callable(hyper["learning_rate"]) else hyper["learning_rate"],
+            },
+            "policy": {k: v for k, v in policy_kwargs.items() if k != "activation_fn"},
+            "wall_time_s": round(wall, 1),
+            "env_steps_per_s": round(model.num_timesteps / wall),
+            "preset": preset,
+            "vecnormalize": VECNORMALIZE,  # eval refuses to run the policy without the file
         }
         if spec is not None:
             built = venv.get_attr(SPEC_ENVS[spec.family][1] + "_config")[0]  # the env's: its num_envs and device
@@ -899,7 +962,7 @@ def evaluate(
     env_id = env_id or meta.get("env_id")
     if env_id is None:
         raise ValueError(f"no train.json beside {model_path}: pass env_id (--env)")
-    _check_env_id(env_id)
+    check_env_id(env_id)
     if track_csv is not None:
         check_circuit_env(env_id, "--track-csv")
     elif track_scale is not None:
@@ -907,7 +970,7 @@ def evaluate(
     if track_scale is not None:
         track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     check_int("episodes", episodes, lo=1)
-    _check_seed("seed", seed)
+    check_run_seed("seed", seed)
     if "seed" in meta and track_csv is None and gates_file is None:
         train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
         shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
@@ -919,7 +982,7 @@ def evaluate(
     if meta.get("spec") is not None and meta.get("env_id") == env_id and track_csv is None and gates_file is None:
         # the training run's pipeline (and its plugins), on held-out seeds
         try:
-            env_kwargs.update(_spec_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
+            env_kwargs.update(spec_env_kwargs(env_id, PipelineSpec.from_dict(meta["spec"]), meta.get("plugin")))
         except ImportError as exc:
             raise ImportError(f"the run's train.json names the plugin registry --plugin {meta['plugin']}: its module "
                               f"must be importable (e.g. its folder on PYTHONPATH): {exc}") from exc
@@ -936,18 +999,19 @@ def evaluate(
         # the layout replaces the generated courses, and its length sets the time limit
         env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("gates", "max_episode_steps")}
         env_kwargs["layout"] = gates_file if isinstance(gates_file, RaceLayout) else load_gate_layout(gates_file)
-    stats = observation_stats(model_path, meta)
-    require_sb3()
-    policy_device = _torch_device(device)
-    with _torch_threads(torch_threads_for(policy_device, torch_threads)):
-        return _evaluate(model_path, env_id, episodes, seed, device, policy_device, env_kwargs, random_policy, stats,
+    trainer = run_trainer_of(model_path, meta)
+    stats = observation_stats(model_path, meta) if trainer == "sb3" else None
+    require_sb3()  # the evaluation drives the env through the SB3 adapter, whichever trainer's policy it runs
+    policy_device = policy_torch_device(device)
+    with using_torch_threads(torch_threads_for(policy_device, torch_threads)):
+        act, obs_shape = load_run_policy(model_path, meta, policy_device, stats)
+        return _evaluate(model_path, act, obs_shape, env_id, episodes, seed, device, env_kwargs, random_policy,
                          progress)
 
 
-def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: str | None, policy_device: str,
-              env_kwargs: dict[str, Any], random_policy: bool, stats: Path | None, progress: bool) -> list[EvalResult]:
-    model = load_model(model_path, policy_device)
-    normalize = None if stats is None else load_observation_stats(stats, model_path, model.observation_space.shape)
+def _evaluate(model_path: Path, act, obs_shape: tuple[int, ...], env_id: str, episodes: int, seed: int,
+              device: str | None, env_kwargs: dict[str, Any], random_policy: bool,
+              progress: bool) -> list[EvalResult]:
     keys = ENV_IDS[env_id]
 
     def make():
@@ -956,22 +1020,16 @@ def _evaluate(model_path: Path, env_id: str, episodes: int, seed: int, device: s
         except TypeError as exc:  # an argument of the record's env_kwargs the env does not take
             raise ValueError(f"{env_id} refuses the env arguments of {model_path.with_name('train.json')} "
                              f"({sorted(env_kwargs)}): {exc}") from exc
-        if venv.observation_space != model.observation_space or venv.action_space != model.action_space:
+        if venv.observation_space.shape != tuple(obs_shape):
             venv.close()
-            raise ValueError(f"the model's spaces ({model.observation_space}, {model.action_space}) differ from "
-                             f"{env_id}'s ({venv.observation_space}, {venv.action_space})")
+            raise ValueError(f"the model's observations {tuple(obs_shape)} differ from {env_id}'s "
+                             f"{venv.observation_space.shape}")
         venv.seed(seed)
         return venv
 
-    base = make()
-    dt, laps = _env_dt(base.env), int(base.get_attr("laps")[0])
-    venv = base
-    if normalize is not None:
-        normalize.set_venv(base)  # what VecNormalize.load does after unpickling
-        venv = normalize
-        venv.training, venv.norm_reward = False, False
-    results = [_run_episodes(venv, lambda o: model.predict(o, deterministic=True)[0], dt, laps, keys, "trained PPO",
-                             progress)]
+    venv = make()
+    dt, laps = _env_dt(venv.env), int(venv.get_attr("laps")[0])
+    results = [_run_episodes(venv, act, dt, laps, keys, "trained PPO", progress)]
     venv.close()
     if random_policy:
         rng = np.random.default_rng(seed)
