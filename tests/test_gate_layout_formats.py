@@ -168,3 +168,22 @@ def test_env_refuses_obstacles_it_does_not_collide_with(tmp_path):
     np.testing.assert_array_equal(gates_only.position, layout.position)
     env = GatesVectorEnv(1, "cpu", layout=gates_only)
     env.close()
+
+
+def test_the_cli_flies_a_layout_with_obstacles_only_when_told_to_leave_them_out(tmp_path, capsys):
+    """demo --gates-file refuses a layout with poles (the env does not collide with them) and names
+    --without-obstacles; with it, the gates are flown; the flag alone is refused."""
+    from trackgen_env.__main__ import main
+
+    path = tmp_path / "poles.toml"
+    # four gates around a 4 m square, a pole in the middle
+    path.write_text("".join(f"[[env.track.gates]]\npos = [{x}, {y}, 1.0]\nrpy = [0.0, 0.0, {yaw}]\n"
+                            for x, y, yaw in [(2, 0, 1.5707963), (0, 2, 3.1415926), (-2, 0, -1.5707963), (0, -2, 0.0)])
+                    + "[[env.track.obstacles]]\npos = [0.0, 0.0, 1.55]\n")
+    args = ["demo", "--env", "gates", "--gates-file", str(path), "--steps", "5", "--device", "cpu", "--no-progress",
+            "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    assert "--without-obstacles" in capsys.readouterr().err
+    assert main(args + ["--without-obstacles"]) == 0
+    assert main(["demo", "--env", "gates", "--without-obstacles", "--steps", "5", "--device", "cpu"]) == 2
+    assert "applies to a --gates-file" in capsys.readouterr().err

@@ -37,6 +37,7 @@ import warp as wp
 from .checks import check_seed, resolve_device
 from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
+from .generators.gate_layouts import load_gate_layout
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.layouts import evaluate_layouts, write_tables
 from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                       help="gates env: fly this race layout (YAML/TOML gate poses; FlightGoggles: the gate locations "
                            "and the challenge file) instead of generated courses")
+    demo.add_argument("--without-obstacles", action="store_true",
+                      help="gates env: fly a --gates-file layout's gates without its obstacles (poles), which the env "
+                           "does not collide with (a layout with obstacles is refused otherwise)")
     demo.add_argument("--num-agents", type=int, default=4, help="race env: cars per course (default: 4)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -169,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                      "width)")
     ev.add_argument("--gates-file", nargs="+", default=None, metavar="FILE",
                     help="gates env: fly this race layout (YAML/TOML gate poses) instead of generated courses")
+    ev.add_argument("--without-obstacles", action="store_true",
+                    help="with --gates-file: fly the layout's gates without its obstacles (poles), which the env does "
+                         "not collide with (a layout with obstacles is refused otherwise)")
     ev.add_argument("--layouts", default=None, metavar="DIR",
                     help="gates env: fly every race layout of DIR once (MODEL, or without it the reference "
                          "controller), one row per layout beside the reference controller's lap")
@@ -337,8 +344,11 @@ def _eval(args) -> int:
     _check_writable(args.json, "--json")
     episodes = args.episodes or (1 if args.track_csv or args.gates_file else 100)
     seed = EVAL_SEED if args.seed is None else args.seed
+    gates_file = args.gates_file
+    if gates_file and args.without_obstacles:
+        gates_file = load_gate_layout(gates_file).without_obstacles()
     results = evaluate(args.model, env_id=args.env, episodes=episodes, seed=seed, device=args.device,
-                       track_csv=args.track_csv, track_scale=args.track_scale, gates_file=args.gates_file,
+                       track_csv=args.track_csv, track_scale=args.track_scale, gates_file=gates_file,
                        torch_threads=args.torch_threads, progress=not args.no_progress)
     where = args.track_csv or (" + ".join(args.gates_file) if args.gates_file else f"held-out courses (seed {seed})")
     n = results[0].episodes
@@ -389,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo" and args.env == "race" and (args.track_csv or args.gates_file):
         print("error: --env race races on generated tracks; --track-csv and --gates-file do not apply",
               file=sys.stderr)
+        return 2
+    if getattr(args, "without_obstacles", False) and not args.gates_file:
+        print("error: --without-obstacles applies to a --gates-file layout", file=sys.stderr)
         return 2
     if args.command == "demo" and args.env == "track" and args.gates_file:
         print("error: --gates-file flies a race layout with the gates env; add --env gates", file=sys.stderr)

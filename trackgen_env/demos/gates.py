@@ -165,6 +165,8 @@ def run(args) -> int:
     t_build = time.perf_counter()
     if files:
         layout = load_gate_layout(files)
+        if getattr(args, "without_obstacles", False):
+            layout = layout.without_obstacles()
         num_envs = args.num_envs or 1
         env = GatesVectorEnv(num_envs, args.device, seed=args.seed, layout=layout)
         steps = args.steps or env.max_episode_steps  # one episode: a lap or the time limit

@@ -700,7 +700,7 @@ class GatesVectorEnv(CourseVectorEnv):
             if len(layout.obstacles):  # the course collides with gate frames only: never drop them silently
                 raise ValueError(f"{layout.name}: {len(layout.obstacles)} obstacles (vertical poles) that this env "
                                  f"does not collide with; to fly the gates alone (through where the poles are), pass "
-                                 f"layout=layout.without_obstacles()")
+                                 f"layout=layout.without_obstacles() (the CLI: --without-obstacles)")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
         if start not in START_MODES:
