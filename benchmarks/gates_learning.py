@@ -109,7 +109,8 @@ def main(argv=None) -> list[dict]:
     import torch
     from stable_baselines3.common.callbacks import CheckpointCallback
 
-    from trackgen_env.integrations.train import ENV_DEFAULTS, EVAL_SEED, evaluate, train
+    from trackgen_env.integrations.train import ENV_DEFAULTS, train
+    from trackgen_env.integrations.evaluation import EVAL_SEED, evaluate
 
     torch.set_num_threads(1)
     out = Path(args.out)

@@ -118,7 +118,7 @@ def run_training(cfg) -> dict:
     """The section (the module docstring); ``cfg.quick``: tiny budgets, for tests."""
     import torch
 
-    from trackgen_env.integrations.train import evaluate
+    from trackgen_env.integrations.evaluation import evaluate
     from trackgen_env.integrations.train_rsl_rl import RSL_RL_PRESETS, SB3_STEPS
 
     torch.set_num_threads(1)

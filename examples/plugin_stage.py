@@ -138,7 +138,7 @@ def main(argv=None) -> dict:
     from trackgen_env.integrations.sb3 import SB3VecEnv
     from trackgen_env.integrations.train import minibatch_size
 
-    torch.set_num_threads(1)  # a 64-64 MLP gains nothing from more (integrations.train.torch_threads_for)
+    torch.set_num_threads(1)  # a 64-64 MLP gains nothing from more (integrations.runs.torch_threads_for)
     env = TrackVectorEnv(args.num_envs, args.device, seed=args.seed, track=make_spec(args.num_envs, args.device),
                          registry=REGISTRY, autoreset_mode=AutoresetMode.SAME_STEP)
     venv = VecNormalize(VecMonitor(SB3VecEnv(env), info_keywords=("laps",)), gamma=0.99)

@@ -19,7 +19,8 @@ from trackgen_env.envs.car import CAR_PRESETS
 from trackgen_env.generators import TrackGenConfig
 from trackgen_env.generators.centerline_io import centerline_length
 from trackgen_env.generators.track import TrackGenerator, centerline_scale_limit
-from trackgen_env.integrations.train import check_circuit_scale, observation_stats, read_train_record
+from trackgen_env.integrations.runs import observation_stats, read_train_record
+from trackgen_env.integrations.evaluation import check_circuit_scale
 
 from stadium import stadium
 

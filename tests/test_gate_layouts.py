@@ -433,7 +433,7 @@ def test_demo_gates_file_errors_get_one_line(tmp_path, capsys):
 def test_eval_flies_a_policy_on_a_gates_file(tmp_path):
     pytest.importorskip("stable_baselines3")
     from trackgen_env.__main__ import main
-    from trackgen_env.integrations.train import evaluate
+    from trackgen_env.integrations.evaluation import evaluate
 
     run = tmp_path / "run"
     assert (

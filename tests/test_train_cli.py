@@ -13,9 +13,10 @@ pytest.importorskip("stable_baselines3")
 import torch  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 
+import trackgen_env.integrations.evaluation as evaluation_module  # noqa: E402
 import trackgen_env.integrations.train as train_module  # noqa: E402
 from trackgen_env.__main__ import main  # noqa: E402
-from trackgen_env.integrations.train import EVAL_SEED, evaluate  # noqa: E402
+from trackgen_env.integrations.evaluation import EVAL_SEED, evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -146,13 +147,13 @@ def test_train_fits_the_default_minibatch_to_a_small_rollout_and_keeps_a_given_o
 @pytest.mark.parametrize("argv, expected", [([], 1), (["--torch-threads", "2"], 2)])
 def test_eval_sets_torch_threads_while_it_runs(trained, monkeypatch, argv, expected):
     seen = []
-    run = train_module._run_episodes
+    run = evaluation_module._run_episodes
 
     def recording_run(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "_run_episodes", recording_run)
+    monkeypatch.setattr(evaluation_module, "_run_episodes", recording_run)
     before = torch.get_num_threads()
     torch.set_num_threads(3 if expected != 3 else 4)
     try:
@@ -283,7 +284,7 @@ def test_plot_learning_curve_from_a_monitor_csv(tmp_path):
 
 
 def test_torch_threads_default_is_one_on_the_cpu_and_torchs_own_on_cuda():
-    from trackgen_env.integrations.train import torch_threads_for
+    from trackgen_env.integrations.runs import torch_threads_for
 
     assert torch_threads_for("cpu") == 1 and torch_threads_for("cuda") is None
     assert torch_threads_for("cpu", 3) == 3 and torch_threads_for("cuda", 2) == 2
@@ -383,7 +384,7 @@ def test_train_with_a_spec_and_a_plugin_saves_the_spec_that_rebuilds_the_same_co
 
 
 def _record_env_kwargs(monkeypatch) -> list:
-    """The env kwargs of every SB3 env ``train_module`` makes from now on, in order."""
+    """The env kwargs of every SB3 env that training and evaluation make from now on, in order."""
     seen = []
     make = train_module.make_sb3_vec_env
 
@@ -392,6 +393,7 @@ def _record_env_kwargs(monkeypatch) -> list:
         return make(env_id, num_envs, **kwargs)
 
     monkeypatch.setattr(train_module, "make_sb3_vec_env", recording_make)
+    monkeypatch.setattr(evaluation_module, "make_sb3_vec_env", recording_make)
     return seen
 
 

@@ -7,8 +7,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from trackgen_env.integrations import train as train_module  # noqa: E402
-from trackgen_env.integrations.train import ENV_DEFAULTS, evaluate, train  # noqa: E402
+from trackgen_env.integrations import evaluation as evaluation_module  # noqa: E402
+from trackgen_env.integrations.evaluation import evaluate  # noqa: E402
+from trackgen_env.integrations.train import ENV_DEFAULTS, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +34,13 @@ def test_train_uses_the_gates_defaults(gates_run):
 
 def test_eval_flies_gates_from_the_standard_start(gates_run, monkeypatch):
     seen = []
-    real = train_module.make_sb3_vec_env
+    real = evaluation_module.make_sb3_vec_env
 
     def spy(env_id, num_envs, **kwargs):
         seen.append(kwargs)
         return real(env_id, num_envs, **kwargs)
 
-    monkeypatch.setattr(train_module, "make_sb3_vec_env", spy)
+    monkeypatch.setattr(evaluation_module, "make_sb3_vec_env", spy)
     trained, rnd = evaluate(gates_run, episodes=2, device="cpu")
     assert seen and all(k["start"] == "first_gate" for k in seen)
     assert trained.mean_gates_passed is not None and rnd.episodes == 2

@@ -14,7 +14,7 @@ pytest.importorskip("stable_baselines3")  # eval drives the env through the SB3 
 
 from trackgen_env.__main__ import main  # noqa: E402
 from trackgen_env.integrations.circuits import evaluate_circuits  # noqa: E402
-from trackgen_env.integrations.train import evaluate  # noqa: E402
+from trackgen_env.integrations.evaluation import evaluate  # noqa: E402
 from trackgen_env.integrations.train_rsl_rl import resolve_trainer, train_rsl_rl  # noqa: E402
 
 

@@ -10,7 +10,7 @@ through generated gates (or a real race layout with ``--gates-file``), ``--env r
 default) is rsl_rl's PPO on thousands of envs fed by the env's torch outputs
 (:mod:`trackgen_env.integrations.train_rsl_rl`), ``--trainer sb3`` Stable-Baselines3's PPO on a few
 (:mod:`trackgen_env.integrations.train`). ``eval`` runs a saved policy of either on held-out
-courses against a random policy (lap completion, lap time).
+courses against a random policy (lap completion, lap time; :mod:`trackgen_env.integrations.evaluation`).
 ``train --preset circuit`` trains on the recipe that transfers to real circuits (circuit-like
 tracks with their width, hairpins and the car's grip randomised; ``TRAIN_PRESETS``); each recipe
 carries its trainer, env count and step budget.
@@ -39,9 +39,9 @@ from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .generators.gate_layouts import load_gate_layout
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
+from .integrations.evaluation import EVAL_SEED, eval_results_json, evaluate, format_eval_table
 from .integrations.layouts import evaluate_layouts, write_tables
-from .integrations.train import (ENV_IDS, EVAL_SEED, SPEC_ENVS, TRAIN_PRESETS, eval_results_json, evaluate,
-                                 format_eval_table)
+from .integrations.train import ENV_IDS, SPEC_ENVS, TRAIN_PRESETS
 from .integrations.train_rsl_rl import TRAINERS, check_run_folder, default_steps, resolve_trainer, run_trainer
 from .pipeline import PipelineSpec
 

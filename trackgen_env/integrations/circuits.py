@@ -38,10 +38,11 @@ from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
 from ..laptime import reference_lap_time
 from ..generators import TrackGenConfig
+from .evaluation import check_circuit_env, check_circuit_scale
+from .runs import (load_run_policy, model_file, observation_stats, policy_torch_device, read_train_record,
+                   run_trainer_of, torch_threads_for, using_torch_threads)
 from .sb3 import require_sb3
-from .train import (TRAINING_ONLY_TRACK_KWARGS, check_circuit_env, check_circuit_scale, load_run_policy, model_file,
-                    observation_stats, policy_torch_device, read_train_record, run_trainer_of, torch_threads_for,
-                    using_torch_threads)
+from .train import TRAINING_ONLY_TRACK_KWARGS
 
 __all__ = ["CONTROLLERS", "CircuitResult", "evaluate_circuits", "format_circuits_table", "circuits_json"]
 
@@ -169,7 +170,7 @@ def evaluate_circuits(
         ValueError: neither or both of ``model`` and ``controller``, an unknown controller, a
             bad scale, a model trained on another env than ``TrackGen-Track-v0`` (``train.json``),
             a ``train.json`` that is not JSON, a circuit the scale makes too small or too long
-            (:func:`~trackgen_env.integrations.train.check_circuit_scale`), a CSV that fails
+            (:func:`~trackgen_env.integrations.evaluation.check_circuit_scale`), a CSV that fails
             :func:`~trackgen_env.generators.centerline_io.check_centerline`, a model whose
             observations differ from the env's.
     """

@@ -9,7 +9,7 @@ Usage::
 Each layout of the folder (:func:`~trackgen_env.generators.gate_layouts.layout_files`: a
 layout in two files loads when both are there) is flown once from the standard start, by the
 reference controller (``--controller``, the default) or a trained policy (``--model``,
-deterministic, through ``train.evaluate``), and once by the reference controller for its
+deterministic, through ``evaluation.evaluate``), and once by the reference controller for its
 reference lap. Obstacles a layout holds (lsy's or safe-control-gym's poles) are not collision
 objects of the gates env: the gates are flown alone, and the row says how many obstacles were
 left out. Columns: ``layout``, ``lap_completed``, ``collisions`` (episodes ended by a
@@ -30,7 +30,7 @@ from ..envs import GatesVectorEnv
 from ..envs.controllers import ControllerGains, CourseLinePilot
 from ..envs.quadrotor import QuadrotorParams
 from ..generators.gate_layouts import RaceLayout, layout_files, load_gate_layout
-from .train import evaluate
+from .evaluation import evaluate
 
 __all__ = ["LayoutResult", "fly_reference", "evaluate_layouts", "layouts_markdown", "layouts_json", "write_tables",
            "main"]

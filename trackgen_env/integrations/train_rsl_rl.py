@@ -42,8 +42,8 @@ from ..pipeline import PipelineSpec
 from ..seeding import env_seeds
 from . import rsl_rl as adapter  # its OnPolicyRunner is built on first use (rsl_rl is optional)
 from .rsl_rl import make_rsl_rl_vec_env, require_rsl_rl
-from .train import (ENV_DEFAULTS, SPEC_ENVS, check_env_id, check_run_seed, spec_env_kwargs, using_torch_threads,
-                    plot_learning_curve, torch_threads_for, train, train_preset)
+from .train import ENV_DEFAULTS, SPEC_ENVS, check_env_id, spec_env_kwargs, plot_learning_curve, train, train_preset
+from .runs import check_run_seed, using_torch_threads, torch_threads_for
 
 __all__ = ["TRAINERS", "PRESET_TRAINERS", "RSL_RL_CONFIG", "RSL_RL_RECIPES", "RSL_RL_PRESETS", "SB3_STEPS",
            "resolve_trainer", "default_steps", "train_rsl_rl", "rank_seeds", "run_trainer", "check_run_folder"]
