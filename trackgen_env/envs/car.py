@@ -65,6 +65,7 @@ from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw, wrap_angle
 from ..tools.heightfield import HeightField, sample_height
 from .base import INT32_MAX
+from .lifecycle import EVERY_ATTRIBUTE, ReadOnlyAfterConstruction
 
 __all__ = ["CarParams", "CAR_PRESETS", "CAR_MODELS", "car_params", "check_car_model", "CarState", "understeer_gradient"]
 
@@ -603,7 +604,7 @@ def _on_ground(envs_per_thread: int, heights: wp.array3d(dtype=float), origin: w
         position[e] = wp.vec3(p[0], p[1], sample_height(heights, e, origin, cell_size, p[0], p[1]))
 
 
-class CarState:
+class CarState(ReadOnlyAfterConstruction):
     """The car's device state for ``E`` envs (stable arrays, SI units).
 
     ``model``: ``"kinematic"`` (default) or ``"dynamic"`` (:data:`CAR_MODELS`; the dynamic one
@@ -653,13 +654,11 @@ class CarState:
         self.accel_scale = wp.ones(num_envs, dtype=float, device=self.device)
         self.steer_scale = wp.ones(num_envs, dtype=float, device=self.device)
         self._rest = zeros(float)  # the start speed of a reset without one
-        self._constructed = True
+        self._freeze(EVERY_ATTRIBUTE)
 
-    def __setattr__(self, name, value):
-        if self.__dict__.get("_constructed", False):
-            raise AttributeError(f"CarState.{name} is read-only after construction (the step kernel and a recorded "
-                                 "graph hold it): write its arrays in place, or build a new env")
-        super().__setattr__(name, value)
+    def _read_only_message(self, name: str) -> str:
+        return (f"CarState.{name} is read-only after construction (the step kernel and a recorded graph hold it): "
+                "write its arrays in place, or build a new env")
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
              *, start_speed: wp.array | None = None, reset_only: bool = False):
