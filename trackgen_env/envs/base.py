@@ -9,11 +9,13 @@ it supplies only what differs between envs:
   course's start pose at rest and, unless ``reset_only``, integrates the others one
   ``dt`` under ``self._action``;
 * ``_observe(res, reset_mask, restart)``: one launch (after ``course.step()``, whose
-  :class:`~trackgen_env.course.StepResult` is ``res``) writing observations, reward,
-  termination, the info arrays and ``self._autoreset`` (1 where the env ended); masked
-  envs get their first observation and reset info, and (``restart`` False) reward 0 and
-  not done; with ``restart`` True the unmasked envs are left untouched and the masked envs'
-  reward and termination are kept (they are the ended episode's);
+  :class:`~trackgen_env.course.StepResult` is ``res``) writing the observations only; masked
+  envs get their first observation; with ``restart`` True the unmasked envs are left untouched;
+* ``_reward_termination(res, reset_mask, restart)``: one launch (after ``_observe``) writing
+  reward, termination, the info arrays and ``self._autoreset`` (1 where the env ended); masked
+  envs get reset info, and (``restart`` False) reward 0 and not done; with ``restart`` True the
+  unmasked envs are left untouched and the masked envs' reward and termination are kept (they
+  are the ended episode's);
 * ``_draw(frames, views, num)``: the launches drawing the first ``num`` envs into ``frames``
   (``[num, H, W, 3]`` uint8; ``views`` is their scratch, :mod:`trackgen_env.render`).
 
@@ -22,12 +24,14 @@ CUDA) and replayed by :meth:`step`; the bodies per autoreset mode:
 
 ============  ===============================================================================
 NEXT_STEP     ``regenerate(mask=autoreset, advance=True)`` -> dynamics (masked envs reset,
-              the action ignored) -> ``course.step()`` -> observe
-SAME_STEP     dynamics -> ``course.step()`` -> observe -> copy obs and info to the final
-              buffers -> ``regenerate(mask=autoreset, advance=True)`` -> if any env ended:
-              dynamics (masked envs only) -> ``course.step(mask=)`` -> observe (masked envs only)
-DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_mask": m})``
-              replays ``regenerate(mask=m, advance=True)`` -> the SAME_STEP restart
+              the action ignored) -> ``course.step()`` -> observe -> reward and termination
+SAME_STEP     dynamics -> ``course.step()`` -> observe -> reward and termination -> copy obs
+              and info to the final buffers -> ``regenerate(mask=autoreset, advance=True)`` ->
+              if any env ended: dynamics (masked envs only) -> ``course.step(mask=)`` ->
+              observe -> reward and termination (masked envs only)
+DISABLED      dynamics -> ``course.step()`` -> observe -> reward and termination;
+              ``reset(options={"reset_mask": m})`` replays ``regenerate(mask=m, advance=True)``
+              -> the SAME_STEP restart
 ============  ===============================================================================
 
 The masked regeneration holds the course's ``any(mask)`` conditional, so a step where no
@@ -409,37 +413,63 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
                           RuntimeWarning, stacklevel=4)
             return None
 
+    # -- what a subclass supplies ------------------------------------------------------------
+    def _dynamics(self, reset_mask: wp.array, reset_only: bool) -> None:
+        """Put the masked envs at their start pose; unless ``reset_only``, integrate the others one
+        ``dt`` under ``self._action`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _observe(self, res, reset_mask: wp.array, restart: bool) -> None:
+        """Write ``self._obs`` (only) from the bodies and the course step ``res`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool) -> None:
+        """Write reward, termination, the info arrays and ``self._autoreset`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _draw(self, frames: wp.array, views: wp.array, num: int) -> None:
+        """Draw the first ``num`` envs into ``frames`` (see the module docstring)."""
+        raise NotImplementedError
+
     # -- the recorded bodies -----------------------------------------------------------------
     def _step_body(self):
-        mode = self.autoreset_mode
-        if mode is AutoresetMode.NEXT_STEP:
+        """One step: (NEXT_STEP) the ended envs' next courses -> dynamics -> ``course.step()`` ->
+        observe -> reward and termination -> (SAME_STEP) the ended envs' restart."""
+        reset_mask = self._no_envs
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            # the envs that ended at the last step start their next episode in this one (the action ignored)
             self.course.regenerate(mask=self._autoreset, advance=True)
-            self._advance(self._autoreset)
-        elif mode is AutoresetMode.DISABLED:
-            self._advance(self._no_envs)
-        else:
-            self._advance(self._no_envs)
-            # the ended episodes' last observation and info, before the restart overwrites them
-            wp.copy(self._final_obs, self._obs)
-            for name, arr in self._info.items():
-                wp.copy(self._final_info[name], arr)
-            self.course.regenerate(mask=self._autoreset, advance=True)
-            exec_modes.when_any(self._autoreset, self._any, lambda: self._restart(self._autoreset))
+            reset_mask = self._autoreset
+        self._advance(reset_mask)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            self._autoreset_in_place()
 
     def _reset_body(self):
         self.course.regenerate(mask=self._reset_mask, advance=True)
         self._restart(self._reset_mask)
 
     def _advance(self, reset_mask: wp.array):
-        """Reset the masked envs, step the others, observe all."""
+        """Reset the masked envs, step the others, observe all, judge all."""
         self._dynamics(reset_mask, False)
-        self._observe(self.course.step(), reset_mask, False)
+        res = self.course.step()
+        self._observe(res, reset_mask, False)
+        self._reward_termination(res, reset_mask, False)
+
+    def _autoreset_in_place(self):
+        """SAME_STEP: keep the ended envs' last observation and info, then restart them on their next course."""
+        wp.copy(self._final_obs, self._obs)
+        for name, arr in self._info.items():
+            wp.copy(self._final_info[name], arr)
+        self.course.regenerate(mask=self._autoreset, advance=True)
+        exec_modes.when_any(self._autoreset, self._any, lambda: self._restart(self._autoreset))
 
     def _restart(self, mask: wp.array):
         """Reset the masked envs (on their regenerated course) and observe them; the others are
         untouched (the course steps the masked envs only: the others did not move)."""
         self._dynamics(mask, True)
-        self._observe(self.course.step(mask=mask), mask, True)
+        res = self.course.step(mask=mask)
+        self._observe(res, mask, True)
+        self._reward_termination(res, mask, True)
 
     # -- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

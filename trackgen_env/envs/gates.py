@@ -197,6 +197,69 @@ def _observe(
     orientation: wp.array(dtype=wp.quat),
     body_rate: wp.array(dtype=wp.vec3),
     last_action: wp.array2d(dtype=wp.float32),
+    # inputs: the course (gate checkpoints, validity) and its step (progress)
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=wp.float32),
+    cp_half_height: wp.array2d(dtype=wp.float32),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    passed: wp.array(dtype=wp.int32),
+    next_checkpoint: wp.array(dtype=wp.int32),
+    restart: int,
+    # the gate the reward measures towards (the reward kernel after this one moves it)
+    target: wp.array(dtype=wp.int32),
+    # output
+    obs: wp.array2d(dtype=wp.float32),
+):
+    """The observation of every env (with ``restart``, of the masked envs only): the drone's own
+    state and the corners of the next two gates from the target gate on."""
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0
+        if restart != 0 and not was_reset:
+            continue
+        n = num_checkpoints[e]
+        usable = valid[e] != 0 and n >= 2
+        p = position[e]
+        q = orientation[e]
+        w = body_rate[e]
+
+        v_body = wp.quat_rotate_inv(q, velocity[e])
+        r = wp.quat_to_matrix(q)
+        for i in range(3):
+            obs[e, _VELOCITY + i] = v_body[i]
+            obs[e, _BODY_RATE + i] = w[i]
+            for j in range(3):
+                obs[e, _ROTATION + 3 * i + j] = r[i, j]
+        obs[e, _ALTITUDE] = p[2]
+        for i in range(4):
+            obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
+
+        if usable:
+            # the target as the reward kernel leaves it: a reset env's first expected gate (Progress's
+            # reset_to ran before this step's course.step), else the target, moved on by a counted pass
+            tgt = next_checkpoint[e] % n
+            if not was_reset and passed[e] == 0:
+                tgt = target[e] % n
+            for k in range(2):
+                g = (tgt + k) % n
+                _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
+                               cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+        else:
+            for i in range(_NEXT_GATE, _CORNERS_END):
+                obs[e, i] = 0.0
+
+
+@wp.kernel
+def _reward_termination(
+    envs_per_thread: int,
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the drone
+    position: wp.array(dtype=wp.vec3),
+    body_rate: wp.array(dtype=wp.vec3),
+    last_action: wp.array2d(dtype=wp.float32),
     elapsed: wp.array(dtype=wp.int32),
     # inputs: the course (gate checkpoints, validity) and its step (progress, collision)
     cp_position: wp.array2d(dtype=wp.vec3),
@@ -226,7 +289,6 @@ def _observe(
     prev_action: wp.array2d(dtype=wp.float32),
     # outputs
     autoreset: wp.array(dtype=wp.int32),
-    obs: wp.array2d(dtype=wp.float32),
     reward: wp.array(dtype=wp.float32),
     terminated: wp.array(dtype=wp.bool),
     truncated: wp.array(dtype=wp.bool),
@@ -236,6 +298,8 @@ def _observe(
     out_of_bounds_out: wp.array(dtype=wp.bool),
     missed_gate_out: wp.array(dtype=wp.bool),
 ):
+    """Reward, termination, the info arrays and the autoreset mask of every env (with ``restart``,
+    of the masked envs only: they get reset info and keep the ended episode's reward and flags)."""
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
         was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
@@ -244,19 +308,7 @@ def _observe(
         n = num_checkpoints[e]
         usable = valid[e] != 0 and n >= 2
         p = position[e]
-        q = orientation[e]
         w = body_rate[e]
-
-        v_body = wp.quat_rotate_inv(q, velocity[e])
-        r = wp.quat_to_matrix(q)
-        for i in range(3):
-            obs[e, _VELOCITY + i] = v_body[i]
-            obs[e, _BODY_RATE + i] = w[i]
-            for j in range(3):
-                obs[e, _ROTATION + 3 * i + j] = r[i, j]
-        obs[e, _ALTITUDE] = p[2]
-        for i in range(4):
-            obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
 
         if was_reset:
             # the gate Progress expects first (its reset_to ran before this step's course.step)
@@ -269,14 +321,8 @@ def _observe(
                 prev_action[e, i] = 0.0
             if usable:
                 target_distance[e] = wp.length(p - cp_position[e, nxt])
-                for k in range(2):
-                    g = (nxt + k) % n
-                    _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
-                                   cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
             else:
                 target_distance[e] = 0.0
-                for i in range(_NEXT_GATE, _CORNERS_END):
-                    obs[e, i] = 0.0
             if restart == 0:  # a restart keeps the ended episode's reward and termination
                 reward[e] = 0.0
                 terminated[e] = False
@@ -319,10 +365,6 @@ def _observe(
                 tgt = next_checkpoint[e] % n
             target[e] = tgt
             target_distance[e] = wp.length(p - cp_position[e, tgt])
-            for k in range(2):
-                g = (tgt + k) % n
-                _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
-                               cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
             # course bounds: the bounding box of the gates (up to the top of each opening) and the
             # course line between them (a turn swings out past the gates) grown by the margin
             # (ground: z = 0)
@@ -341,9 +383,6 @@ def _observe(
                 or p[1] > hi[1] + bounds_margin
                 or p[2] > hi[2] + bounds_margin
             )
-        else:
-            for i in range(_NEXT_GATE, _CORNERS_END):
-                obs[e, i] = 0.0
         prev_position[e] = p
 
         collided = p[2] <= 0.0 or (usable and hit[e] != 0)
@@ -792,14 +831,28 @@ class GatesVectorEnv(CourseVectorEnv):
                         start_velocity=self._start_velocity, reset_only=reset_only)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
-        cps, ev, info = self.course.checkpoints, res.events, self._info
+        cps, ev = self.course.checkpoints, res.events
         threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _observe,
             threads,
             inputs=[
                 per, reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
-                self.drone.elapsed,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
+                self.course.result.valid, ev.passed, ev.next_checkpoint, int(restart), self._target,
+            ],
+            outputs=[self._obs],
+            device=self.device,
+        )
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
+        cps, ev, info = self.course.checkpoints, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        wp.launch(
+            _reward_termination,
+            threads,
+            inputs=[
+                per, reset_mask, self.position, self.body_rate, self.drone.last_action, self.drone.elapsed,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
                 self.course.course_line.centerline, self.course.course_line.num_points, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
@@ -807,7 +860,7 @@ class GatesVectorEnv(CourseVectorEnv):
                 self._target, self._target_distance, self._prev_position, self._prev_action,
             ],
             outputs=[
-                self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
+                self._autoreset, self._reward, self._terminated, self._truncated,
                 info["gates_passed"], info["laps"], info["collision"], info["out_of_bounds"], info["missed_gate"],
             ],
             device=self.device,

@@ -289,7 +289,7 @@ def _race(
     progress: wp.array(dtype=float),
     rank: wp.array(dtype=wp.int32),
     grace_left: wp.array(dtype=wp.int32),
-    # in/out: the single-car outputs (TrackVectorEnv's observation kernel wrote them)
+    # in/out: the single-car outputs (TrackVectorEnv's observation and reward kernels wrote them)
     obs: wp.array2d(dtype=float),
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
@@ -650,10 +650,12 @@ class RaceVectorEnv(TrackVectorEnv):
         if self._ground is not None:
             self.state.follow_ground(self._ground)
 
-    def _observe(self, res, reset_mask: wp.array, restart: bool):
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
         # the single-car kernel writes autoreset per car, which may be the reset mask itself
         wp.copy(self._race_reset, reset_mask)
-        super()._observe(res, reset_mask, restart)
+        super()._reward_termination(res, reset_mask, restart)
+        # the race over the single-car outcome: contact, ranks, finishes, and the opponents' entries
+        # of the observation (which read the ranks)
         r, st, ev, info = self.course.result, self.state, res.events, self._info
         cps = self.course.checkpoints
         threads, per = env_loop.shape(self.device, self.num_courses)

@@ -100,7 +100,6 @@ def _observe(
     speed: wp.array(dtype=float),
     yaw_rate: wp.array(dtype=float),
     steer: wp.array(dtype=float),
-    elapsed: wp.array(dtype=wp.int32),
     # inputs: the track
     centerline: wp.array2d(dtype=wp.vec3),
     track_curvature: wp.array2d(dtype=float),
@@ -108,38 +107,23 @@ def _observe(
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     valid: wp.array(dtype=wp.int32),
-    # inputs: the course step (localizer, collision, progress)
+    # inputs: the course step (localizer, progress)
     s: wp.array(dtype=float),
     lateral_offset: wp.array(dtype=float),
     heading_error: wp.array(dtype=float),
     frame_curvature: wp.array(dtype=float),
     segment: wp.array(dtype=wp.int32),
-    hit: wp.array(dtype=wp.int32),
-    laps: wp.array(dtype=wp.int32),
     lap_fraction: wp.array(dtype=float),
-    passed: wp.array(dtype=wp.int32),
     # settings
-    max_episode_steps: int,
-    stall_steps: int,
-    target_laps: int,
-    off_track_penalty: float,
     num_lookahead: int,
     lookahead: wp.array(dtype=float),
     num_beams: int,
     ranges: wp.array2d(dtype=float),
     restart: int,
-    # state (in/out)
-    s_prev: wp.array(dtype=float),
-    stalled: wp.array(dtype=wp.int32),
-    # outputs
-    autoreset: wp.array(dtype=wp.int32),
+    # output
     obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    laps_out: wp.array(dtype=wp.int32),
-    off_track: wp.array(dtype=wp.bool),
 ):
+    """The observation of every env (with ``restart``, of the masked envs only)."""
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])
     for e in range(thread * envs_per_thread, end):
@@ -154,8 +138,7 @@ def _observe(
                     env_loop.prefetch(centerline, f, jf1)
                     env_loop.prefetch(track_curvature, f, jf)
                 env_loop.prefetch(half_width, f, segment[f])
-        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
-        if restart != 0 and not was_reset:
+        if restart != 0 and reset_mask[e] == 0:
             continue
         usable, n, length, inv_spacing = _line(num_points, loop_length, valid, e)
         psi = yaw[e]
@@ -193,6 +176,47 @@ def _observe(
                 for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
                     obs[e, i] = 0.0
 
+
+@wp.kernel
+def _reward_termination(
+    envs_per_thread: int,
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the car's steps this episode, the track
+    elapsed: wp.array(dtype=wp.int32),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    valid: wp.array(dtype=wp.int32),
+    # inputs: the course step (localizer, collision, progress)
+    s: wp.array(dtype=float),
+    hit: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    passed: wp.array(dtype=wp.int32),
+    # settings
+    max_episode_steps: int,
+    stall_steps: int,
+    target_laps: int,
+    off_track_penalty: float,
+    restart: int,
+    # state (in/out)
+    s_prev: wp.array(dtype=float),
+    stalled: wp.array(dtype=wp.int32),
+    # outputs
+    autoreset: wp.array(dtype=wp.int32),
+    reward: wp.array(dtype=float),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    laps_out: wp.array(dtype=wp.int32),
+    off_track: wp.array(dtype=wp.bool),
+):
+    """Reward, termination, the info arrays and the autoreset mask of every env (with ``restart``,
+    of the masked envs only: they get reset info and keep the ended episode's reward and flags)."""
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+        if restart != 0 and not was_reset:
+            continue
+        usable, n, length, inv_spacing = _line(num_points, loop_length, valid, e)
         off = usable and hit[e] != 0
         if was_reset:
             s_prev[e] = s[e]
@@ -908,7 +932,7 @@ class TrackVectorEnv(CourseVectorEnv):
             self.state.follow_ground(self._ground)
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
-        r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
+        r, st, fr = self.course.result, self.state, res.frame
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.obs_type == "lidar":
             sensor = [0, self._lookahead, self.num_beams, self.course.components["lidar"].result.ranges]
@@ -918,15 +942,29 @@ class TrackVectorEnv(CourseVectorEnv):
             _observe,
             threads,
             inputs=[
-                per, reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
+                per, reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer,
                 r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
-                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
-                res.contacts.hit, ev.laps, ev.lap_fraction, ev.passed,
-                self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty,
-                *sensor, int(restart), self._s_prev, self._stalled,
+                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment, res.events.lap_fraction,
+                *sensor, int(restart),
             ],
-            outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
-                     info["laps"], info["off_track"]],
+            outputs=[self._obs],
+            device=self.device,
+        )
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
+        r, ev, info = self.course.result, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        wp.launch(
+            _reward_termination,
+            threads,
+            inputs=[
+                per, reset_mask, self.state.elapsed, r.num_points, r.loop_length, r.valid,
+                res.frame.s, res.contacts.hit, ev.laps, ev.passed,
+                self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty, int(restart),
+                self._s_prev, self._stalled,
+            ],
+            outputs=[self._autoreset, self._reward, self._terminated, self._truncated, info["laps"],
+                     info["off_track"]],
             device=self.device,
         )
 
