@@ -5,9 +5,12 @@
 subclass builds its course, its state and its spaces, then calls :meth:`_finish_init`;
 it supplies only what differs between envs:
 
-* ``_dynamics(reset_mask, reset_only)``: one launch that puts the masked envs at their
-  course's start pose at rest and, unless ``reset_only``, integrates the others one
-  ``dt`` under ``self._action``;
+* ``body`` (the attribute ``_body_attribute`` names): a :class:`~trackgen_env.envs.body.Body`
+  (the cars, the quadrotors) whose ``pose()`` the course binds, and whose ``step`` the dynamics
+  call;
+* ``_start(reset_mask)``: the launches drawing the masked envs' start poses (and velocities) on
+  their course; the dynamics then put the masked envs there and, unless ``reset_only``,
+  advance the others one ``dt`` under ``self._action`` (``body.step``);
 * ``_observe(res, reset_mask, restart)``: one launch (after ``course.step()``, whose
   :class:`~trackgen_env.course.StepResult` is ``res``) writing the observations only; masked
   envs get their first observation; with ``restart`` True the unmasked envs are left untouched;
@@ -63,6 +66,7 @@ from ..checks import check_bool, check_int, check_num_envs, check_seed, resolve_
 from ..pipeline.program import RESET_MIN_INVALID
 from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
+from .body import Body
 from .lifecycle import CourseEnvLifecycle
 
 __all__ = ["CourseVectorEnv", "EnvMetadata", "SharedEnvCalls", "autoreset_mode", "auto_episode_steps", "check_limit",
@@ -369,6 +373,7 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
         """
         E, dev = self.num_envs, self.device
         obs_dim = self.single_observation_space.shape[0]
+        self.course.bind(**self.body.pose())
         self._action = action
         self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
         self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
@@ -413,10 +418,28 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
                           RuntimeWarning, stacklevel=4)
             return None
 
-    # -- what a subclass supplies ------------------------------------------------------------
+    # -- the bodies ---------------------------------------------------------------------------
+    @property
+    def body(self) -> Body:
+        """The env's bodies (:class:`~trackgen_env.envs.body.Body`): the track env's ``state`` (the
+        cars), the gates env's ``drone`` (the quadrotors)."""
+        return getattr(self, self._body_attribute)
+
     def _dynamics(self, reset_mask: wp.array, reset_only: bool) -> None:
-        """Put the masked envs at their start pose; unless ``reset_only``, integrate the others one
-        ``dt`` under ``self._action`` (see the module docstring)."""
+        """Put the masked envs at their start (:meth:`_start`); unless ``reset_only``, advance the
+        others one ``dt`` under ``self._action``."""
+        start_position, start_orientation, start_velocity = self._start(reset_mask)
+        self.body.step(self._action, reset_mask, start_position, start_orientation, start_velocity=start_velocity,
+                       reset_only=reset_only)
+
+    # -- what a subclass supplies ------------------------------------------------------------
+    #: the attribute that holds the env's :class:`~trackgen_env.envs.body.Body`
+    _body_attribute = "state"
+
+    def _start(self, reset_mask: wp.array) -> tuple[wp.array, wp.array, wp.array | None]:
+        """The masked envs' start (its draws, where the course's progress counts from): ``[E]`` start
+        positions, orientations and velocities (None: at rest) for :meth:`Body.step
+        <trackgen_env.envs.body.Body.step>` (see the module docstring)."""
         raise NotImplementedError
 
     def _observe(self, res, reset_mask: wp.array, restart: bool) -> None:

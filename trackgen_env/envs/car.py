@@ -629,13 +629,17 @@ class CarState(ReadOnlyAfterConstruction):
         steer_scale: ``[E]`` float32 steering scale per env, > 0: the car's ``max_steer`` times
             it (keep ``max_steer * steer_scale < pi/2``); 1 by default. The track env's
             ``steer_range`` draws it.
+        ground: the course's :class:`~trackgen_env.tools.HeightField` the cars ride on (hills,
+            banked corners: :meth:`step` ends with :meth:`follow_ground`), or None (the plane).
 
     The attributes are read-only after construction (AttributeError): the step kernel and a
     recorded graph hold these arrays and ``params``; write the arrays in place instead.
     """
 
-    def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic"):
+    def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic",
+                 ground: HeightField | None = None):
         self.params = params
+        self.ground = ground
         self.car_model = check_car_model(model, params)
         self._model = car_model(params)
         self._tyres = tyre_model(params)
@@ -660,20 +664,30 @@ class CarState(ReadOnlyAfterConstruction):
         return (f"CarState.{name} is read-only after construction (the step kernel and a recorded graph hold it): "
                 "write its arrays in place, or build a new env")
 
+    def pose(self) -> dict[str, wp.array]:
+        """The arrays the course binds (:class:`~trackgen_env.envs.body.Body`)."""
+        return {"position": self.position, "orientation": self.orientation, "half_extents": self.half_extents}
+
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
-             *, start_speed: wp.array | None = None, reset_only: bool = False):
-        """Reset the masked envs to their start pose and speed; integrate the others over ``dt``.
+             *, start_velocity: wp.array | None = None, reset_only: bool = False):
+        """Reset the masked envs to their start pose and speed; integrate the others over ``dt``; with
+        a ``ground``, put every car on it (:meth:`follow_ground`).
 
         Args:
             action: ``[E]`` vec2 (steering, throttle) in [-1, 1] (clipped).
             reset_mask: ``[E]`` int32, nonzero = put the car at the start pose and speed.
             start_position, start_orientation: ``[E]`` vec3 / quat start poses.
-            start_speed: ``[E]`` float32 [m/s] >= 0, the reset cars' speed along their heading
+            start_velocity: ``[E]`` float32 [m/s] >= 0, the reset cars' speed along their heading
                 (no yaw rate, no slip); None: at rest.
             reset_only: leave the unmasked envs untouched (a masked restart).
 
-        One launch, no host sync: capturable.
+        One or two launches, no host sync: capturable.
         """
+        self._integrate(action, reset_mask, start_position, start_orientation, start_velocity, reset_only)
+        if self.ground is not None:
+            self.follow_ground(self.ground)
+
+    def _integrate(self, action, reset_mask, start_position, start_orientation, start_speed, reset_only):
         v0 = self._rest if start_speed is None else start_speed
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.car_model == "dynamic":

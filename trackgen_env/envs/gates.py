@@ -672,6 +672,7 @@ class GatesVectorEnv(CourseVectorEnv):
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool),
                    ("missed_gate", wp.bool))
     argument_attributes = {"gates": "gates_config"}
+    _body_attribute = "drone"
 
     def __init__(
         self,
@@ -781,7 +782,6 @@ class GatesVectorEnv(CourseVectorEnv):
         self.position, self.velocity = d.position, d.velocity
         self.orientation, self.body_rate = d.orientation, d.body_rate
         self.half_extents = d.half_extents
-        self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)
         self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
         self._prev_position = wp.zeros(E, dtype=wp.vec3, device=dev)
@@ -803,7 +803,7 @@ class GatesVectorEnv(CourseVectorEnv):
         self._finish_init(wp.zeros((E, 4), dtype=wp.float32, device=dev), capture)
 
     # -- what differs from the track env: the quadrotor, the observation, the picture --------
-    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
+    def _start(self, reset_mask: wp.array):
         course, r = self.course, self.course.result
         random_start = self.start == "random_gate"
         if random_start:
@@ -827,8 +827,7 @@ class GatesVectorEnv(CourseVectorEnv):
         )
         progress = course.components["progress"]
         progress.reset_to(progress.context, reset_mask, self._progress_start)
-        self.drone.step(self._action, reset_mask, self._start_position, self._start_orientation,
-                        start_velocity=self._start_velocity, reset_only=reset_only)
+        return self._start_position, self._start_orientation, self._start_velocity
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         cps, ev = self.course.checkpoints, res.events

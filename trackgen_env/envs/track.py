@@ -841,10 +841,8 @@ class TrackVectorEnv(CourseVectorEnv):
             params.add_validator("layout.elevation", _flat_live)
 
         E, dev = self.num_envs, self.device
-        self.state = CarState(self.car, E, dev, model=self.car_model)
-        self._ground = self.course.heightfield  # None on a flat, level track: no launch
-        self.course.bind(position=self.state.position, orientation=self.state.orientation,
-                         half_extents=self.state.half_extents)
+        # the ground: None on a flat, level track (no launch)
+        self.state = CarState(self.car, E, dev, model=self.car_model, ground=self.course.heightfield)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         self._stalled = wp.zeros(E, dtype=wp.int32, device=dev)  # steps since the last new checkpoint
         # the random start of each env's episode (written for the reset envs)
@@ -903,33 +901,29 @@ class TrackVectorEnv(CourseVectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
     # -- what differs from the gates env: the car, the observation, the picture --------------
-    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
-        r = self.course.result
+    def _start(self, reset_mask: wp.array):
         threads, per = env_loop.shape(self.device, self.num_envs)
+        seeds = self.course.seeds
         for argument, (_, field, index) in _CAR_DRAWS.items():
             bounds = getattr(self, argument)
             if bounds is not None:
-                seeds = self.course.seeds
                 wp.launch(_draw_scale, threads,
                           inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), index, *bounds],
                           outputs=[getattr(self.state, field)], device=self.device)
-        if self.random_start:
-            course, seeds = self.course, self.course.seeds
-            course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
-                                             self._start_checkpoint)
-            wp.launch(_perturb_start, threads,
-                      inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
-                              *self.start_speed],
-                      outputs=[self._start_orientation, self._start_speed], device=self.device)
-            # a lap is a full loop from the start: progress counts from the drawn checkpoint
-            progress = course.components["progress"]
-            progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
-            self.state.step(self._action, reset_mask, self._start_position, self._start_orientation,
-                            start_speed=self._start_speed, reset_only=reset_only)
-        else:
-            self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
-        if self._ground is not None:
-            self.state.follow_ground(self._ground)
+        if not self.random_start:
+            r = self.course.result
+            return r.start_position, r.start_orientation, None
+        course = self.course
+        course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
+                                         self._start_checkpoint)
+        wp.launch(_perturb_start, threads,
+                  inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
+                          *self.start_speed],
+                  outputs=[self._start_orientation, self._start_speed], device=self.device)
+        # a lap is a full loop from the start: progress counts from the drawn checkpoint
+        progress = course.components["progress"]
+        progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
+        return self._start_position, self._start_orientation, self._start_speed
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr = self.course.result, self.state, res.frame
