@@ -18,6 +18,7 @@ from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..tools.course_size import construction_bound
+from .config import UNSET, GatesRewardConfig, GatesStartConfig, grouped
 from .base import CourseVectorEnv, auto_episode_steps, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
@@ -647,6 +648,11 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
       ``load_gate_layout("split_s.yaml")``): fly this given course in every env instead of
       generated ones (``gates`` must then be None; ``GateGenerator.from_layout``).
+    * ``start_config``, ``reward_config``: the keywords below in groups
+      (:class:`~trackgen_env.envs.config.GatesStartConfig`: ``start`` to ``start_yaw``;
+      :class:`~trackgen_env.envs.config.GatesRewardConfig`: ``progress_weight`` to
+      ``approach_distance``), kept as read-only attributes of those names; a group and one of
+      its keywords together raise TypeError.
     * ``start``: ``"first_gate"`` (default) or ``"random_gate"`` (see Starting State);
       ``random_start_prob`` (0.5), ``start_distance`` ((0.3, 1.5) m), ``start_speed``
       ((0, 2.5) m/s), ``start_offset`` (0.1 m), ``start_tilt`` (0.2 rad), ``start_yaw``
@@ -690,24 +696,33 @@ class GatesVectorEnv(CourseVectorEnv):
         gates: GateGenConfig | PipelineSpec | None = None,
         registry: Registry | None = None,
         layout: RaceLayout | None = None,
-        start: str = "first_gate",
-        random_start_prob: float = 0.5,
-        start_distance: tuple[float, float] = (0.3, 1.5),
-        start_speed: tuple[float, float] = (0.0, 2.5),
-        start_offset: float = 0.1,
-        start_tilt: float = 0.2,
-        start_yaw: float = 0.3,
-        progress_weight: float = 1.0,
-        gate_bonus: float = 2.0,
-        crash_penalty: float = 2.0,
-        body_rate_penalty: float = 0.002,
-        smoothness_penalty: float = 2e-4,
-        approach_penalty: float = 0.0,
-        approach_distance: float = 1.0,
+        start_config: GatesStartConfig | None = None,
+        reward_config: GatesRewardConfig | None = None,
+        start: str = UNSET,
+        random_start_prob: float = UNSET,
+        start_distance: tuple[float, float] = UNSET,
+        start_speed: tuple[float, float] = UNSET,
+        start_offset: float = UNSET,
+        start_tilt: float = UNSET,
+        start_yaw: float = UNSET,
+        progress_weight: float = UNSET,
+        gate_bonus: float = UNSET,
+        crash_penalty: float = UNSET,
+        body_rate_penalty: float = UNSET,
+        smoothness_penalty: float = UNSET,
+        approach_penalty: float = UNSET,
+        approach_distance: float = UNSET,
         bounds_margin: float = 2.0,
         bar_thickness: float = 0.05,
         capture: bool = True,
     ):
+        starts = grouped("start_config", GatesStartConfig, start_config, start=start,
+                         random_start_prob=random_start_prob, start_distance=start_distance, start_speed=start_speed,
+                         start_offset=start_offset, start_tilt=start_tilt, start_yaw=start_yaw)
+        reward = grouped("reward_config", GatesRewardConfig, reward_config, progress_weight=progress_weight,
+                         gate_bonus=gate_bonus, crash_penalty=crash_penalty, body_rate_penalty=body_rate_penalty,
+                         smoothness_penalty=smoothness_penalty, approach_penalty=approach_penalty,
+                         approach_distance=approach_distance)
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
         quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
@@ -743,22 +758,27 @@ class GatesVectorEnv(CourseVectorEnv):
                                  f"layout=layout.without_obstacles()")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
-        if start not in START_MODES:
-            raise ValueError(f"start must be one of {START_MODES}, got {start!r}")
-        self.start = start
-        self.random_start_prob = check_float("random_start_prob", random_start_prob, lo=0.0, hi=1.0)
-        self.start_distance = check_range("start_distance", start_distance, lo=0.0)
-        self.start_speed = check_range("start_speed", start_speed, lo=0.0)
-        self.start_offset = check_float("start_offset", start_offset, lo=0.0)
-        self.start_tilt = check_float("start_tilt", start_tilt, lo=0.0, hi=1.0)
-        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=3.2)
-        self.progress_weight = check_float("progress_weight", progress_weight, lo=0.0)
-        self.gate_bonus = check_float("gate_bonus", gate_bonus, lo=0.0)
-        self.crash_penalty = check_float("crash_penalty", crash_penalty, lo=0.0)
-        self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
-        self.smoothness_penalty = check_float("smoothness_penalty", smoothness_penalty, lo=0.0)
-        self.approach_penalty = check_float("approach_penalty", approach_penalty, lo=0.0)
-        self.approach_distance = check_float("approach_distance", approach_distance, lo=0.0, lo_open=True)
+        if starts.start not in START_MODES:
+            raise ValueError(f"start must be one of {START_MODES}, got {starts.start!r}")
+        self.start = starts.start
+        self.random_start_prob = check_float("random_start_prob", starts.random_start_prob, lo=0.0, hi=1.0)
+        self.start_distance = check_range("start_distance", starts.start_distance, lo=0.0)
+        self.start_speed = check_range("start_speed", starts.start_speed, lo=0.0)
+        self.start_offset = check_float("start_offset", starts.start_offset, lo=0.0)
+        self.start_tilt = check_float("start_tilt", starts.start_tilt, lo=0.0, hi=1.0)
+        self.start_yaw = check_float("start_yaw", starts.start_yaw, lo=0.0, hi=3.2)
+        self.start_config = GatesStartConfig(self.start, self.random_start_prob, self.start_distance, self.start_speed,
+                                             self.start_offset, self.start_tilt, self.start_yaw)
+        self.progress_weight = check_float("progress_weight", reward.progress_weight, lo=0.0)
+        self.gate_bonus = check_float("gate_bonus", reward.gate_bonus, lo=0.0)
+        self.crash_penalty = check_float("crash_penalty", reward.crash_penalty, lo=0.0)
+        self.body_rate_penalty = check_float("body_rate_penalty", reward.body_rate_penalty, lo=0.0)
+        self.smoothness_penalty = check_float("smoothness_penalty", reward.smoothness_penalty, lo=0.0)
+        self.approach_penalty = check_float("approach_penalty", reward.approach_penalty, lo=0.0)
+        self.approach_distance = check_float("approach_distance", reward.approach_distance, lo=0.0, lo_open=True)
+        self.reward_config = GatesRewardConfig(self.progress_weight, self.gate_bonus, self.crash_penalty,
+                                               self.body_rate_penalty, self.smoothness_penalty, self.approach_penalty,
+                                               self.approach_distance)
         self.bounds_margin = check_float("bounds_margin", bounds_margin, lo=0.0, lo_open=True)
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)

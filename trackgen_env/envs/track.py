@@ -22,6 +22,7 @@ from ..seeding import Stream, random_key, uniform_range
 from ..pipeline.stages.track_family import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv, auto_episode_steps
+from .config import UNSET, RandomizationConfig, TrackRewardConfig, TrackStartConfig, grouped
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
@@ -640,6 +641,12 @@ class TrackVectorEnv(CourseVectorEnv):
       centreline's point spacing; default twice the distance the car covers in one step at
       ``max_speed``, or the point spacing if that is larger. A loop holds at least 3
       checkpoints: a spacing over a third of it gives 3, evenly spaced.
+    * ``start_config``, ``randomization_config``, ``reward_config``: the keywords below in groups
+      (:class:`~trackgen_env.envs.config.TrackStartConfig`: ``random_start``, ``start_yaw``,
+      ``start_speed``; :class:`~trackgen_env.envs.config.RandomizationConfig`:
+      ``friction_range``, ``accel_range``, ``steer_range``;
+      :class:`~trackgen_env.envs.config.TrackRewardConfig`: ``off_track_penalty``), kept as
+      read-only attributes of those names; a group and one of its keywords together raise TypeError.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -721,13 +728,16 @@ class TrackVectorEnv(CourseVectorEnv):
         registry: Registry | None = None,
         centerline: np.ndarray | None = None,
         checkpoint_spacing: float | None = None,
-        off_track_penalty: float = 1.0,
-        friction_range: tuple[float, float] | None = None,
-        accel_range: tuple[float, float] | None = None,
-        steer_range: tuple[float, float] | None = None,
-        random_start: bool = False,
-        start_yaw: float = 0.0,
-        start_speed: tuple[float, float] = (0.0, 0.0),
+        start_config: TrackStartConfig | None = None,
+        randomization_config: RandomizationConfig | None = None,
+        reward_config: TrackRewardConfig | None = None,
+        off_track_penalty: float = UNSET,
+        friction_range: tuple[float, float] | None = UNSET,
+        accel_range: tuple[float, float] | None = UNSET,
+        steer_range: tuple[float, float] | None = UNSET,
+        random_start: bool = UNSET,
+        start_yaw: float = UNSET,
+        start_speed: tuple[float, float] = UNSET,
         stall_steps: int | None = None,
         num_lookahead: int = 10,
         lookahead_horizon: float | None = None,
@@ -738,6 +748,11 @@ class TrackVectorEnv(CourseVectorEnv):
         lidar_noise_std: float | None = None,
         capture: bool = True,
     ):
+        start = grouped("start_config", TrackStartConfig, start_config, random_start=random_start, start_yaw=start_yaw,
+                        start_speed=start_speed)
+        draws = grouped("randomization_config", RandomizationConfig, randomization_config,
+                        friction_range=friction_range, accel_range=accel_range, steer_range=steer_range)
+        reward = grouped("reward_config", TrackRewardConfig, reward_config, off_track_penalty=off_track_penalty)
         auto_steps = DEFAULT_MAX_EPISODE_STEPS
         if centerline is not None and isinstance(max_episode_steps, str) and max_episode_steps == "auto":
             auto_steps = _circuit_steps(centerline, car, laps)
@@ -746,19 +761,22 @@ class TrackVectorEnv(CourseVectorEnv):
                            render_size=render_size, auto_steps=auto_steps)
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
-        self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
+        self.off_track_penalty = check_float("off_track_penalty", reward.off_track_penalty, lo=0.0)
+        self.reward_config = TrackRewardConfig(self.off_track_penalty)
         # each None, or (lo, hi) scales with 0 < lo <= hi <= 2
         self.friction_range, self.accel_range, self.steer_range = (
             check_range(name, value, 0.0, 2.0, lo_open=True, none=True, what=f" of {_CAR_DRAWS[name][0]}")
-            for name, value in (("friction_range", friction_range), ("accel_range", accel_range),
-                                ("steer_range", steer_range)))
+            for name, value in (("friction_range", draws.friction_range), ("accel_range", draws.accel_range),
+                                ("steer_range", draws.steer_range)))
+        self.randomization_config = RandomizationConfig(self.friction_range, self.accel_range, self.steer_range)
         if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
             raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
                              f"got {self.steer_range[1]} (a wheel angle of "
                              f"{self.car.max_steer * self.steer_range[1]:.4g} rad)")
-        self.random_start = check_bool("random_start", random_start)
-        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
-        self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
+        self.random_start = check_bool("random_start", start.random_start)
+        self.start_yaw = check_float("start_yaw", start.start_yaw, lo=0.0, hi=0.5 * math.pi)
+        self.start_speed = check_range("start_speed", start.start_speed, 0.0, self.car.max_speed)
+        self.start_config = TrackStartConfig(self.random_start, self.start_yaw, self.start_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
