@@ -472,7 +472,7 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
         self._restart(self._reset_mask)
 
     def _advance(self, reset_mask: wp.array):
-        """Reset the masked envs, step the others, observe all, judge all."""
+        """Reset the masked envs, step the others; observe every env, then write its reward and termination."""
         self._dynamics(reset_mask, False)
         res = self.course.step()
         self._observe(res, reset_mask, False)
