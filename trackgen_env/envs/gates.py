@@ -496,8 +496,8 @@ class GatesVectorEnv(CourseVectorEnv):
     apart in an 8 m disc. The goal is to fly through the gates in order without touching a frame or the
     ground. Everything runs in Warp kernels on ``device``; ``step()`` replays one recorded
     graph: quadrotor dynamics -> ``course.step()`` (gate passes in order, frame collision of
-    the body box, localization on the course line) -> reward and termination ->
-    observations, with the auto-reset of ``autoreset_mode`` as the course's masked
+    the body box, localization on the course line) -> observations -> reward and
+    termination, with the auto-reset of ``autoreset_mode`` as the course's masked
     regeneration (``advance=True``) inside the same graph (:mod:`trackgen_env.envs.base`;
     ``docs/envs.md``).
 

@@ -469,8 +469,8 @@ class TrackVectorEnv(CourseVectorEnv):
     loops (18-20 m) in a 10 m square, 0.8 m wide. The goal is to cover as much track as possible without touching
     the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
     recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
-    collision against the band edges, localization on the centreline) -> reward and
-    termination -> observations, with the auto-reset of ``autoreset_mode`` as the course's
+    collision against the band edges, localization on the centreline) -> observations ->
+    reward and termination, with the auto-reset of ``autoreset_mode`` as the course's
     masked regeneration inside the same graph (:mod:`trackgen_env.envs.base`; ``docs/envs.md``).
 
     ## Action Space
