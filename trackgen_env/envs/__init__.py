@@ -7,6 +7,7 @@ and an ``entry_point`` (one env as a ``gymnasium.Env``, :mod:`trackgen_env.envs.
 
 import gymnasium
 
+from .config import GatesRewardConfig, GatesStartConfig, RandomizationConfig, TrackRewardConfig, TrackStartConfig
 from .gates import GatesVectorEnv
 from .race import RaceVectorEnv
 from .sharded import ShardedVectorEnv
@@ -14,7 +15,8 @@ from .single import GatesEnv, TrackEnv
 from .track import TrackVectorEnv
 
 __all__ = ["register_envs", "TrackVectorEnv", "GatesVectorEnv", "RaceVectorEnv", "TrackEnv", "GatesEnv",
-           "ShardedVectorEnv"]
+           "ShardedVectorEnv", "TrackStartConfig", "RandomizationConfig", "TrackRewardConfig", "GatesStartConfig",
+           "GatesRewardConfig"]
 
 #: id -> (entry_point, vector_entry_point)
 ENTRY_POINTS = {

@@ -5,15 +5,20 @@
 subclass builds its course, its state and its spaces, then calls :meth:`_finish_init`;
 it supplies only what differs between envs:
 
-* ``_dynamics(reset_mask, reset_only)``: one launch that puts the masked envs at their
-  course's start pose at rest and, unless ``reset_only``, integrates the others one
-  ``dt`` under ``self._action``;
+* ``body`` (the attribute ``_body_attribute`` names): a :class:`~trackgen_env.envs.body.Body`
+  (the cars, the quadrotors) whose ``pose()`` the course binds, and whose ``step`` the dynamics
+  call;
+* ``_start(reset_mask)``: the launches drawing the masked envs' start poses (and velocities) on
+  their course; the dynamics then put the masked envs there and, unless ``reset_only``,
+  advance the others one ``dt`` under ``self._action`` (``body.step``);
 * ``_observe(res, reset_mask, restart)``: one launch (after ``course.step()``, whose
-  :class:`~trackgen_env.course.StepResult` is ``res``) writing observations, reward,
-  termination, the info arrays and ``self._autoreset`` (1 where the env ended); masked
-  envs get their first observation and reset info, and (``restart`` False) reward 0 and
-  not done; with ``restart`` True the unmasked envs are left untouched and the masked envs'
-  reward and termination are kept (they are the ended episode's);
+  :class:`~trackgen_env.course.StepResult` is ``res``) writing the observations only; masked
+  envs get their first observation; with ``restart`` True the unmasked envs are left untouched;
+* ``_reward_termination(res, reset_mask, restart)``: one launch (after ``_observe``) writing
+  reward, termination, the info arrays and ``self._autoreset`` (1 where the env ended); masked
+  envs get reset info, and (``restart`` False) reward 0 and not done; with ``restart`` True the
+  unmasked envs are left untouched and the masked envs' reward and termination are kept (they
+  are the ended episode's);
 * ``_draw(frames, views, num)``: the launches drawing the first ``num`` envs into ``frames``
   (``[num, H, W, 3]`` uint8; ``views`` is their scratch, :mod:`trackgen_env.render`).
 
@@ -22,29 +27,28 @@ CUDA) and replayed by :meth:`step`; the bodies per autoreset mode:
 
 ============  ===============================================================================
 NEXT_STEP     ``regenerate(mask=autoreset, advance=True)`` -> dynamics (masked envs reset,
-              the action ignored) -> ``course.step()`` -> observe
-SAME_STEP     dynamics -> ``course.step()`` -> observe -> copy obs and info to the final
-              buffers -> ``regenerate(mask=autoreset, advance=True)`` -> if any env ended:
-              dynamics (masked envs only) -> ``course.step(mask=)`` -> observe (masked envs only)
-DISABLED      dynamics -> ``course.step()`` -> observe; ``reset(options={"reset_mask": m})``
-              replays ``regenerate(mask=m, advance=True)`` -> the SAME_STEP restart
+              the action ignored) -> ``course.step()`` -> observe -> reward and termination
+SAME_STEP     dynamics -> ``course.step()`` -> observe -> reward and termination -> copy obs
+              and info to the final buffers -> ``regenerate(mask=autoreset, advance=True)`` ->
+              if any env ended: dynamics (masked envs only) -> ``course.step(mask=)`` ->
+              observe -> reward and termination (masked envs only)
+DISABLED      dynamics -> ``course.step()`` -> observe -> reward and termination;
+              ``reset(options={"reset_mask": m})`` replays ``regenerate(mask=m, advance=True)``
+              -> the SAME_STEP restart
 ============  ===============================================================================
 
 The masked regeneration holds the course's ``any(mask)`` conditional, so a step where no
 env ends skips it on device. The host side (the action in, NumPy or torch outputs out) is
 :mod:`trackgen_env.envs.io`.
 
-Around the step: a construction first refuses what cannot fit in the device's memory (an
-estimate from two small probe constructions, :mod:`trackgen_env.course.memory`); after it
-every attribute is read-only but the live ones (a recorded graph would ignore a new
-value); ``close()`` releases every buffer and graph, and the env refuses use after it.
+Around the step (:mod:`trackgen_env.envs.lifecycle`): a construction first refuses what cannot
+fit in the device's memory (an estimate from two small probe constructions); after it every
+attribute is read-only but the live ones (a recorded graph would ignore a new value);
+``close()`` releases every buffer and graph, and the env refuses use after it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import inspect
 import math
 import warnings
 from types import MappingProxyType
@@ -59,10 +63,11 @@ from gymnasium.vector.utils import batch_space
 
 from .. import exec as exec_modes
 from ..checks import check_bool, check_int, check_num_envs, check_seed, resolve_device
-from ..course import memory
 from ..pipeline.program import RESET_MIN_INVALID
 from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
+from .body import Body
+from .lifecycle import CourseEnvLifecycle
 
 __all__ = ["CourseVectorEnv", "EnvMetadata", "SharedEnvCalls", "autoreset_mode", "auto_episode_steps", "check_limit",
            "obs_layout", "INT32_MAX"]
@@ -265,25 +270,7 @@ def _equal(a, b) -> bool:
         return False
 
 
-def _is_setting(value) -> bool:
-    """Whether ``value`` is a plain setting (a number, a name, a config, a space), not a buffer holder."""
-    if value is None or isinstance(value, (bool, int, float, str, enum.Enum, np.generic, np.random.Generator,
-                                           wp.Device, spaces.Space)):
-        return True
-    if isinstance(value, (tuple, list, frozenset)):
-        return all(_is_setting(v) for v in value)
-    if isinstance(value, dict):
-        return all(_is_setting(v) for v in value.values())
-    # CarParams, TrackGenConfig, ...: a frozen dataclass is a config
-    return dataclasses.is_dataclass(value) and value.__dataclass_params__.frozen
-
-
-# (class, probe arguments) -> the measured parts of its two probes: constructions repeat,
-# and a probe construction costs about a third of a small env's
-_PROBES: dict = {}
-
-
-class CourseVectorEnv(SharedEnvCalls, VectorEnv):
+class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
     """Base class of the course envs (see the module docstring); not registered itself.
 
     Attributes after construction: every public attribute set while constructing (the
@@ -310,61 +297,6 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
     action_labels = ""
     info_fields: tuple[tuple[str, Any], ...] = ()
-
-    def __new__(cls, *args, **kwargs):
-        self = super().__new__(cls)
-        # the constructor's arguments, for the memory estimate's small probe constructions
-        self.__dict__["_arguments"] = (args, kwargs)
-        return self
-
-    # -- read-only attributes ---------------------------------------------------------------
-    def __setattr__(self, name, value):
-        if name in self.__dict__.get("_frozen", ()):
-            raise AttributeError(self._frozen_message(name))
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name):
-        if name in self.__dict__.get("_frozen", ()):
-            raise AttributeError(self._frozen_message(name))
-        super().__delattr__(name)
-
-    def __getattr__(self, name):
-        # only called when the normal lookup fails: a buffer that close() released
-        if name in self.__dict__.get("_released", ()):
-            raise AttributeError(f"{type(self).__name__}.{name} was released by close(): the env is closed")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    @classmethod
-    def constructor_arguments(cls) -> tuple[str, ...]:
-        """The names of the constructor's arguments."""
-        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
-
-    @classmethod
-    def argument_of(cls, attribute: str) -> str | None:
-        """The constructor argument(s) an attribute keeps (``"track_config"`` -> ``"track"``), or None."""
-        mapping = {**CourseVectorEnv.argument_attributes, **cls.argument_attributes}
-        args = [a for a in cls.constructor_arguments() if mapping.get(a, a) == attribute]
-        return " / ".join(f"{a}=" for a in args) or None
-
-    def _frozen_message(self, name: str, owner: str | None = None) -> str:
-        """Why ``name`` cannot be set, and what to do instead; ``owner``: the class named (default this env's)."""
-        cls = owner or type(self).__name__
-        arg = self.argument_of(name)
-        how = (f"build a new env with {arg}..." if arg
-               else "it is derived from the constructor's arguments: build a new env")
-        return (f"{cls}.{name} is read-only: it is fixed at construction (the step graph and the buffers were built "
-                f"from it); {how}")
-
-    def _freeze(self) -> None:
-        """Make every public attribute and every public class setting read-only, but the live ones."""
-        names = {n for n in self.__dict__ if not n.startswith("_")}
-        for klass in type(self).__mro__:
-            if klass is VectorEnv:
-                break
-            names.update(n for n, v in vars(klass).items()
-                         if not n.startswith("_") and not callable(v) and not isinstance(v, (property, classmethod,
-                                                                                              staticmethod)))
-        self.__dict__["_frozen"] = frozenset(names - set(self.live_fields))
 
     # -- live settings ----------------------------------------------------------------------
     @property
@@ -419,112 +351,11 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         arguments = self._bound_arguments()
         check_bool("capture", arguments.get("capture", True))
         seed = check_seed(seed, self.num_envs)
-        size = self._construction_size()
-        if size > memory.PROBE_ENVS[-1]:  # (the probes themselves are not checked)
-            shared = {"num_envs": size, "device": str(self.device), "max_episode_steps": max_episode_steps,
-                      "laps": laps, "render_mode": render_mode, "autoreset_mode": self.autoreset_mode,
-                      "output": self.output, "render_size": render_size}
-            estimate = type(self)._estimate(size, {**arguments, **shared})
-            memory.check_fits(estimate, f"{type(self).__name__}(num_envs={self.num_envs})")
+        self._refuse_if_too_big(arguments, {
+            "num_envs": self._construction_size(), "device": str(self.device), "max_episode_steps": max_episode_steps,
+            "laps": laps, "render_mode": render_mode, "autoreset_mode": self.autoreset_mode, "output": self.output,
+            "render_size": render_size})
         return int(np.random.SeedSequence().entropy % (1 << 31)) if seed is None else seed
-
-    def _construction_size(self) -> int:
-        """The constructor's ``num_envs`` (what the memory probes scale): ``num_envs``, unless a
-        subclass's batch holds several bodies per constructed env."""
-        return self.num_envs
-
-    def _bound_arguments(self) -> dict[str, Any]:
-        """The constructor's arguments by name, defaults filled in."""
-        args, kwargs = self.__dict__.get("_arguments", ((), {}))
-        bound = inspect.signature(type(self).__init__).bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        return {k: v for k, v in bound.arguments.items() if k != "self"}
-
-    @classmethod
-    def memory_estimate(cls, num_envs: int, **kwargs) -> memory.MemoryEstimate:
-        """The memory ``cls(num_envs, **kwargs)`` would allocate on its device, without allocating it.
-
-        Built from two small constructions (``num_envs`` 1 and 2, ``capture=False``) measured
-        per part and extrapolated linearly (:func:`trackgen_env.course.memory.memory_estimate`):
-        ``"generator"``, each course component by name, ``"course"`` (its masks), the body
-        state (``"state"`` / ``"drone"``), ``"env buffers"`` (observations, rewards, info,
-        masks), on the CPU with NumPy outputs ``"numpy outputs"`` (one step's host copies),
-        and with a ``render_mode`` ``"render frames"`` (allocated at the first ``render()``).
-
-        Raises:
-            TypeError / ValueError: the constructor's, for bad arguments (``num_envs`` an int >= 1
-                among them, checked first, as there).
-        """
-        num_envs = check_num_envs(num_envs)
-        probe_cls, params, takes_any = cls._probe_class()
-        unknown = [] if takes_any else sorted(set(kwargs) - set(params) - {"self"})
-        if unknown:  # as the constructor would refuse them (a typo must not give another env's figure)
-            raise TypeError(f"{cls.__name__}.memory_estimate() got arguments {probe_cls.__name__}() does not take: "
-                            f"{unknown}")
-        return cls._estimate(num_envs, kwargs)
-
-    @classmethod
-    def _probe_class(cls):
-        """The class an estimate builds: this one, or (a subclass whose constructor takes no
-        ``num_envs``) the nearest base whose constructor does; its parameters, and whether it
-        takes any keyword."""
-        probe_cls = next(k for k in cls.__mro__ if "num_envs" in inspect.signature(k.__init__).parameters)
-        params = inspect.signature(probe_cls.__init__).parameters
-        return probe_cls, params, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-    @classmethod
-    def _estimate(cls, num_envs: int, kwargs: dict) -> memory.MemoryEstimate:
-        """:meth:`memory_estimate` of checked arguments; the constructor's own check calls it with
-        its bound arguments (a subclass's constructor may take others: they are left out)."""
-        probe_cls, params, takes_any = cls._probe_class()
-        kwargs = {**kwargs, "seed": 0, "capture": False}
-        device = wp.get_device(resolve_device(kwargs.get("device")))
-        kwargs["device"] = str(device)
-        if not takes_any:
-            kwargs = {k: v for k, v in kwargs.items() if k in params}
-        try:
-            key = (probe_cls, frozenset(kwargs.items()))
-            hash(key)
-        except TypeError:  # an unhashable argument (a centerline array): no caching
-            key = None
-        probes = _PROBES.get(key) if key is not None else None
-        if probes is None:
-            probes = memory.probe(lambda e: probe_cls(**{**kwargs, "num_envs": e}), lambda env: env.memory_usage())
-            if key is not None:
-                if len(_PROBES) >= 64:
-                    _PROBES.pop(next(iter(_PROBES)))
-                _PROBES[key] = probes
-        return memory.extrapolate(probes, num_envs, device)
-
-    def memory_usage(self) -> dict[str, int]:
-        """Bytes of ``wp.array`` memory on the env's device, per part (the parts of :meth:`memory_estimate`).
-
-        Raises:
-            RuntimeError: the env is closed.
-        """
-        self.check_open()
-        seen: set[int] = set()
-        parts = memory.course_parts(self.course, device=self.device, seen=seen)
-        buffers = 0
-        for name, value in self.__dict__.items():
-            if name == "course" or _is_setting(value):
-                continue
-            b = memory.array_bytes(value, device=self.device, seen=seen)
-            if isinstance(value, (wp.array, dict)) or name.startswith("_"):
-                buffers += b
-            elif b:
-                parts[name] = b
-        parts["env buffers"] = buffers
-        if self.device.is_cpu and self.output == "numpy":
-            io = self._io
-            outputs = [io.obs, io.reward, io.terminated, io.truncated, *io.info.values()]
-            if io.final_obs is not None:
-                outputs += [io.final_obs, *io.final_info.values()]
-            parts["numpy outputs"] = sum(int(a.capacity) for a in outputs)
-        if self.render_mode is not None:
-            size = self.render_size
-            parts["render frames"] = self.num_envs * (size * size * 3 + 2 * 16)  # [E, H, W, 3] uint8 + [E, 2] vec4
-        return parts
 
     def _spaces(self, obs_dim: int, action_dim: int) -> None:
         self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
@@ -542,6 +373,7 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
         """
         E, dev = self.num_envs, self.device
         obs_dim = self.single_observation_space.shape[0]
+        self.course.bind(**self.body.pose())
         self._action = action
         self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
         self._all_envs = wp.ones(E, dtype=wp.int32, device=dev)
@@ -574,50 +406,7 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
             self._record(self._reset_body, "masked reset")
             if capture and self.autoreset_mode is AutoresetMode.DISABLED else None
         )
-        self._freeze()
-
-    # -- closing -----------------------------------------------------------------------------
-    def close_extras(self, **kwargs) -> None:
-        """Release the env's device memory (Gymnasium's ``VectorEnv.close`` calls this once).
-
-        Waits for the device, then drops every reference the env holds to a buffer, a graph,
-        the course or the body state (what is left are the settings: ``num_envs``, the
-        spaces, ``car``, ...). After it ``step()``, ``reset()`` and ``render()`` raise
-        RuntimeError, and a released attribute AttributeError; ``close()`` again is a no-op.
-        """
-        if self.__dict__.get("_window") is not None:  # render_mode="human"'s window
-            self.__dict__.pop("_window").close()
-        if "_frozen" in self.__dict__:  # fully constructed: work may still run on the device
-            wp.synchronize_device(self.device)
-        params = getattr(getattr(self.__dict__.get("course"), "generator", None), "params", None)
-        if hasattr(params, "release"):  # a reference the user kept would set values nothing reads
-            params.release(f"the env is closed ({type(self).__name__}.close() released its buffers and its course's "
-                           "parameters): build a new env")
-        released = [name for name, value in self.__dict__.items()
-                    if name not in ("_arguments", "_frozen") and not _is_setting(value)]
-        for name in released:
-            del self.__dict__[name]
-        self.__dict__["_arguments"] = ((), {})
-        self.__dict__["_released"] = frozenset(released)
-
-    def __getstate__(self):
-        """Refuse ``pickle`` and ``copy.deepcopy``: the env holds device arrays and recorded graphs,
-        which neither can copy (they failed inside ctypes). A copy of an env is a new env of its
-        arguments and seed.
-
-        Raises:
-            TypeError: always.
-        """
-        raise TypeError(
-            f"a {type(self).__name__} cannot be pickled or copied (it holds Warp device arrays and recorded "
-            "graphs): build another env with the same arguments, e.g. gymnasium.make_vec(env_id, num_envs, seed=...)"
-        )
-
-    def check_open(self) -> None:
-        """Raises RuntimeError when the env is closed."""
-        if self.closed:
-            raise RuntimeError(f"the env is closed ({type(self).__name__}.close() released its buffers): build a new "
-                               f"env")
+        self._freeze_settings()
 
     def _record(self, body, what: str):
         try:
@@ -629,37 +418,81 @@ class CourseVectorEnv(SharedEnvCalls, VectorEnv):
                           RuntimeWarning, stacklevel=4)
             return None
 
+    # -- the bodies ---------------------------------------------------------------------------
+    @property
+    def body(self) -> Body:
+        """The env's bodies (:class:`~trackgen_env.envs.body.Body`): the track env's ``state`` (the
+        cars), the gates env's ``drone`` (the quadrotors)."""
+        return getattr(self, self._body_attribute)
+
+    def _dynamics(self, reset_mask: wp.array, reset_only: bool) -> None:
+        """Put the masked envs at their start (:meth:`_start`); unless ``reset_only``, advance the
+        others one ``dt`` under ``self._action``."""
+        start_position, start_orientation, start_velocity = self._start(reset_mask)
+        self.body.step(self._action, reset_mask, start_position, start_orientation, start_velocity=start_velocity,
+                       reset_only=reset_only)
+
+    # -- what a subclass supplies ------------------------------------------------------------
+    #: the attribute that holds the env's :class:`~trackgen_env.envs.body.Body`
+    _body_attribute = "state"
+
+    def _start(self, reset_mask: wp.array) -> tuple[wp.array, wp.array, wp.array | None]:
+        """The masked envs' start (its draws, where the course's progress counts from): ``[E]`` start
+        positions, orientations and velocities (None: at rest) for :meth:`Body.step
+        <trackgen_env.envs.body.Body.step>` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _observe(self, res, reset_mask: wp.array, restart: bool) -> None:
+        """Write ``self._obs`` (only) from the bodies and the course step ``res`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool) -> None:
+        """Write reward, termination, the info arrays and ``self._autoreset`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def _draw(self, frames: wp.array, views: wp.array, num: int) -> None:
+        """Draw the first ``num`` envs into ``frames`` (see the module docstring)."""
+        raise NotImplementedError
+
     # -- the recorded bodies -----------------------------------------------------------------
     def _step_body(self):
-        mode = self.autoreset_mode
-        if mode is AutoresetMode.NEXT_STEP:
+        """One step: (NEXT_STEP) the ended envs' next courses -> dynamics -> ``course.step()`` ->
+        observe -> reward and termination -> (SAME_STEP) the ended envs' restart."""
+        reset_mask = self._no_envs
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            # the envs that ended at the last step start their next episode in this one (the action ignored)
             self.course.regenerate(mask=self._autoreset, advance=True)
-            self._advance(self._autoreset)
-        elif mode is AutoresetMode.DISABLED:
-            self._advance(self._no_envs)
-        else:
-            self._advance(self._no_envs)
-            # the ended episodes' last observation and info, before the restart overwrites them
-            wp.copy(self._final_obs, self._obs)
-            for name, arr in self._info.items():
-                wp.copy(self._final_info[name], arr)
-            self.course.regenerate(mask=self._autoreset, advance=True)
-            exec_modes.when_any(self._autoreset, self._any, lambda: self._restart(self._autoreset))
+            reset_mask = self._autoreset
+        self._advance(reset_mask)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            self._autoreset_in_place()
 
     def _reset_body(self):
         self.course.regenerate(mask=self._reset_mask, advance=True)
         self._restart(self._reset_mask)
 
     def _advance(self, reset_mask: wp.array):
-        """Reset the masked envs, step the others, observe all."""
+        """Reset the masked envs, step the others; observe every env, then write its reward and termination."""
         self._dynamics(reset_mask, False)
-        self._observe(self.course.step(), reset_mask, False)
+        res = self.course.step()
+        self._observe(res, reset_mask, False)
+        self._reward_termination(res, reset_mask, False)
+
+    def _autoreset_in_place(self):
+        """SAME_STEP: keep the ended envs' last observation and info, then restart them on their next course."""
+        wp.copy(self._final_obs, self._obs)
+        for name, arr in self._info.items():
+            wp.copy(self._final_info[name], arr)
+        self.course.regenerate(mask=self._autoreset, advance=True)
+        exec_modes.when_any(self._autoreset, self._any, lambda: self._restart(self._autoreset))
 
     def _restart(self, mask: wp.array):
         """Reset the masked envs (on their regenerated course) and observe them; the others are
         untouched (the course steps the masked envs only: the others did not move)."""
         self._dynamics(mask, True)
-        self._observe(self.course.step(mask=mask), mask, True)
+        res = self.course.step(mask=mask)
+        self._observe(res, mask, True)
+        self._reward_termination(res, mask, True)
 
     # -- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

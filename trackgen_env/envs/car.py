@@ -65,6 +65,7 @@ from ..checks import check_float, check_int
 from ..polyline import GRAVITY, quat_from_yaw, wrap_angle
 from ..tools.heightfield import HeightField, sample_height
 from .base import INT32_MAX
+from .lifecycle import EVERY_ATTRIBUTE, ReadOnlyAfterConstruction
 
 __all__ = ["CarParams", "CAR_PRESETS", "CAR_MODELS", "car_params", "check_car_model", "CarState", "understeer_gradient"]
 
@@ -603,7 +604,7 @@ def _on_ground(envs_per_thread: int, heights: wp.array3d(dtype=float), origin: w
         position[e] = wp.vec3(p[0], p[1], sample_height(heights, e, origin, cell_size, p[0], p[1]))
 
 
-class CarState:
+class CarState(ReadOnlyAfterConstruction):
     """The car's device state for ``E`` envs (stable arrays, SI units).
 
     ``model``: ``"kinematic"`` (default) or ``"dynamic"`` (:data:`CAR_MODELS`; the dynamic one
@@ -628,13 +629,17 @@ class CarState:
         steer_scale: ``[E]`` float32 steering scale per env, > 0: the car's ``max_steer`` times
             it (keep ``max_steer * steer_scale < pi/2``); 1 by default. The track env's
             ``steer_range`` draws it.
+        ground: the course's :class:`~trackgen_env.tools.HeightField` the cars ride on (hills,
+            banked corners: :meth:`step` ends with :meth:`follow_ground`), or None (the plane).
 
     The attributes are read-only after construction (AttributeError): the step kernel and a
     recorded graph hold these arrays and ``params``; write the arrays in place instead.
     """
 
-    def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic"):
+    def __init__(self, params: CarParams, num_envs: int, device, *, model: str = "kinematic",
+                 ground: HeightField | None = None):
         self.params = params
+        self.ground = ground
         self.car_model = check_car_model(model, params)
         self._model = car_model(params)
         self._tyres = tyre_model(params)
@@ -653,28 +658,36 @@ class CarState:
         self.accel_scale = wp.ones(num_envs, dtype=float, device=self.device)
         self.steer_scale = wp.ones(num_envs, dtype=float, device=self.device)
         self._rest = zeros(float)  # the start speed of a reset without one
-        self._constructed = True
+        self._freeze(EVERY_ATTRIBUTE)
 
-    def __setattr__(self, name, value):
-        if self.__dict__.get("_constructed", False):
-            raise AttributeError(f"CarState.{name} is read-only after construction (the step kernel and a recorded "
-                                 "graph hold it): write its arrays in place, or build a new env")
-        super().__setattr__(name, value)
+    def _read_only_message(self, name: str) -> str:
+        return (f"CarState.{name} is read-only after construction (the step kernel and a recorded graph hold it): "
+                "write its arrays in place, or build a new env")
+
+    def pose(self) -> dict[str, wp.array]:
+        """The arrays the course binds (:class:`~trackgen_env.envs.body.Body`)."""
+        return {"position": self.position, "orientation": self.orientation, "half_extents": self.half_extents}
 
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
-             *, start_speed: wp.array | None = None, reset_only: bool = False):
-        """Reset the masked envs to their start pose and speed; integrate the others over ``dt``.
+             *, start_velocity: wp.array | None = None, reset_only: bool = False):
+        """Reset the masked envs to their start pose and speed; integrate the others over ``dt``; with
+        a ``ground``, put every car on it (:meth:`follow_ground`).
 
         Args:
             action: ``[E]`` vec2 (steering, throttle) in [-1, 1] (clipped).
             reset_mask: ``[E]`` int32, nonzero = put the car at the start pose and speed.
             start_position, start_orientation: ``[E]`` vec3 / quat start poses.
-            start_speed: ``[E]`` float32 [m/s] >= 0, the reset cars' speed along their heading
+            start_velocity: ``[E]`` float32 [m/s] >= 0, the reset cars' speed along their heading
                 (no yaw rate, no slip); None: at rest.
             reset_only: leave the unmasked envs untouched (a masked restart).
 
-        One launch, no host sync: capturable.
+        One or two launches, no host sync: capturable.
         """
+        self._integrate(action, reset_mask, start_position, start_orientation, start_velocity, reset_only)
+        if self.ground is not None:
+            self.follow_ground(self.ground)
+
+    def _integrate(self, action, reset_mask, start_position, start_orientation, start_speed, reset_only):
         v0 = self._rest if start_speed is None else start_speed
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.car_model == "dynamic":

@@ -18,6 +18,7 @@ from ..generators.gate_layouts import RaceLayout, gate_axes
 from ..generators.gates import GateGenConfig, GateGenerator
 from ..pipeline import PipelineSpec, Registry
 from ..tools.course_size import construction_bound
+from .config import UNSET, GatesRewardConfig, GatesStartConfig, grouped
 from .base import CourseVectorEnv, auto_episode_steps, obs_layout
 from .quadrotor import Quadrotor, QuadrotorParams
 from .source import generated_source
@@ -197,6 +198,69 @@ def _observe(
     orientation: wp.array(dtype=wp.quat),
     body_rate: wp.array(dtype=wp.vec3),
     last_action: wp.array2d(dtype=wp.float32),
+    # inputs: the course (gate checkpoints, validity) and its step (progress)
+    cp_position: wp.array2d(dtype=wp.vec3),
+    cp_direction: wp.array2d(dtype=wp.vec3),
+    cp_half_width: wp.array2d(dtype=wp.float32),
+    cp_half_height: wp.array2d(dtype=wp.float32),
+    num_checkpoints: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    passed: wp.array(dtype=wp.int32),
+    next_checkpoint: wp.array(dtype=wp.int32),
+    restart: int,
+    # the gate the reward measures towards (the reward kernel after this one moves it)
+    target: wp.array(dtype=wp.int32),
+    # output
+    obs: wp.array2d(dtype=wp.float32),
+):
+    """The observation of every env (with ``restart``, of the masked envs only): the drone's own
+    state and the corners of the next two gates from the target gate on."""
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0
+        if restart != 0 and not was_reset:
+            continue
+        n = num_checkpoints[e]
+        usable = valid[e] != 0 and n >= 2
+        p = position[e]
+        q = orientation[e]
+        w = body_rate[e]
+
+        v_body = wp.quat_rotate_inv(q, velocity[e])
+        r = wp.quat_to_matrix(q)
+        for i in range(3):
+            obs[e, _VELOCITY + i] = v_body[i]
+            obs[e, _BODY_RATE + i] = w[i]
+            for j in range(3):
+                obs[e, _ROTATION + 3 * i + j] = r[i, j]
+        obs[e, _ALTITUDE] = p[2]
+        for i in range(4):
+            obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
+
+        if usable:
+            # the target as the reward kernel leaves it: a reset env's first expected gate (Progress's
+            # reset_to ran before this step's course.step), else the target, moved on by a counted pass
+            tgt = next_checkpoint[e] % n
+            if not was_reset and passed[e] == 0:
+                tgt = target[e] % n
+            for k in range(2):
+                g = (tgt + k) % n
+                _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
+                               cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
+        else:
+            for i in range(_NEXT_GATE, _CORNERS_END):
+                obs[e, i] = 0.0
+
+
+@wp.kernel
+def _reward_termination(
+    envs_per_thread: int,
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the drone
+    position: wp.array(dtype=wp.vec3),
+    body_rate: wp.array(dtype=wp.vec3),
+    last_action: wp.array2d(dtype=wp.float32),
     elapsed: wp.array(dtype=wp.int32),
     # inputs: the course (gate checkpoints, validity) and its step (progress, collision)
     cp_position: wp.array2d(dtype=wp.vec3),
@@ -226,7 +290,6 @@ def _observe(
     prev_action: wp.array2d(dtype=wp.float32),
     # outputs
     autoreset: wp.array(dtype=wp.int32),
-    obs: wp.array2d(dtype=wp.float32),
     reward: wp.array(dtype=wp.float32),
     terminated: wp.array(dtype=wp.bool),
     truncated: wp.array(dtype=wp.bool),
@@ -236,6 +299,8 @@ def _observe(
     out_of_bounds_out: wp.array(dtype=wp.bool),
     missed_gate_out: wp.array(dtype=wp.bool),
 ):
+    """Reward, termination, the info arrays and the autoreset mask of every env (with ``restart``,
+    of the masked envs only: they get reset info and keep the ended episode's reward and flags)."""
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
         was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
@@ -244,19 +309,7 @@ def _observe(
         n = num_checkpoints[e]
         usable = valid[e] != 0 and n >= 2
         p = position[e]
-        q = orientation[e]
         w = body_rate[e]
-
-        v_body = wp.quat_rotate_inv(q, velocity[e])
-        r = wp.quat_to_matrix(q)
-        for i in range(3):
-            obs[e, _VELOCITY + i] = v_body[i]
-            obs[e, _BODY_RATE + i] = w[i]
-            for j in range(3):
-                obs[e, _ROTATION + 3 * i + j] = r[i, j]
-        obs[e, _ALTITUDE] = p[2]
-        for i in range(4):
-            obs[e, _PREVIOUS_ACTION + i] = last_action[e, i]
 
         if was_reset:
             # the gate Progress expects first (its reset_to ran before this step's course.step)
@@ -269,14 +322,8 @@ def _observe(
                 prev_action[e, i] = 0.0
             if usable:
                 target_distance[e] = wp.length(p - cp_position[e, nxt])
-                for k in range(2):
-                    g = (nxt + k) % n
-                    _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
-                                   cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
             else:
                 target_distance[e] = 0.0
-                for i in range(_NEXT_GATE, _CORNERS_END):
-                    obs[e, i] = 0.0
             if restart == 0:  # a restart keeps the ended episode's reward and termination
                 reward[e] = 0.0
                 terminated[e] = False
@@ -319,10 +366,6 @@ def _observe(
                 tgt = next_checkpoint[e] % n
             target[e] = tgt
             target_distance[e] = wp.length(p - cp_position[e, tgt])
-            for k in range(2):
-                g = (tgt + k) % n
-                _write_corners(obs, e, _NEXT_GATE + (_SECOND_GATE - _NEXT_GATE) * k, p, q, cp_position[e, g],
-                               cp_direction[e, g], cp_half_width[e, g], cp_half_height[e, g])
             # course bounds: the bounding box of the gates (up to the top of each opening) and the
             # course line between them (a turn swings out past the gates) grown by the margin
             # (ground: z = 0)
@@ -341,9 +384,6 @@ def _observe(
                 or p[1] > hi[1] + bounds_margin
                 or p[2] > hi[2] + bounds_margin
             )
-        else:
-            for i in range(_NEXT_GATE, _CORNERS_END):
-                obs[e, i] = 0.0
         prev_position[e] = p
 
         collided = p[2] <= 0.0 or (usable and hit[e] != 0)
@@ -456,8 +496,8 @@ class GatesVectorEnv(CourseVectorEnv):
     apart in an 8 m disc. The goal is to fly through the gates in order without touching a frame or the
     ground. Everything runs in Warp kernels on ``device``; ``step()`` replays one recorded
     graph: quadrotor dynamics -> ``course.step()`` (gate passes in order, frame collision of
-    the body box, localization on the course line) -> reward and termination ->
-    observations, with the auto-reset of ``autoreset_mode`` as the course's masked
+    the body box, localization on the course line) -> observations -> reward and
+    termination, with the auto-reset of ``autoreset_mode`` as the course's masked
     regeneration (``advance=True``) inside the same graph (:mod:`trackgen_env.envs.base`;
     ``docs/envs.md``).
 
@@ -608,6 +648,11 @@ class GatesVectorEnv(CourseVectorEnv):
     * ``layout``: a :class:`~trackgen_env.generators.gate_layouts.RaceLayout` (e.g.
       ``load_gate_layout("split_s.yaml")``): fly this given course in every env instead of
       generated ones (``gates`` must then be None; ``GateGenerator.from_layout``).
+    * ``start_config``, ``reward_config``: the keywords below in groups
+      (:class:`~trackgen_env.envs.config.GatesStartConfig`: ``start`` to ``start_yaw``;
+      :class:`~trackgen_env.envs.config.GatesRewardConfig`: ``progress_weight`` to
+      ``approach_distance``), kept as read-only attributes of those names; a group and one of
+      its keywords together raise TypeError.
     * ``start``: ``"first_gate"`` (default) or ``"random_gate"`` (see Starting State);
       ``random_start_prob`` (0.5), ``start_distance`` ((0.3, 1.5) m), ``start_speed``
       ((0, 2.5) m/s), ``start_offset`` (0.1 m), ``start_tilt`` (0.2 rad), ``start_yaw``
@@ -633,6 +678,7 @@ class GatesVectorEnv(CourseVectorEnv):
     info_fields = (("gates_passed", wp.int32), ("laps", wp.int32), ("collision", wp.bool), ("out_of_bounds", wp.bool),
                    ("missed_gate", wp.bool))
     argument_attributes = {"gates": "gates_config"}
+    _body_attribute = "drone"
 
     def __init__(
         self,
@@ -650,24 +696,33 @@ class GatesVectorEnv(CourseVectorEnv):
         gates: GateGenConfig | PipelineSpec | None = None,
         registry: Registry | None = None,
         layout: RaceLayout | None = None,
-        start: str = "first_gate",
-        random_start_prob: float = 0.5,
-        start_distance: tuple[float, float] = (0.3, 1.5),
-        start_speed: tuple[float, float] = (0.0, 2.5),
-        start_offset: float = 0.1,
-        start_tilt: float = 0.2,
-        start_yaw: float = 0.3,
-        progress_weight: float = 1.0,
-        gate_bonus: float = 2.0,
-        crash_penalty: float = 2.0,
-        body_rate_penalty: float = 0.002,
-        smoothness_penalty: float = 2e-4,
-        approach_penalty: float = 0.0,
-        approach_distance: float = 1.0,
+        start_config: GatesStartConfig | None = None,
+        reward_config: GatesRewardConfig | None = None,
+        start: str = UNSET,
+        random_start_prob: float = UNSET,
+        start_distance: tuple[float, float] = UNSET,
+        start_speed: tuple[float, float] = UNSET,
+        start_offset: float = UNSET,
+        start_tilt: float = UNSET,
+        start_yaw: float = UNSET,
+        progress_weight: float = UNSET,
+        gate_bonus: float = UNSET,
+        crash_penalty: float = UNSET,
+        body_rate_penalty: float = UNSET,
+        smoothness_penalty: float = UNSET,
+        approach_penalty: float = UNSET,
+        approach_distance: float = UNSET,
         bounds_margin: float = 2.0,
         bar_thickness: float = 0.05,
         capture: bool = True,
     ):
+        starts = grouped("start_config", GatesStartConfig, start_config, start=start,
+                         random_start_prob=random_start_prob, start_distance=start_distance, start_speed=start_speed,
+                         start_offset=start_offset, start_tilt=start_tilt, start_yaw=start_yaw)
+        reward = grouped("reward_config", GatesRewardConfig, reward_config, progress_weight=progress_weight,
+                         gate_bonus=gate_bonus, crash_penalty=crash_penalty, body_rate_penalty=body_rate_penalty,
+                         smoothness_penalty=smoothness_penalty, approach_penalty=approach_penalty,
+                         approach_distance=approach_distance)
         if quadrotor is not None and not isinstance(quadrotor, QuadrotorParams):
             raise TypeError(f"quadrotor must be a QuadrotorParams or None, got {type(quadrotor).__name__}")
         quadrotor = quadrotor if quadrotor is not None else QuadrotorParams()
@@ -703,22 +758,27 @@ class GatesVectorEnv(CourseVectorEnv):
                                  f"layout=layout.without_obstacles() (the CLI: --without-obstacles)")
             source = GateGenerator.from_layout(layout, num_envs=self.num_envs, device=str(self.device), seeds=seed)
             seeds = {}
-        if start not in START_MODES:
-            raise ValueError(f"start must be one of {START_MODES}, got {start!r}")
-        self.start = start
-        self.random_start_prob = check_float("random_start_prob", random_start_prob, lo=0.0, hi=1.0)
-        self.start_distance = check_range("start_distance", start_distance, lo=0.0)
-        self.start_speed = check_range("start_speed", start_speed, lo=0.0)
-        self.start_offset = check_float("start_offset", start_offset, lo=0.0)
-        self.start_tilt = check_float("start_tilt", start_tilt, lo=0.0, hi=1.0)
-        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=3.2)
-        self.progress_weight = check_float("progress_weight", progress_weight, lo=0.0)
-        self.gate_bonus = check_float("gate_bonus", gate_bonus, lo=0.0)
-        self.crash_penalty = check_float("crash_penalty", crash_penalty, lo=0.0)
-        self.body_rate_penalty = check_float("body_rate_penalty", body_rate_penalty, lo=0.0)
-        self.smoothness_penalty = check_float("smoothness_penalty", smoothness_penalty, lo=0.0)
-        self.approach_penalty = check_float("approach_penalty", approach_penalty, lo=0.0)
-        self.approach_distance = check_float("approach_distance", approach_distance, lo=0.0, lo_open=True)
+        if starts.start not in START_MODES:
+            raise ValueError(f"start must be one of {START_MODES}, got {starts.start!r}")
+        self.start = starts.start
+        self.random_start_prob = check_float("random_start_prob", starts.random_start_prob, lo=0.0, hi=1.0)
+        self.start_distance = check_range("start_distance", starts.start_distance, lo=0.0)
+        self.start_speed = check_range("start_speed", starts.start_speed, lo=0.0)
+        self.start_offset = check_float("start_offset", starts.start_offset, lo=0.0)
+        self.start_tilt = check_float("start_tilt", starts.start_tilt, lo=0.0, hi=1.0)
+        self.start_yaw = check_float("start_yaw", starts.start_yaw, lo=0.0, hi=3.2)
+        self.start_config = GatesStartConfig(self.start, self.random_start_prob, self.start_distance, self.start_speed,
+                                             self.start_offset, self.start_tilt, self.start_yaw)
+        self.progress_weight = check_float("progress_weight", reward.progress_weight, lo=0.0)
+        self.gate_bonus = check_float("gate_bonus", reward.gate_bonus, lo=0.0)
+        self.crash_penalty = check_float("crash_penalty", reward.crash_penalty, lo=0.0)
+        self.body_rate_penalty = check_float("body_rate_penalty", reward.body_rate_penalty, lo=0.0)
+        self.smoothness_penalty = check_float("smoothness_penalty", reward.smoothness_penalty, lo=0.0)
+        self.approach_penalty = check_float("approach_penalty", reward.approach_penalty, lo=0.0)
+        self.approach_distance = check_float("approach_distance", reward.approach_distance, lo=0.0, lo_open=True)
+        self.reward_config = GatesRewardConfig(self.progress_weight, self.gate_bonus, self.crash_penalty,
+                                               self.body_rate_penalty, self.smoothness_penalty, self.approach_penalty,
+                                               self.approach_distance)
         self.bounds_margin = check_float("bounds_margin", bounds_margin, lo=0.0, lo_open=True)
         self.bar_thickness = check_float("bar_thickness", bar_thickness, lo=0.0, lo_open=True)
         self._spaces(OBS_DIM, 4)
@@ -742,7 +802,6 @@ class GatesVectorEnv(CourseVectorEnv):
         self.position, self.velocity = d.position, d.velocity
         self.orientation, self.body_rate = d.orientation, d.body_rate
         self.half_extents = d.half_extents
-        self.course.bind(position=self.position, orientation=self.orientation, half_extents=self.half_extents)
         self._target = wp.zeros(E, dtype=wp.int32, device=dev)
         self._target_distance = wp.zeros(E, dtype=wp.float32, device=dev)
         self._prev_position = wp.zeros(E, dtype=wp.vec3, device=dev)
@@ -764,7 +823,7 @@ class GatesVectorEnv(CourseVectorEnv):
         self._finish_init(wp.zeros((E, 4), dtype=wp.float32, device=dev), capture)
 
     # -- what differs from the track env: the quadrotor, the observation, the picture --------
-    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
+    def _start(self, reset_mask: wp.array):
         course, r = self.course, self.course.result
         random_start = self.start == "random_gate"
         if random_start:
@@ -788,18 +847,31 @@ class GatesVectorEnv(CourseVectorEnv):
         )
         progress = course.components["progress"]
         progress.reset_to(progress.context, reset_mask, self._progress_start)
-        self.drone.step(self._action, reset_mask, self._start_position, self._start_orientation,
-                        start_velocity=self._start_velocity, reset_only=reset_only)
+        return self._start_position, self._start_orientation, self._start_velocity
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
-        cps, ev, info = self.course.checkpoints, res.events, self._info
+        cps, ev = self.course.checkpoints, res.events
         threads, per = env_loop.shape(self.device, self.num_envs)
         wp.launch(
             _observe,
             threads,
             inputs=[
                 per, reset_mask, self.position, self.velocity, self.orientation, self.body_rate, self.drone.last_action,
-                self.drone.elapsed,
+                cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
+                self.course.result.valid, ev.passed, ev.next_checkpoint, int(restart), self._target,
+            ],
+            outputs=[self._obs],
+            device=self.device,
+        )
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
+        cps, ev, info = self.course.checkpoints, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        wp.launch(
+            _reward_termination,
+            threads,
+            inputs=[
+                per, reset_mask, self.position, self.body_rate, self.drone.last_action, self.drone.elapsed,
                 cps.position, cps.direction, cps.half_width, cps.half_height, cps.num_checkpoints,
                 self.course.course_line.centerline, self.course.course_line.num_points, self.course.result.valid,
                 ev.passed, ev.next_checkpoint, ev.checkpoints_passed, ev.laps, res.contacts.hit,
@@ -807,7 +879,7 @@ class GatesVectorEnv(CourseVectorEnv):
                 self._target, self._target_distance, self._prev_position, self._prev_action,
             ],
             outputs=[
-                self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
+                self._autoreset, self._reward, self._terminated, self._truncated,
                 info["gates_passed"], info["laps"], info["collision"], info["out_of_bounds"], info["missed_gate"],
             ],
             device=self.device,

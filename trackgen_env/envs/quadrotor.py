@@ -300,6 +300,10 @@ class Quadrotor:
         self.elapsed = wp.zeros(E, dtype=wp.int32, device=dev)
         self.half_extents = wp.array(np.tile(self.params.half_extents, (E, 1)), dtype=wp.vec3, device=dev)
 
+    def pose(self) -> dict[str, wp.array]:
+        """The arrays the course binds (:class:`~trackgen_env.envs.body.Body`)."""
+        return {"position": self.position, "orientation": self.orientation, "half_extents": self.half_extents}
+
     def step(self, action: wp.array, reset_mask: wp.array, start_position: wp.array, start_orientation: wp.array,
              *, start_velocity: wp.array | None = None, reset_only: bool = False) -> None:
         """Put the masked envs at their start state (zero body rates); advance the others one control step ``dt``.

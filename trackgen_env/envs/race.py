@@ -289,7 +289,7 @@ def _race(
     progress: wp.array(dtype=float),
     rank: wp.array(dtype=wp.int32),
     grace_left: wp.array(dtype=wp.int32),
-    # in/out: the single-car outputs (TrackVectorEnv's observation kernel wrote them)
+    # in/out: the single-car outputs (TrackVectorEnv's observation and reward kernels wrote them)
     obs: wp.array2d(dtype=float),
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
@@ -633,11 +633,15 @@ class RaceVectorEnv(TrackVectorEnv):
 
     # -- the step -----------------------------------------------------------------------------
     def _dynamics(self, reset_mask: wp.array, reset_only: bool):
-        r, seeds = self.course.result, self.course.seeds
-        threads, per = env_loop.shape(self.device, self.num_courses)
-        if not reset_only:
+        if not reset_only:  # a finished or retired car stands still
+            threads, per = env_loop.shape(self.device, self.num_courses)
             wp.launch(_park, threads, inputs=[per, self.num_agents, self._status], outputs=[self._action],
                       device=self.device)
+        super()._dynamics(reset_mask, reset_only)
+
+    def _start(self, reset_mask: wp.array):
+        r, seeds = self.course.result, self.course.seeds
+        threads, per = env_loop.shape(self.device, self.num_courses)
         wp.launch(
             _grid, threads,
             inputs=[per, self.num_agents, reset_mask, seeds.seeds, seeds.counters, int(Stream.RACE_GRID),
@@ -645,15 +649,14 @@ class RaceVectorEnv(TrackVectorEnv):
                     r.start_orientation, self.grid_spacing, self.grid_lateral, self._half_diagonal, self.grid_length],
             outputs=[self._slot, self._start_position, self._start_orientation, self._void],
             device=self.device)
-        self.state.step(self._action, reset_mask, self._start_position, self._start_orientation,
-                        reset_only=reset_only)
-        if self._ground is not None:
-            self.state.follow_ground(self._ground)
+        return self._start_position, self._start_orientation, None
 
-    def _observe(self, res, reset_mask: wp.array, restart: bool):
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
         # the single-car kernel writes autoreset per car, which may be the reset mask itself
         wp.copy(self._race_reset, reset_mask)
-        super()._observe(res, reset_mask, restart)
+        super()._reward_termination(res, reset_mask, restart)
+        # the race over the single-car outcome: contact, ranks, finishes, and the opponents' entries
+        # of the observation (which read the ranks)
         r, st, ev, info = self.course.result, self.state, res.events, self._info
         cps = self.course.checkpoints
         threads, per = env_loop.shape(self.device, self.num_courses)

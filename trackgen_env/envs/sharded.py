@@ -43,6 +43,7 @@ from ..pipeline.params import not_randomized_refusal, parse_values, randomized_r
 from ..seeding import env_seeds
 from .base import CourseVectorEnv, EnvMetadata, SharedEnvCalls
 from .io import check_actions
+from .lifecycle import ReadOnlyAfterConstruction
 
 __all__ = ["ShardedVectorEnv"]
 
@@ -272,7 +273,7 @@ def _check_course_env(env_id) -> None:
         raise _course_env_refusal(env_id, entry)
 
 
-class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
+class ShardedVectorEnv(ReadOnlyAfterConstruction, SharedEnvCalls, gymnasium.vector.VectorEnv):
     """``num_envs`` envs of ``env_id`` as ``num_shards`` shard envs stepped in parallel threads.
 
     Args:
@@ -357,7 +358,7 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
         self.params = ShardedParams(self.shards, self.bounds)
         self._workers = _Workers(S)
         weakref.finalize(self, self._workers.close)
-        self._built = True
+        self._freeze(())  # from here on, the names the shards hold (_is_read_only)
 
     def __getattr__(self, name: str):
         """A setting every shard holds alike (``car``, ``device``, ``max_episode_steps``, ...): the
@@ -374,15 +375,15 @@ class ShardedVectorEnv(SharedEnvCalls, gymnasium.vector.VectorEnv):
         raise AttributeError(f"{type(self).__name__}.{name}: each shard has its own (envs bounds[k]): read "
                              f"env.shards[k].{name}")
 
-    def __setattr__(self, name: str, value) -> None:
-        """Refuse to set a setting the shards hold (it would shadow theirs, which their graphs read):
-        build the env with it. The env's own attributes are set as usual."""
-        shards = self.__dict__.get("shards") if self.__dict__.get("_built") else None  # after __init__
-        if (shards is not None and name not in self.__dict__ and not hasattr(type(self), name)
-                and hasattr(shards[0], name)):
-            raise AttributeError(f"{type(self).__name__}.{name} is the shards' setting, fixed at their construction: "
-                                 f"build the ShardedVectorEnv with it")
-        super().__setattr__(name, value)
+    def _is_read_only(self, name: str) -> bool:
+        """After construction, a setting the shards hold (setting it would shadow theirs, which their
+        graphs read); the env's own attributes are set as usual."""
+        return ("_frozen" in self.__dict__ and name not in self.__dict__ and not hasattr(type(self), name)
+                and hasattr(self.shards[0], name))
+
+    def _read_only_message(self, name: str) -> str:
+        return (f"{type(self).__name__}.{name} is the shards' setting, fixed at their construction: build the "
+                "ShardedVectorEnv with it")
 
     @property
     def render_mode(self) -> str | None:

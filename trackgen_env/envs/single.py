@@ -28,6 +28,7 @@ from ..checks import check_seed
 from .base import CourseVectorEnv
 from .gates import GatesVectorEnv
 from .io import check_action
+from .lifecycle import ReadOnlyAfterConstruction
 from .track import TrackVectorEnv
 
 __all__ = ["SingleCourseEnv", "TrackEnv", "GatesEnv"]
@@ -39,7 +40,7 @@ _FIXED = ("num_envs", "autoreset_mode", "output")
 _VECTOR_ONLY = ("num_envs", "single_observation_space", "single_action_space", "autoreset_mode")
 
 
-class SingleCourseEnv(gymnasium.Env):
+class SingleCourseEnv(ReadOnlyAfterConstruction, gymnasium.Env):
     """A ``gymnasium.Env`` over a one-env course vector env (see the module docstring); the base of
     :class:`TrackEnv` and :class:`GatesEnv`, which set ``vector_class`` and ``metadata``.
 
@@ -92,7 +93,7 @@ class SingleCourseEnv(gymnasium.Env):
         self._warned_done = False
         self._closed = False
         # from here on the vector env's read-only attributes are read-only here too
-        self.__dict__["_read_only"] = self.vector_env._frozen | {"vector_env"}
+        self._freeze(self.vector_env._frozen | {"vector_env"})
 
     # -- attributes: the vector env's, live or read-only as there ----------------------------
     @property
@@ -114,22 +115,12 @@ class SingleCourseEnv(gymnasium.Env):
     def render_size(self, value) -> None:
         self.vector_env.render_size = value
 
-    def __setattr__(self, name, value):
-        if name in self.__dict__.get("_read_only", ()):
-            raise AttributeError(self._read_only_message(name))
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name):
-        if name in self.__dict__.get("_read_only", ()):
-            raise AttributeError(self._read_only_message(name))
-        super().__delattr__(name)
-
     def __getattr__(self, name):
         # only called when the normal lookup fails: the vector env's read-only settings (laps, car, ...)
         if name in _VECTOR_ONLY:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}: it is one env, not a "
                                  f"vector env (the one-env vector env inside has it: env.unwrapped.vector_env.{name})")
-        if name in self.__dict__.get("_read_only", ()):
+        if self._is_read_only(name):
             return getattr(self.__dict__["vector_env"], name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -143,7 +134,7 @@ class SingleCourseEnv(gymnasium.Env):
         if name in _VECTOR_ONLY:
             return (f"{cls}.{name} is read-only, and not an attribute of the single env: it is one env, not a vector "
                     "env; for many envs use gymnasium.make_vec")
-        return self.vector_env._frozen_message(name, owner=cls)
+        return self.vector_env._read_only_message(name, owner=cls)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on a new course (the first reset keeps the construction's course).

@@ -22,6 +22,7 @@ from ..seeding import Stream, random_key, uniform_range
 from ..pipeline.stages.track_family import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv, auto_episode_steps
+from .config import UNSET, RandomizationConfig, TrackRewardConfig, TrackStartConfig, grouped
 from .car import CAR_PRESETS, CarParams, CarState, car_params, check_car_model
 from .source import generated_source
 
@@ -100,7 +101,6 @@ def _observe(
     speed: wp.array(dtype=float),
     yaw_rate: wp.array(dtype=float),
     steer: wp.array(dtype=float),
-    elapsed: wp.array(dtype=wp.int32),
     # inputs: the track
     centerline: wp.array2d(dtype=wp.vec3),
     track_curvature: wp.array2d(dtype=float),
@@ -108,38 +108,23 @@ def _observe(
     num_points: wp.array(dtype=wp.int32),
     loop_length: wp.array(dtype=float),
     valid: wp.array(dtype=wp.int32),
-    # inputs: the course step (localizer, collision, progress)
+    # inputs: the course step (localizer, progress)
     s: wp.array(dtype=float),
     lateral_offset: wp.array(dtype=float),
     heading_error: wp.array(dtype=float),
     frame_curvature: wp.array(dtype=float),
     segment: wp.array(dtype=wp.int32),
-    hit: wp.array(dtype=wp.int32),
-    laps: wp.array(dtype=wp.int32),
     lap_fraction: wp.array(dtype=float),
-    passed: wp.array(dtype=wp.int32),
     # settings
-    max_episode_steps: int,
-    stall_steps: int,
-    target_laps: int,
-    off_track_penalty: float,
     num_lookahead: int,
     lookahead: wp.array(dtype=float),
     num_beams: int,
     ranges: wp.array2d(dtype=float),
     restart: int,
-    # state (in/out)
-    s_prev: wp.array(dtype=float),
-    stalled: wp.array(dtype=wp.int32),
-    # outputs
-    autoreset: wp.array(dtype=wp.int32),
+    # output
     obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    laps_out: wp.array(dtype=wp.int32),
-    off_track: wp.array(dtype=wp.bool),
 ):
+    """The observation of every env (with ``restart``, of the masked envs only)."""
     thread = wp.tid()
     end = wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])
     for e in range(thread * envs_per_thread, end):
@@ -154,8 +139,7 @@ def _observe(
                     env_loop.prefetch(centerline, f, jf1)
                     env_loop.prefetch(track_curvature, f, jf)
                 env_loop.prefetch(half_width, f, segment[f])
-        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
-        if restart != 0 and not was_reset:
+        if restart != 0 and reset_mask[e] == 0:
             continue
         usable, n, length, inv_spacing = _line(num_points, loop_length, valid, e)
         psi = yaw[e]
@@ -193,6 +177,47 @@ def _observe(
                 for i in range(_LATERAL_OFFSET, _LOOKAHEAD + 3 * num_lookahead):
                     obs[e, i] = 0.0
 
+
+@wp.kernel
+def _reward_termination(
+    envs_per_thread: int,
+    # inputs: which envs were reset this step
+    reset_mask: wp.array(dtype=wp.int32),
+    # inputs: the car's steps this episode, the track
+    elapsed: wp.array(dtype=wp.int32),
+    num_points: wp.array(dtype=wp.int32),
+    loop_length: wp.array(dtype=float),
+    valid: wp.array(dtype=wp.int32),
+    # inputs: the course step (localizer, collision, progress)
+    s: wp.array(dtype=float),
+    hit: wp.array(dtype=wp.int32),
+    laps: wp.array(dtype=wp.int32),
+    passed: wp.array(dtype=wp.int32),
+    # settings
+    max_episode_steps: int,
+    stall_steps: int,
+    target_laps: int,
+    off_track_penalty: float,
+    restart: int,
+    # state (in/out)
+    s_prev: wp.array(dtype=float),
+    stalled: wp.array(dtype=wp.int32),
+    # outputs
+    autoreset: wp.array(dtype=wp.int32),
+    reward: wp.array(dtype=float),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    laps_out: wp.array(dtype=wp.int32),
+    off_track: wp.array(dtype=wp.bool),
+):
+    """Reward, termination, the info arrays and the autoreset mask of every env (with ``restart``,
+    of the masked envs only: they get reset info and keep the ended episode's reward and flags)."""
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        was_reset = reset_mask[e] != 0  # read before autoreset (may be the same array) is written
+        if restart != 0 and not was_reset:
+            continue
+        usable, n, length, inv_spacing = _line(num_points, loop_length, valid, e)
         off = usable and hit[e] != 0
         if was_reset:
             s_prev[e] = s[e]
@@ -444,8 +469,8 @@ class TrackVectorEnv(CourseVectorEnv):
     loops (18-20 m) in a 10 m square, 0.8 m wide. The goal is to cover as much track as possible without touching
     the band's edges. Everything runs in Warp kernels on ``device``; ``step()`` replays one
     recorded graph: car dynamics -> ``course.step()`` (progress through checkpoints, box
-    collision against the band edges, localization on the centreline) -> reward and
-    termination -> observations, with the auto-reset of ``autoreset_mode`` as the course's
+    collision against the band edges, localization on the centreline) -> observations ->
+    reward and termination, with the auto-reset of ``autoreset_mode`` as the course's
     masked regeneration inside the same graph (:mod:`trackgen_env.envs.base`; ``docs/envs.md``).
 
     ## Action Space
@@ -616,6 +641,12 @@ class TrackVectorEnv(CourseVectorEnv):
       centreline's point spacing; default twice the distance the car covers in one step at
       ``max_speed``, or the point spacing if that is larger. A loop holds at least 3
       checkpoints: a spacing over a third of it gives 3, evenly spaced.
+    * ``start_config``, ``randomization_config``, ``reward_config``: the keywords below in groups
+      (:class:`~trackgen_env.envs.config.TrackStartConfig`: ``random_start``, ``start_yaw``,
+      ``start_speed``; :class:`~trackgen_env.envs.config.RandomizationConfig`:
+      ``friction_range``, ``accel_range``, ``steer_range``;
+      :class:`~trackgen_env.envs.config.TrackRewardConfig`: ``off_track_penalty``), kept as
+      read-only attributes of those names; a group and one of its keywords together raise TypeError.
     * ``off_track_penalty``: subtracted from the reward when the car touches an edge (default 1).
     * ``friction_range``: None (default: the car's friction) or ``(lo, hi)`` with ``0 < lo <= hi
       <= 2``: domain randomisation of the grip. At every reset each env draws a friction scale
@@ -697,13 +728,16 @@ class TrackVectorEnv(CourseVectorEnv):
         registry: Registry | None = None,
         centerline: np.ndarray | None = None,
         checkpoint_spacing: float | None = None,
-        off_track_penalty: float = 1.0,
-        friction_range: tuple[float, float] | None = None,
-        accel_range: tuple[float, float] | None = None,
-        steer_range: tuple[float, float] | None = None,
-        random_start: bool = False,
-        start_yaw: float = 0.0,
-        start_speed: tuple[float, float] = (0.0, 0.0),
+        start_config: TrackStartConfig | None = None,
+        randomization_config: RandomizationConfig | None = None,
+        reward_config: TrackRewardConfig | None = None,
+        off_track_penalty: float = UNSET,
+        friction_range: tuple[float, float] | None = UNSET,
+        accel_range: tuple[float, float] | None = UNSET,
+        steer_range: tuple[float, float] | None = UNSET,
+        random_start: bool = UNSET,
+        start_yaw: float = UNSET,
+        start_speed: tuple[float, float] = UNSET,
         stall_steps: int | None = None,
         num_lookahead: int = 10,
         lookahead_horizon: float | None = None,
@@ -714,6 +748,11 @@ class TrackVectorEnv(CourseVectorEnv):
         lidar_noise_std: float | None = None,
         capture: bool = True,
     ):
+        start = grouped("start_config", TrackStartConfig, start_config, random_start=random_start, start_yaw=start_yaw,
+                        start_speed=start_speed)
+        draws = grouped("randomization_config", RandomizationConfig, randomization_config,
+                        friction_range=friction_range, accel_range=accel_range, steer_range=steer_range)
+        reward = grouped("reward_config", TrackRewardConfig, reward_config, off_track_penalty=off_track_penalty)
         auto_steps = DEFAULT_MAX_EPISODE_STEPS
         if centerline is not None and isinstance(max_episode_steps, str) and max_episode_steps == "auto":
             auto_steps = _circuit_steps(centerline, car, laps)
@@ -722,19 +761,22 @@ class TrackVectorEnv(CourseVectorEnv):
                            render_size=render_size, auto_steps=auto_steps)
         self.car = car_params(car)
         self.car_model = check_car_model(car_model, self.car)
-        self.off_track_penalty = check_float("off_track_penalty", off_track_penalty, lo=0.0)
+        self.off_track_penalty = check_float("off_track_penalty", reward.off_track_penalty, lo=0.0)
+        self.reward_config = TrackRewardConfig(self.off_track_penalty)
         # each None, or (lo, hi) scales with 0 < lo <= hi <= 2
         self.friction_range, self.accel_range, self.steer_range = (
             check_range(name, value, 0.0, 2.0, lo_open=True, none=True, what=f" of {_CAR_DRAWS[name][0]}")
-            for name, value in (("friction_range", friction_range), ("accel_range", accel_range),
-                                ("steer_range", steer_range)))
+            for name, value in (("friction_range", draws.friction_range), ("accel_range", draws.accel_range),
+                                ("steer_range", draws.steer_range)))
+        self.randomization_config = RandomizationConfig(self.friction_range, self.accel_range, self.steer_range)
         if self.steer_range is not None and self.car.max_steer * self.steer_range[1] >= 0.5 * math.pi:
             raise ValueError(f"steer_range[1] times the car's max_steer ({self.car.max_steer} rad) must be < pi/2, "
                              f"got {self.steer_range[1]} (a wheel angle of "
                              f"{self.car.max_steer * self.steer_range[1]:.4g} rad)")
-        self.random_start = check_bool("random_start", random_start)
-        self.start_yaw = check_float("start_yaw", start_yaw, lo=0.0, hi=0.5 * math.pi)
-        self.start_speed = check_range("start_speed", start_speed, 0.0, self.car.max_speed)
+        self.random_start = check_bool("random_start", start.random_start)
+        self.start_yaw = check_float("start_yaw", start.start_yaw, lo=0.0, hi=0.5 * math.pi)
+        self.start_speed = check_range("start_speed", start.start_speed, 0.0, self.car.max_speed)
+        self.start_config = TrackStartConfig(self.random_start, self.start_yaw, self.start_speed)
         self.stall_steps = None if stall_steps is None else check_int("stall_steps", stall_steps, lo=1, hi=INT32_MAX)
         self.num_lookahead = check_int("num_lookahead", num_lookahead, lo=0, hi=256)
         c = self.car
@@ -817,10 +859,8 @@ class TrackVectorEnv(CourseVectorEnv):
             params.add_validator("layout.elevation", _flat_live)
 
         E, dev = self.num_envs, self.device
-        self.state = CarState(self.car, E, dev, model=self.car_model)
-        self._ground = self.course.heightfield  # None on a flat, level track: no launch
-        self.course.bind(position=self.state.position, orientation=self.state.orientation,
-                         half_extents=self.state.half_extents)
+        # the ground: None on a flat, level track (no launch)
+        self.state = CarState(self.car, E, dev, model=self.car_model, ground=self.course.heightfield)
         self._s_prev = wp.zeros(E, dtype=float, device=dev)
         self._stalled = wp.zeros(E, dtype=wp.int32, device=dev)  # steps since the last new checkpoint
         # the random start of each env's episode (written for the reset envs)
@@ -879,36 +919,32 @@ class TrackVectorEnv(CourseVectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
     # -- what differs from the gates env: the car, the observation, the picture --------------
-    def _dynamics(self, reset_mask: wp.array, reset_only: bool):
-        r = self.course.result
+    def _start(self, reset_mask: wp.array):
         threads, per = env_loop.shape(self.device, self.num_envs)
+        seeds = self.course.seeds
         for argument, (_, field, index) in _CAR_DRAWS.items():
             bounds = getattr(self, argument)
             if bounds is not None:
-                seeds = self.course.seeds
                 wp.launch(_draw_scale, threads,
                           inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.CAR_PARAMS), index, *bounds],
                           outputs=[getattr(self.state, field)], device=self.device)
-        if self.random_start:
-            course, seeds = self.course, self.course.seeds
-            course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
-                                             self._start_checkpoint)
-            wp.launch(_perturb_start, threads,
-                      inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
-                              *self.start_speed],
-                      outputs=[self._start_orientation, self._start_speed], device=self.device)
-            # a lap is a full loop from the start: progress counts from the drawn checkpoint
-            progress = course.components["progress"]
-            progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
-            self.state.step(self._action, reset_mask, self._start_position, self._start_orientation,
-                            start_speed=self._start_speed, reset_only=reset_only)
-        else:
-            self.state.step(self._action, reset_mask, r.start_position, r.start_orientation, reset_only=reset_only)
-        if self._ground is not None:
-            self.state.follow_ground(self._ground)
+        if not self.random_start:
+            r = self.course.result
+            return r.start_position, r.start_orientation, None
+        course = self.course
+        course.checkpoint_sampler.sample(reset_mask, self._start_position, self._start_orientation,
+                                         self._start_checkpoint)
+        wp.launch(_perturb_start, threads,
+                  inputs=[per, reset_mask, seeds.seeds, seeds.counters, int(Stream.TRACK_START), self.start_yaw,
+                          *self.start_speed],
+                  outputs=[self._start_orientation, self._start_speed], device=self.device)
+        # a lap is a full loop from the start: progress counts from the drawn checkpoint
+        progress = course.components["progress"]
+        progress.reset_to(progress.context, reset_mask, self._start_checkpoint)
+        return self._start_position, self._start_orientation, self._start_speed
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
-        r, st, fr, ev, info = self.course.result, self.state, res.frame, res.events, self._info
+        r, st, fr = self.course.result, self.state, res.frame
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.obs_type == "lidar":
             sensor = [0, self._lookahead, self.num_beams, self.course.components["lidar"].result.ranges]
@@ -918,15 +954,29 @@ class TrackVectorEnv(CourseVectorEnv):
             _observe,
             threads,
             inputs=[
-                per, reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer, st.elapsed,
+                per, reset_mask, st.position, st.yaw, st.speed, st.yaw_rate, st.steer,
                 r.centerline, r.curvature, r.half_width, r.num_points, r.loop_length, r.valid,
-                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment,
-                res.contacts.hit, ev.laps, ev.lap_fraction, ev.passed,
-                self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty,
-                *sensor, int(restart), self._s_prev, self._stalled,
+                fr.s, fr.lateral_offset, fr.heading_error, fr.curvature, fr.segment, res.events.lap_fraction,
+                *sensor, int(restart),
             ],
-            outputs=[self._autoreset, self._obs, self._reward, self._terminated, self._truncated,
-                     info["laps"], info["off_track"]],
+            outputs=[self._obs],
+            device=self.device,
+        )
+
+    def _reward_termination(self, res, reset_mask: wp.array, restart: bool):
+        r, ev, info = self.course.result, res.events, self._info
+        threads, per = env_loop.shape(self.device, self.num_envs)
+        wp.launch(
+            _reward_termination,
+            threads,
+            inputs=[
+                per, reset_mask, self.state.elapsed, r.num_points, r.loop_length, r.valid,
+                res.frame.s, res.contacts.hit, ev.laps, ev.passed,
+                self._step_limit, self.stall_steps or 0, self._lap_limit, self.off_track_penalty, int(restart),
+                self._s_prev, self._stalled,
+            ],
+            outputs=[self._autoreset, self._reward, self._terminated, self._truncated, info["laps"],
+                     info["off_track"]],
             device=self.device,
         )
 
