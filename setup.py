@@ -2,7 +2,7 @@
 
 ``build_py`` runs ``python -m trackgen_env.envs.prebuild`` on the sources, which stores the compiled
 Warp modules in ``trackgen_env/_prebuilt/`` of the build (of the source tree for an editable
-install); the first construction copies them into Warp's kernel cache (``trackgen_env/kernel_cache.py``),
+install); the first construction copies them into Warp's kernel cache (``trackgen_env/core/kernel_cache.py``),
 so a first use does not compile them (~10 s on a 2-core VM). The objects are for this machine's CPU
 target and Warp version, so the wheel is platform-specific; on another target Warp compiles as before.
 A failed prebuild is a warning, not a failed install: the package works without the tree.

@@ -1,4 +1,4 @@
-"""Generated tracks vs real circuits: the circuit statistics of :mod:`trackgen_env.stats`, side by side.
+"""Generated tracks vs real circuits: the circuit statistics of :mod:`trackgen_env.core.stats`, side by side.
 
 Usage::
 
@@ -27,7 +27,7 @@ import warp as wp
 from trackgen_env import TrackGenConfig, TrackGenerator
 from trackgen_env.pipeline import build, presets
 from trackgen_env.generators.centerline_io import load_centerline_csv
-from trackgen_env.stats import MEASURES, STRAIGHT_KAPPA_WIDTH, CircuitStats, centerline_stats, track_result_stats
+from trackgen_env.core.stats import MEASURES, STRAIGHT_KAPPA_WIDTH, CircuitStats, centerline_stats, track_result_stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

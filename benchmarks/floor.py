@@ -10,7 +10,7 @@
   in order by arc length; laps), the observation of ``OBS_FIELDS`` + lookahead points and the
   reward, with ``NEXT_STEP`` auto-reset semantics (the step after an env ends puts its car back
   at the start at rest). It reads ``centerline``, ``curvature`` and ``half_width`` of the env's
-  :class:`~trackgen_env.types.TrackResult`, packed once into one ``(x, y, half width,
+  :class:`~trackgen_env.core.types.TrackResult`, packed once into one ``(x, y, half width,
   curvature)`` record per point (the layout a plain-Warp author picks: one read per point; the
   lateral offset is the signed distance to the closest segment, as the env's Localizer). It
   does NOT regenerate a track when an env ends (the car restarts on the same track).

@@ -1,4 +1,4 @@
-"""Generated gate courses vs real race layouts: the statistics of :mod:`trackgen_env.gate_stats`, side by side.
+"""Generated gate courses vs real race layouts: the statistics of :mod:`trackgen_env.core.gate_stats`, side by side.
 
 Usage::
 
@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import warp as wp
 
-from trackgen_env.gate_stats import GATE_MEASURES, GateLayoutStats, gate_result_stats, race_layout_stats
+from trackgen_env.core.gate_stats import GATE_MEASURES, GateLayoutStats, gate_result_stats, race_layout_stats
 from trackgen_env.generators.gate_layouts import load_layout_folder
 from trackgen_env.generators.gates import GateGenerator
 from trackgen_env.generators.gates_config import GateGenConfig

@@ -35,7 +35,7 @@ from trackgen_env import GateGenConfig, GateGenerator, TrackGenConfig, TrackGene
 from trackgen_env.envs.controllers import CourseLinePilot, PurePursuit
 from trackgen_env.envs.gates import GatesVectorEnv
 from trackgen_env.envs.track import TrackVectorEnv
-from trackgen_env.kernel_cache import PREBUILT_DIR
+from trackgen_env.core.kernel_cache import PREBUILT_DIR
 
 ENVS = {"TrackGen-Track-v0": TrackVectorEnv, "TrackGen-Gates-v0": GatesVectorEnv}
 #: the target for TrackGen-Track-v0 at default capacities, excluding user buffers

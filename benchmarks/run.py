@@ -61,7 +61,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from benchmarks import carracing, measure, training  # noqa: E402
 from benchmarks.floor import FusedWarpStep, NumpyStep  # noqa: E402
-from trackgen_env.checks import resolve_device  # noqa: E402
+from trackgen_env.core.checks import resolve_device  # noqa: E402
 from trackgen_env.envs.controllers import PurePursuit  # noqa: E402
 from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.course.memory import available_bytes  # noqa: E402

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from trackgen_env.seeding import SeedState, random_key, uniform
+from trackgen_env.core.seeding import SeedState, random_key, uniform
 from trackgen_env.tools import Component, InputSpec
-from trackgen_env.types import TrackLayout
+from trackgen_env.core.types import TrackLayout
 
 wp.set_module_options({"enable_backward": False})
 

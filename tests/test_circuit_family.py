@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from trackgen_env.course import Course
 from trackgen_env.generators.centerline_io import load_centerline_csv
 from trackgen_env.pipeline import build, presets
-from trackgen_env.seeding import env_seeds
-from trackgen_env.stats import MEASURES, centerline_stats, track_result_stats
+from trackgen_env.core.seeding import env_seeds
+from trackgen_env.core.stats import MEASURES, centerline_stats, track_result_stats
 
 DEV = "cpu"
 # The shared folder of real circuits: beside the repository in CI, /work/shared here (never copied in).

@@ -64,7 +64,7 @@ def test_a_bad_device_names_the_flag_for_train_and_eval(command, capsys):
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
 def test_a_cuda_device_without_a_gpu_is_refused_without_warps_driver_errors(device, capfd):
     """A bare "cuda" sent Warp to the driver first, which printed C-level errors before the refusal."""
-    from trackgen_env.checks import resolve_device
+    from trackgen_env.core.checks import resolve_device
 
     capfd.readouterr()
     with pytest.raises(ValueError, match=r"device must be one of \['cpu'\] or None \(Warp sees no CUDA device\)"):

@@ -17,7 +17,7 @@ import warp as wp
 from course_fakes import Counter, FakeGenerator, Log, vec3s
 
 from trackgen_env import GateGenConfig, SeedState, TrackGenConfig, tools
-from trackgen_env.capture import (
+from trackgen_env.core.capture import (
     CaptureError,
     NotCapturableError,
     RebindAfterCaptureWarning,

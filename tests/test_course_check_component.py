@@ -13,8 +13,8 @@ from trackgen_env import (
     TrackGenerator,
     tools,
 )
-from trackgen_env import exec as exec_modes
-from trackgen_env.capture import CaptureError, is_capturing
+from trackgen_env.core import exec as exec_modes
+from trackgen_env.core.capture import CaptureError, is_capturing
 from trackgen_env.course import Course
 
 E = 4

@@ -20,8 +20,8 @@ from course_fakes import Counter, FakeGenerator, Log, snapshot, vec3s
 
 import trackgen_env
 from trackgen_env import PerEnvSeededRNG, TrackGenConfig, TrackGenerator, tools
-from trackgen_env import exec as exec_modes
-from trackgen_env.capture import (
+from trackgen_env.core import exec as exec_modes
+from trackgen_env.core.capture import (
     CaptureError,
     NotCapturableError,
     RebindAfterCaptureWarning,
@@ -30,7 +30,7 @@ from trackgen_env.course import Course, CourseConfig, StepResult
 from trackgen_env.course import presets as course_presets
 from trackgen_env.generators import GateGenConfig
 from trackgen_env.pipeline import build, presets
-from trackgen_env.seeding import SeedState
+from trackgen_env.core.seeding import SeedState
 from trackgen_env.tools import InputSpec
 
 E = 4

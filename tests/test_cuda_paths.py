@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from trackgen_env import exec as exec_modes
+from trackgen_env.core import exec as exec_modes
 from trackgen_env.course import Course
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
 from trackgen_env.pipeline import presets

@@ -7,7 +7,7 @@ import warp as wp
 
 from trackgen_env.envs.controllers import CourseLinePilot
 from trackgen_env.envs.gates import GatesVectorEnv
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 HOVER_DRIFT = 0.1  # [m] issue 13: action 0 keeps the start altitude within 0.1 m for 1 s
 

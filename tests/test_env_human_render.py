@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
-from trackgen_env.viewer import HUMAN_ENVS, tile
+from trackgen_env.envs.viewer import HUMAN_ENVS, tile
 
 pygame = pytest.importorskip("pygame")
 

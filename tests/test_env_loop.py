@@ -13,7 +13,8 @@ import pytest
 import warp as wp
 from test_generation_in_place import DEV, E, _builtin_programs
 
-from trackgen_env import TrackGenConfig, env_loop, pipeline
+from trackgen_env import TrackGenConfig, pipeline
+from trackgen_env.core import env_loop
 from trackgen_env.course import Course
 from trackgen_env.envs.track import TrackVectorEnv
 

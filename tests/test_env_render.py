@@ -1,4 +1,4 @@
-"""render_mode="rgb_array": per-env top-down frames drawn on the device (trackgen_env.render)."""
+"""render_mode="rgb_array": per-env top-down frames drawn on the device (trackgen_env.envs.render)."""
 
 import numpy as np
 import pytest
@@ -88,7 +88,7 @@ def test_a_bad_render_size_is_refused():
 
 
 def test_plot_progress_writes_a_png(tmp_path):
-    from trackgen_env import viz
+    from trackgen_env.demos import viz
 
     x = np.arange(50) * 1000
     path = viz.plot_progress({"PPO": (x, np.linspace(0, 5, 50)), "random": (x, np.zeros(50))}, tmp_path / "c.png",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trackgen_env.envs import GatesVectorEnv, TrackVectorEnv
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 
 @pytest.mark.parametrize("cls", [TrackVectorEnv, GatesVectorEnv])

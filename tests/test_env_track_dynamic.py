@@ -9,7 +9,7 @@ import warp as wp
 
 from trackgen_env.envs.car import CAR_PRESETS, CarParams, CarState, understeer_gradient
 from trackgen_env.envs.track import TrackVectorEnv
-from trackgen_env.polyline import GRAVITY
+from trackgen_env.core.polyline import GRAVITY
 
 RC = CAR_PRESETS["rc10"]
 

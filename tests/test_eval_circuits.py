@@ -9,7 +9,7 @@ import pytest
 from trackgen_env.__main__ import main
 from trackgen_env.envs.car import CAR_PRESETS
 from trackgen_env.integrations.circuits import evaluate_circuits
-from trackgen_env.laptime import reference_lap_time
+from trackgen_env.integrations.laptime import reference_lap_time
 from trackgen_env.generators import TrackGenConfig
 
 from stadium import stadium

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("torch")
 
 from torchrun import REPO, run_torchrun, warm  # noqa: E402
-from trackgen_env.seeding import env_seeds  # noqa: E402
+from trackgen_env.core.seeding import env_seeds  # noqa: E402
 
 NUM_ENVS = 4
 LINE = re.compile(

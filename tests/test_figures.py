@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from trackgen_env import viz
+from trackgen_env.demos import viz
 from trackgen_env.__main__ import main
 from trackgen_env.demos import gates as gates_demo
 from trackgen_env.envs import GatesVectorEnv

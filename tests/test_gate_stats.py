@@ -1,4 +1,4 @@
-"""trackgen_env.gate_stats: the measures equal their closed forms on hand-built layouts; the script runs."""
+"""trackgen_env.core.gate_stats: the measures equal their closed forms on hand-built layouts; the script runs."""
 
 import importlib.util
 import json
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from trackgen_env.gate_stats import GATE_MEASURES, gate_layout_stats, gate_result_stats, race_layout_stats
+from trackgen_env.core.gate_stats import GATE_MEASURES, gate_layout_stats, gate_result_stats, race_layout_stats
 from trackgen_env.generators.gate_layouts import RaceLayout, load_layout_folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

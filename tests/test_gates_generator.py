@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from trackgen_env import GateGenConfig, GateGenerator, PerEnvSeededRNG
 from trackgen_env.pipeline import PipelineSpec, Program, build, presets
-from trackgen_env.seeding import env_seeds
-from trackgen_env.types import GateLayout, GateResult
+from trackgen_env.core.seeding import env_seeds
+from trackgen_env.core.types import GateLayout, GateResult
 
 FIELDS = ("gate_position", "gate_orientation", "gate_width", "gate_height", "num_gates", "start_position",
           "start_orientation", "valid")
@@ -136,7 +136,7 @@ def test_eager_and_replayed_regeneration_agree(device):
 
 
 def test_unconditional_capture_agrees_with_eager():
-    from trackgen_env import exec as exec_modes
+    from trackgen_env.core import exec as exec_modes
 
     eager = GateGenerator(gates(8, max_retries=2), seeds=4)
     replay = GateGenerator(gates(8, max_retries=2), seeds=4)

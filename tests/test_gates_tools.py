@@ -7,7 +7,7 @@ from prefill import prefill
 
 from trackgen_env import GateGenerator, tools
 from trackgen_env.pipeline import presets
-from trackgen_env.types import CheckpointSet, Contacts, CourseLine
+from trackgen_env.core.types import CheckpointSet, Contacts, CourseLine
 
 W, H, R = 0.1, 0.1, 0.02  # the spec's gate width, a square opening, the spec's post radius
 NO_FIT = {"layout.size": (3.6, 3.6)}  # room for two gates 1.5 m apart, but no course fits (the config refuses it)

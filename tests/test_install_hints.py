@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from trackgen_env.checks import install_hint
+from trackgen_env.core.checks import install_hint
 from trackgen_env.envs.io import check_output
 from trackgen_env.generators.gate_layouts import load_gate_layout
 from trackgen_env.integrations.sb3 import SB3_INSTALL_HINT

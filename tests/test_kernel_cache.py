@@ -1,4 +1,4 @@
-"""The install's prebuilt CPU kernels (trackgen_env/kernel_cache.py, envs/prebuild.py, setup.py):
+"""The install's prebuilt CPU kernels (trackgen_env/core/kernel_cache.py, envs/prebuild.py, setup.py):
 stored per CPU target, copied into Warp's kernel cache at the first construction, so that a first
 use on an empty cache compiles no module. Timing is in benchmarks/run.py --only first_use."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import warp as wp
 
-from trackgen_env import TrackGenConfig, TrackGenerator, kernel_cache
+from trackgen_env import TrackGenConfig, TrackGenerator
+from trackgen_env.core import kernel_cache
 from trackgen_env.envs import prebuild
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +82,7 @@ _FIRST_USE = r"""
 import sys
 from pathlib import Path
 import gymnasium, numpy as np
-from trackgen_env import kernel_cache
+from trackgen_env.core import kernel_cache
 kernel_cache.PREBUILT_DIR = Path(sys.argv[1])
 env = gymnasium.make_vec("TrackGen-Track-v0", num_envs=4, device="cpu")
 env.reset(seed=0)

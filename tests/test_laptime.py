@@ -1,4 +1,4 @@
-"""Reference lap time (trackgen_env.laptime): the stadium's closed form, within 1%."""
+"""Reference lap time (trackgen_env.integrations.laptime): the stadium's closed form, within 1%."""
 
 import math
 from types import SimpleNamespace
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from trackgen_env.laptime import reference_lap_time, speed_profile
-from trackgen_env.polyline import GRAVITY
+from trackgen_env.integrations.laptime import reference_lap_time, speed_profile
+from trackgen_env.core.polyline import GRAVITY
 
 from stadium import stadium
 

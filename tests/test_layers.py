@@ -11,17 +11,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "trackgen_env"
 
-# top-level name under trackgen_env -> layer (DESIGN.md, "Layers")
+# the layers of DESIGN.md ("Layers"): a folder under trackgen_env -> its layer; core/ holds
+# layers 0 and 1, so its layer-1 modules have their own entries ("core/seeding")
 LAYERS = {
-    "capture": 0, "exec": 0, "checks": 0, "types": 0, "kernel_cache": 0, "env_loop": 0, "warp_log": 0,
-    "seeding": 1, "polyline": 1, "stats": 1, "gate_stats": 1, "laptime": 1,
+    "core": 0, "core/seeding": 1, "core/polyline": 1, "core/stats": 1, "core/gate_stats": 1,
     "pipeline": 2,
     "generators": 3,
     "tools": 4,
     "course": 5,
-    "envs": 6, "render": 6, "viewer": 6,
-    "integrations": 7, "demos": 7, "viz": 7, "__main__": 7,
+    "envs": 6,
+    "integrations": 7, "demos": 7, "__main__": 7,
 }
+#: the only modules of the package that are not in a layer's folder
+TOP_LEVEL = {"__init__.py", "__main__.py"}
 
 
 def _modules():
@@ -33,41 +35,42 @@ def _modules():
 
 
 def _target(rel: Path, node: ast.ImportFrom | ast.Import) -> list[str]:
-    """Top-level names under trackgen_env that ``node`` imports."""
+    """What ``node`` imports from trackgen_env, as paths under it (``core/checks/check_int``, ``envs``)."""
     if isinstance(node, ast.Import):
-        return [a.name.split(".")[1] for a in node.names if a.name.startswith("trackgen_env.")]
+        return ["/".join(a.name.split(".")[1:]) for a in node.names if a.name.startswith("trackgen_env.")]
     if node.level == 0:
-        if node.module and node.module.startswith("trackgen_env."):
-            return [node.module.split(".")[1]]
-        if node.module == "trackgen_env":
-            return [a.name for a in node.names]
-        return []
-    parts = list(rel.parts[:-1])  # the importing module's package path
-    up = node.level - 1
-    if up > len(parts):
-        return []
-    base = parts[: len(parts) - up] if up else parts
-    names = (node.module.split(".") if node.module else [])
-    full = base + names
-    if full:
-        return [full[0]]
-    return [a.name for a in node.names]  # "from .. import x" at the package root
+        if not node.module or not (node.module + ".").startswith("trackgen_env."):
+            return []
+        full = node.module.split(".")[1:]
+    else:
+        parts = list(rel.parts[:-1])  # the importing module's package path
+        up = node.level - 1
+        if up > len(parts):
+            return []
+        full = (parts[: len(parts) - up] if up else parts) + (node.module.split(".") if node.module else [])
+    return ["/".join(full + [a.name]) for a in node.names]  # a name may be a module ("from ..core import seeding")
 
 
-def _top(rel: Path) -> str:
-    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+def _layer(path: str) -> int | None:
+    """The layer of ``path`` under trackgen_env (``core/seeding/SeedState``): its module's entry, else its folder's."""
+    parts = path.removesuffix(".py").split("/")
+    return LAYERS.get("/".join(parts[:2]), LAYERS.get(parts[0]))
+
+
+def _own(rel: Path) -> int | None:
+    return _layer(rel.with_suffix("").as_posix())
 
 
 @pytest.mark.parametrize("rel,path", list(_modules()), ids=lambda v: str(v) if isinstance(v, Path) else "")
 def test_imports_run_downward_only(rel, path):
-    own = LAYERS[_top(rel)]
+    own = _own(rel)
     tree = ast.parse(path.read_text())
     upward = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in _target(rel, node):
-                if name in LAYERS and LAYERS[name] > own:
-                    upward.append(f"line {node.lineno}: {name} (layer {LAYERS[name]})")
+                if (layer := _layer(name)) is not None and layer > own:
+                    upward.append(f"line {node.lineno}: {name} (layer {layer})")
     assert not upward, f"{rel} (layer {own}) imports upward: {upward}"
 
 
@@ -84,13 +87,21 @@ def test_no_package_import_is_hidden_in_a_function(rel, path):
 
 
 def test_every_module_has_a_layer():
-    assert {_top(rel) for rel, _ in _modules()} <= set(LAYERS)
+    assert [rel.as_posix() for rel, _ in _modules() if _own(rel) is None] == []
+
+
+def test_the_folders_are_the_layers():
+    """Beside the layers' folders the package holds only its front door and its command line."""
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert set(flat) <= TOP_LEVEL, f"modules outside a layer's folder: {sorted(set(flat) - TOP_LEVEL)}"
+    folders = {key.split("/")[0] for key in LAYERS} - {p.removesuffix(".py") for p in TOP_LEVEL}
+    assert folders == {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
 
 
 def _readme_layout() -> dict[str, int]:
     """README's Layout block as {module path relative to the package: the layer its ``# N:`` heading names}.
 
-    A line indented by two spaces names a top-level module (``capture.py``) or opens a folder
+    A line indented by two spaces names a top-level module (``__main__.py``) or opens a folder
     (``pipeline/``); a deeper line that starts with ``name/`` opens a subfolder of the folder open;
     every other ``*.py`` name belongs to the folder open. The block ends at the first unindented line.
     """
@@ -124,8 +135,7 @@ def test_readme_layout_lists_every_module_in_its_layer():
     modules = {rel.as_posix() for rel, _ in _modules() if rel.name != "__init__.py"}
     assert sorted(set(listed) - modules) == [], "README's Layout lists modules that do not exist"
     assert sorted(modules - set(listed)) == [], "README's Layout omits these modules"
-    wrong = {path: (layer, LAYERS[path.split("/")[0].removesuffix(".py")]) for path, layer in listed.items()
-             if layer != LAYERS[path.split("/")[0].removesuffix(".py")]}
+    wrong = {path: (layer, _layer(path)) for path, layer in listed.items() if layer != _layer(path)}
     assert not wrong, f"README's Layout puts these modules under another layer than LAYERS (README, LAYERS): {wrong}"
 
 

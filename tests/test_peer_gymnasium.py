@@ -51,7 +51,7 @@ from gymnasium.wrappers.vector import (
 
 import trackgen_env  # noqa: F401
 from trackgen_env.envs import ShardedVectorEnv
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 IDS = ("TrackGen-Track-v0", "TrackGen-Gates-v0")
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)

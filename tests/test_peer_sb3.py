@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNorm
 
 import trackgen_env  # noqa: F401
 from trackgen_env.integrations.sb3 import make_sb3_vec_env
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 IDS = ("TrackGen-Track-v0", "TrackGen-Gates-v0")
 N_ENVS = 3

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from trackgen_env.checks import check_float
+from trackgen_env.core.checks import check_float
 from trackgen_env.pipeline import PipelineSpec, build, presets
 
 DEV = "cpu"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from trackgen_env import pipeline, seeding
+from trackgen_env import pipeline
+from trackgen_env.core import seeding
 from trackgen_env.pipeline import build, presets
 
 DEV = "cpu"

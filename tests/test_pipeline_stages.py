@@ -12,10 +12,10 @@ import pytest
 import warp as wp
 
 from trackgen_env import GateGenerator, TrackGenConfig, TrackGenerator, pipeline
-from trackgen_env.capture import NotCapturableError
+from trackgen_env.core.capture import NotCapturableError
 from trackgen_env.course import Course
 from trackgen_env.pipeline import Param, PipelineSpec, Registry, Stage, build, presets
-from trackgen_env.types import TrackResult
+from trackgen_env.core.types import TrackResult
 
 E = 8
 DEV = "cpu"

@@ -10,9 +10,9 @@ import warp as wp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trackgen_env.gate_stats import gate_result_stats
+from trackgen_env.core.gate_stats import gate_result_stats
 from trackgen_env.pipeline import build, presets
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 REAL_GATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared",
                           "real-courses", "gates")

@@ -9,7 +9,7 @@ pytest.importorskip("rsl_rl")
 
 from torchrun import run_torchrun, warm  # noqa: E402
 from trackgen_env.integrations.train_rsl_rl import rank_seeds  # noqa: E402
-from trackgen_env.seeding import env_seeds  # noqa: E402
+from trackgen_env.core.seeding import env_seeds  # noqa: E402
 NUM_ENVS = 8
 
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from trackgen_env.__main__ import main
-from trackgen_env.checks import check_seed, fold_seed
+from trackgen_env.core.checks import check_seed, fold_seed
 from trackgen_env.envs import TrackVectorEnv
 from trackgen_env.envs.sharded import _shard_seeds
 from trackgen_env.envs.single import TrackEnv
 from trackgen_env.integrations import train as train_module
-from trackgen_env.seeding import PerEnvSeededRNG, SeedState, env_seeds
+from trackgen_env.core.seeding import PerEnvSeededRNG, SeedState, env_seeds
 
 ACCEPTED = [0, 7, 2**31, 2**32, 2**64 - 1, np.uint64(2**64 - 1), np.int64(5)]
 REFUSED_VALUES = [-1, 2**64, 2**70, np.int64(-3)]

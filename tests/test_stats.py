@@ -1,4 +1,4 @@
-"""Circuit statistics (trackgen_env.stats) on a stadium equal their closed forms; real and generated inputs."""
+"""Circuit statistics (trackgen_env.core.stats) on a stadium equal their closed forms; real and generated inputs."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from trackgen_env import TrackGenConfig, TrackGenerator
-from trackgen_env.stats import (CORNER_MIN_ANGLE, SAMPLES_PER_WIDTH, STRAIGHT_KAPPA_WIDTH, centerline_stats,
-                                circuit_stats, track_result_stats)
+from trackgen_env.core.stats import (CORNER_MIN_ANGLE, SAMPLES_PER_WIDTH, STRAIGHT_KAPPA_WIDTH, centerline_stats,
+                                     circuit_stats, track_result_stats)
 
 from stadium import stadium
 

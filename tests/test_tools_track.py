@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prefill import prefill
 
-from trackgen_env.polyline import segment_param
-from trackgen_env.seeding import SeedState
+from trackgen_env.core.polyline import segment_param
+from trackgen_env.core.seeding import SeedState
 from trackgen_env.tools import BandCollision, Checkpoints, Component, ComponentContext, Localizer, Progress
-from trackgen_env.types import CheckpointSet, CourseLine, TrackLayout, TrackResult
+from trackgen_env.core.types import CheckpointSet, CourseLine, TrackLayout, TrackResult
 
 HALF_WIDTH = 0.5  # [m] band half width of every fixture circle
 CAPACITY = 72  # P: centreline capacity of the fixture

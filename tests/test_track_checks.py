@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from trackgen_env import env_loop
+from trackgen_env.core import env_loop
 from trackgen_env.pipeline import build, presets
 from trackgen_env.pipeline.stages import track, track_checks, track_curves
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from trackgen_env import PerEnvSeededRNG, TrackGenConfig, TrackGenerator
 from trackgen_env.pipeline import build, presets
-from trackgen_env.seeding import env_seeds
+from trackgen_env.core.seeding import env_seeds
 
 FIELDS = ("centerline", "tangent", "normal", "arc_length", "curvature", "half_width", "num_points", "loop_length",
           "start_position", "start_orientation", "valid")

@@ -265,7 +265,7 @@ def test_unknown_env_is_an_argparse_error(capsys):
 
 
 def test_eval_seed_default_is_documented_and_disjoint_from_small_training_seeds():
-    from trackgen_env.seeding import env_seeds
+    from trackgen_env.core.seeding import env_seeds
 
     held_out = set(env_seeds(EVAL_SEED, 256).tolist())
     for seed in range(8):

@@ -1,9 +1,9 @@
-"""trackgen_env.viz: track pictures carry a metre scale; every figure colours speed in one unit."""
+"""trackgen_env.demos.viz: track pictures carry a metre scale; every figure colours speed in one unit."""
 
 import numpy as np
 import pytest
 
-from trackgen_env import viz
+from trackgen_env.demos import viz
 
 pytest.importorskip("matplotlib")
 

@@ -6,14 +6,24 @@ kernels; components (``trackgen_env.tools``) run beside a simulation; a
 and ``"TrackGen-Gates-v0"`` are the ready envs.
 """
 
-from .warp_log import quiet_warp_log
+import sys
+
+from .core.warp_log import quiet_warp_log
 
 quiet_warp_log()  # before any module of the package loads; TRACKGEN_WARP_VERBOSE=1 keeps Warp's log
 
-from . import seeding, tools
+# The public paths of modules that live in core/: trackgen_env.capture and trackgen_env.exec (the
+# spec's track_gen.capture and track_gen.exec) and trackgen_env.seeding import as they always have.
+from .core import capture, exec, seeding
+
+sys.modules[f"{__name__}.capture"] = capture
+sys.modules[f"{__name__}.exec"] = exec
+sys.modules[f"{__name__}.seeding"] = seeding
+
+from . import tools
 from .envs import register_envs
 from .generators import GateGenConfig, GateGenerator, TrackGenConfig, TrackGenerator
-from .seeding import PerEnvSeededRNG, SeedState
+from .core.seeding import PerEnvSeededRNG, SeedState
 
 register_envs()
 

@@ -34,7 +34,7 @@ import sys
 
 import warp as wp
 
-from .checks import check_seed, resolve_device
+from .core.checks import check_seed, resolve_device
 from .demos import CIRCUIT_LAPS, CIRCUIT_SPEED
 from .envs.car import CAR_MODELS, CAR_PRESETS
 from .generators.gate_layouts import load_gate_layout

@@ -26,9 +26,9 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
-from .. import exec as exec_modes
-from ..capture import CaptureError, NotCapturableError, caller, raised_in_a_library, retain
-from ..checks import check_bool, check_mask
+from ..core import exec as exec_modes
+from ..core.capture import CaptureError, NotCapturableError, caller, raised_in_a_library, retain
+from ..core.checks import check_bool, check_mask
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import PipelineSpec, Program
 from ..tools.component import ComponentContext, is_per_step, step_components

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import warp as wp
 
-from ..checks import check_num_envs
+from ..core.checks import check_num_envs
 
 __all__ = ["MemoryEstimate", "array_bytes", "course_parts", "probe", "extrapolate", "memory_estimate",
            "available_bytes", "check_fits", "format_bytes", "PROBE_ENVS"]

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 
 from .. import tools
-from ..checks import check_float, check_int, first_bad
+from ..core.checks import check_float, check_int, first_bad
 from ..generators import GateGenConfig, TrackGenConfig
 from ..pipeline import Params, PipelineSpec, build
 from ..pipeline.registry import registry_or_default

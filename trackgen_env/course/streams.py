@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..capture import CaptureError, caller
+from ..core.capture import CaptureError, caller
 
 __all__ = ["check_stream", "resolve_stream", "OnStream"]
 

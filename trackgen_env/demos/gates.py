@@ -12,7 +12,7 @@ from ..envs.controllers import CourseLinePilot
 from ..envs.gates import GatesVectorEnv
 from . import RESET_STEPS_NOTE, count_reset_steps, progress_disabled, shown_envs
 from ..generators.gate_layouts import load_gate_layout
-from ..viz import check_panels, save_figure
+from .viz import check_panels, save_figure
 
 __all__ = ["run", "fly", "plot_courses"]
 

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .. import viz
+from . import viz
 from ..envs.controllers import PurePursuit
 from ..envs.race import OPPONENT_FIELDS, RaceVectorEnv
 from ..envs.track import OBS_FIELDS, OBS_LOOKAHEAD

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .. import viz
+from . import viz
 from ..envs.car import CAR_PRESETS
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv

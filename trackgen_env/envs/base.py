@@ -20,7 +20,7 @@ it supplies only what differs between envs:
   unmasked envs are left untouched and the masked envs' reward and termination are kept (they
   are the ended episode's);
 * ``_draw(frames, views, num)``: the launches drawing the first ``num`` envs into ``frames``
-  (``[num, H, W, 3]`` uint8; ``views`` is their scratch, :mod:`trackgen_env.render`).
+  (``[num, H, W, 3]`` uint8; ``views`` is their scratch, :mod:`trackgen_env.envs.render`).
 
 The step is recorded once as a graph (Warp's CPU graph capture on the CPU, a CUDA graph on
 CUDA) and replayed by :meth:`step`; the bodies per autoreset mode:
@@ -61,10 +61,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .. import exec as exec_modes
-from ..checks import check_bool, check_int, check_num_envs, check_seed, resolve_device
+from ..core import exec as exec_modes
+from ..core.checks import check_bool, check_int, check_num_envs, check_seed, resolve_device
 from ..pipeline.program import RESET_MIN_INVALID
-from ..viewer import HUMAN_ENVS, Window, require_pygame, tile
+from .viewer import HUMAN_ENVS, Window, require_pygame, tile
 from .io import EnvIO, HostOutputs, check_output, host_bool_mask
 from .body import Body
 from .lifecycle import CourseEnvLifecycle
@@ -301,7 +301,7 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
     # -- live settings ----------------------------------------------------------------------
     @property
     def render_mode(self) -> str | None:
-        """None, ``"rgb_array"`` or ``"human"`` (a window, :mod:`trackgen_env.viewer`); settable (the
+        """None, ``"rgb_array"`` or ``"human"`` (a window, :mod:`trackgen_env.envs.viewer`); settable (the
         next ``render()`` uses it; leaving ``"human"`` closes the window)."""
         return self.__dict__.get("_render_mode")
 
@@ -517,7 +517,7 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
 
         Raises:
             ValueError: a seed outside ``[0, 2**64)`` (or per-env seeds outside ``[0, 2**32)``, or not
-                ``num_envs`` of them: :func:`~trackgen_env.checks.check_seed`); options other than
+                ``num_envs`` of them: :func:`~trackgen_env.core.checks.check_seed`); options other than
                 ``reset_mask``; a ``reset_mask`` in
                 another autoreset mode, of another shape, all False, or with a seed.
             TypeError: a seed that is no int; a ``reset_mask`` that is neither a bool NumPy

@@ -60,9 +60,9 @@ from dataclasses import dataclass, fields
 
 import warp as wp
 
-from .. import env_loop
-from ..checks import check_float, check_int
-from ..polyline import GRAVITY, quat_from_yaw, wrap_angle
+from ..core import env_loop
+from ..core.checks import check_float, check_int
+from ..core.polyline import GRAVITY, quat_from_yaw, wrap_angle
 from ..tools.heightfield import HeightField, sample_height
 from .base import INT32_MAX
 from .lifecycle import EVERY_ATTRIBUTE, ReadOnlyAfterConstruction

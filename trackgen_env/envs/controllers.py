@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from ..checks import check_float, check_int
-from ..polyline import BIG, segment_param, wrap_index
+from ..core.checks import check_float, check_int
+from ..core.polyline import BIG, segment_param, wrap_index
 from .car import CarParams
 from .quadrotor import QuadrotorModel, QuadrotorParams, quadrotor_model, thrust_to_action
 from .track import OBS_LOOKAHEAD

@@ -8,10 +8,12 @@ import numpy as np
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-from .. import env_loop, render, tools
-from ..checks import check_float, check_range, first_bad
-from ..polyline import BIG, wrap_index
-from ..seeding import Stream, random_key, uniform, uniform_range
+from ..core import env_loop
+from . import render
+from .. import tools
+from ..core.checks import check_float, check_range, first_bad
+from ..core.polyline import BIG, wrap_index
+from ..core.seeding import Stream, random_key, uniform, uniform_range
 from ..course import Course
 from ..course.presets import WIDTH_PARAM, check_gate_width
 from ..generators.gate_layouts import RaceLayout, gate_axes
@@ -626,7 +628,7 @@ class GatesVectorEnv(CourseVectorEnv):
       line and the gates from above (the next gate in green), the drone with its heading,
       and along the bottom quarter a side view (x against altitude); ``"human"``: those of the
       first 16 envs, tiled, in a window at every step (pygame: the ``human`` extra;
-      :mod:`trackgen_env.viewer`), ``render()`` returning None.
+      :mod:`trackgen_env.envs.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import warp as wp
 
-from ..checks import install_hint
+from ..core.checks import install_hint
 
 __all__ = ["EnvIO", "HostOutputs", "OUTPUTS", "check_action", "check_action_shape", "check_actions", "check_output"]
 

@@ -23,7 +23,7 @@ import warp as wp
 from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
-from ..checks import check_num_envs, resolve_device
+from ..core.checks import check_num_envs, resolve_device
 from ..course import memory
 
 __all__ = ["ReadOnlyAfterConstruction", "CourseEnvLifecycle", "EVERY_ATTRIBUTE", "is_setting"]

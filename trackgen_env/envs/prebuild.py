@@ -5,7 +5,7 @@
 with its reference controller, :class:`~trackgen_env.envs.controllers.CourseLinePilot`), with Warp's kernel
 cache on a new empty folder (set in a child process, since Warp reads ``WARP_CACHE_PATH`` once, at
 ``wp.init()``), then stores this package's compiled modules in ``TARGET/<key>/``
-(:func:`trackgen_env.kernel_cache.store`), which :func:`trackgen_env.kernel_cache.seed` copies into
+(:func:`trackgen_env.core.kernel_cache.store`), which :func:`trackgen_env.core.kernel_cache.seed` copies into
 the user's cache at the first construction. It compiles what a default construction and step
 launch: other settings (another collision backend, a circuit CSV) compile on first use as before.
 """
@@ -20,7 +20,7 @@ import tempfile
 import gymnasium
 import numpy as np
 
-from .. import kernel_cache
+from ..core import kernel_cache
 from . import ENTRY_POINTS, register_envs
 from .controllers import CourseLinePilot
 
@@ -46,7 +46,7 @@ def compile_envs(env_ids: tuple[str, ...] = tuple(ENTRY_POINTS), num_envs: int =
 def build(target: str | os.PathLike = kernel_cache.PREBUILT_DIR,
           env_ids: tuple[str, ...] = tuple(ENTRY_POINTS)) -> list[str]:
     """Compile the CPU kernels of the envs ``env_ids`` (default: every registered env) in a child
-    process on an empty kernel cache and store them under ``target`` (:func:`trackgen_env.kernel_cache.store`).
+    process on an empty kernel cache and store them under ``target`` (:func:`trackgen_env.core.kernel_cache.store`).
 
     Returns:
         The module folder names stored.

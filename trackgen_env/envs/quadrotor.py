@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from .. import env_loop
-from ..checks import check_float, check_int, check_vec3, dtype_name
-from ..polyline import GRAVITY
+from ..core import env_loop
+from ..core.checks import check_float, check_int, check_vec3, dtype_name
+from ..core.polyline import GRAVITY
 
 wp.set_module_options({"enable_backward": False})
 

@@ -27,12 +27,12 @@ import numpy as np
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-from .. import env_loop
-from ..checks import check_float, check_int, check_num_envs
+from ..core import env_loop
+from ..core.checks import check_float, check_int, check_num_envs
 from ..generators.centerline_io import check_centerline
 from ..generators.track import TrackGenConfig
-from ..polyline import quat_from_yaw, wrap_angle
-from ..seeding import Stream, env_seeds, random_key, uniform
+from ..core.polyline import quat_from_yaw, wrap_angle
+from ..core.seeding import Stream, env_seeds, random_key, uniform
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, check_seed
 from .car import car_params, yaw_of

@@ -37,10 +37,10 @@ import gymnasium
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from ..checks import check_int, check_seed
+from ..core.checks import check_int, check_seed
 from ..pipeline.program import RESET_MIN_INVALID, FewValidCoursesWarning
 from ..pipeline.params import not_randomized_refusal, parse_values, randomized_refusal
-from ..seeding import env_seeds
+from ..core.seeding import env_seeds
 from .base import CourseVectorEnv, EnvMetadata, SharedEnvCalls
 from .io import check_actions
 from .lifecycle import ReadOnlyAfterConstruction
@@ -52,7 +52,8 @@ def _shard_seeds(seed, num_envs: int, bounds) -> list:
     """Per-shard seed lists of an int seed, ``num_envs`` ints, or None (one int drawn from the OS).
 
     Raises:
-        TypeError, ValueError: a seed one env of ``num_envs`` would refuse (:func:`~trackgen_env.checks.check_seed`).
+        TypeError, ValueError: a seed one env of ``num_envs`` would refuse
+            (:func:`~trackgen_env.core.checks.check_seed`).
     """
     seed = check_seed(seed, num_envs)
     if seed is None:

@@ -24,7 +24,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ..checks import check_seed
+from ..core.checks import check_seed
 from .base import CourseVectorEnv
 from .gates import GatesVectorEnv
 from .io import check_action

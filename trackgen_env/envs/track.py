@@ -12,13 +12,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .. import env_loop, render, tools
-from ..checks import check_bool, check_float, check_int, check_range, first_bad
+from ..core import env_loop
+from . import render
+from .. import tools
+from ..core.checks import check_bool, check_float, check_int, check_range, first_bad
 from ..course import Course
 from ..generators.track import TrackGenConfig, TrackGenerator
 from ..generators.centerline_io import centerline_length, check_centerline
 from ..pipeline import PipelineSpec, Registry
-from ..seeding import Stream, random_key, uniform_range
+from ..core.seeding import Stream, random_key, uniform_range
 from ..pipeline.stages.track_family import TRACK
 from ..tools.course_size import construction_bound
 from .base import INT32_MAX, CourseVectorEnv, auto_episode_steps
@@ -599,7 +601,7 @@ class TrackVectorEnv(CourseVectorEnv):
       RGB frames ``[render_size, render_size, 3]`` uint8, drawn on the device (track band,
       edges, checkpoints, start line, the car's body box); ``"human"``: those of the first 16
       envs, tiled, in a window at every step (pygame: the ``human`` extra;
-      :mod:`trackgen_env.viewer`), ``render()`` returning None.
+      :mod:`trackgen_env.envs.viewer`), ``render()`` returning None.
     * ``render_size``: frame side in pixels (default 256).
     * ``autoreset_mode``: a ``gymnasium.vector.AutoresetMode`` or its value (default
       ``NEXT_STEP``); also ``metadata["autoreset_mode"]``.

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from ..checks import install_hint
+from ..core.checks import install_hint
 from .centerline_io import warn_far_coordinates
 
 try:  # the standard library's TOML reader from Python 3.11; its backport before

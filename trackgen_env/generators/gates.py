@@ -38,8 +38,8 @@ class GateGenerator(Program):
 
     Attributes:
         family: ``"gates"``.
-        result: :class:`~trackgen_env.types.GateResult`, stable arrays ``[E, G]`` / ``[E]``.
-        layout: :class:`~trackgen_env.types.GateLayout` (``max_gates = config.num_gates``).
+        result: :class:`~trackgen_env.core.types.GateResult`, stable arrays ``[E, G]`` / ``[E]``.
+        layout: :class:`~trackgen_env.core.types.GateLayout` (``max_gates = config.num_gates``).
         params: live dynamic parameters: ``"layout.size"``, ``"layout.radius_jitter"``,
             ``"layout.angle_jitter"``, ``"layout.max_turn"``, ``"layout.altitude_min"``, ``"layout.altitude_max"``,
             ``"gate_frames.gate_width"``, ``"gate_frames.gate_height"`` (each ``[E]``

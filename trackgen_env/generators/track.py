@@ -47,8 +47,8 @@ class TrackGenerator(Program):
             zeros until the first ``generate``.
 
     Attributes:
-        result: :class:`~trackgen_env.types.TrackResult`, stable arrays ``[E, P]`` / ``[E]``.
-        layout: :class:`~trackgen_env.types.TrackLayout` (capacities).
+        result: :class:`~trackgen_env.core.types.TrackResult`, stable arrays ``[E, P]`` / ``[E]``.
+        layout: :class:`~trackgen_env.core.types.TrackLayout` (capacities).
         params: live dynamic parameters (``"layout.size"``, ``"band.width"``, ...).
         config: the :class:`TrackGenConfig` it was built from (of its spec when built from one).
         seeds: the :class:`~trackgen_env.seeding.SeedState`.

@@ -13,7 +13,7 @@ time the car's body comes to touch an edge) until it completes the lap or the ti
 (``time_factor`` times the reference lap time) runs out.
 
 Per circuit: lap completed, lap time [s] (standing start to the finish line), the reference
-lap time [s] (:func:`trackgen_env.laptime.reference_lap_time` for the same car on the
+lap time [s] (:func:`trackgen_env.integrations.laptime.reference_lap_time` for the same car on the
 circuit's race line ``DIR/racelines/<name>.csv`` when there is one, as TUMFTM's
 minimum-curvature race lines are, else on the centreline), their ratio, and the off-track
 count. :func:`format_circuits_table` writes the table as Markdown, :func:`circuits_json` as JSON.
@@ -31,12 +31,12 @@ from typing import Any, Callable
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ..checks import check_float
+from ..core.checks import check_float
 from ..envs.car import CAR_PRESETS, car_params, check_car_model
 from ..envs.controllers import PurePursuit
 from ..envs.track import TrackVectorEnv
 from ..generators.centerline_io import load_centerline_csv
-from ..laptime import reference_lap_time
+from .laptime import reference_lap_time
 from ..generators import TrackGenConfig
 from .evaluation import check_circuit_env, check_circuit_scale
 from .runs import (load_run_policy, model_file, observation_stats, policy_torch_device, read_train_record,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import check_float, check_int
+from ..core.checks import check_float, check_int
 from ..demos import progress_disabled
 from ..envs.car import CarParams, car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
@@ -31,7 +31,7 @@ from ..generators.gate_layouts import RaceLayout, load_gate_layout
 from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec
-from ..seeding import env_seeds
+from ..core.seeding import env_seeds
 from .runs import (check_run_seed, load_run_policy, model_file, observation_stats, policy_torch_device,
                    read_train_record, run_trainer_of, torch_threads_for, using_torch_threads)
 from .sb3 import make_sb3_vec_env, require_sb3

@@ -40,7 +40,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from ..checks import install_hint
+from ..core.checks import install_hint
 
 __all__ = ["RslRlVecEnv", "make_rsl_rl_vec_env", "require_rsl_rl", "OnPolicyRunner", "RSL_RL_INSTALL_HINT",  # noqa: F822
            "EPISODE_KEYS", "load_policy"]

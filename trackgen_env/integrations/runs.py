@@ -14,7 +14,7 @@ from typing import Any
 
 import warp as wp
 
-from ..checks import check_int, check_seed, resolve_device
+from ..core.checks import check_int, check_seed, resolve_device
 from .rsl_rl import load_policy
 
 
@@ -208,7 +208,7 @@ def load_observation_stats(path, model_path, observation_shape: tuple[int, ...])
 
 
 def check_run_seed(name: str, value: int) -> None:
-    """The library's one seed rule (:func:`~trackgen_env.checks.check_seed`), None refused."""
+    """The library's one seed rule (:func:`~trackgen_env.core.checks.check_seed`), None refused."""
     check_seed(value, name=name, none=False)
 
 

@@ -18,7 +18,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from ..checks import check_seed, install_hint
+from ..core.checks import check_seed, install_hint
 from ..envs.sharded import ShardedVectorEnv
 
 __all__ = ["SB3VecEnv", "make_sb3_vec_env", "require_sb3", "SB3_INSTALL_HINT"]  # noqa: F822 (module __getattr__)
@@ -267,7 +267,7 @@ def _build_adapter_class():
 
             Raises:
                 TypeError / ValueError: ``seed`` is not None or an int in ``[0, 2**64)`` (a float, a bool, a
-                    negative int: :func:`~trackgen_env.checks.check_seed`); the seed set before stays in place.
+                    negative int: :func:`~trackgen_env.core.checks.check_seed`); the seed set before stays in place.
             """
             if seed is None:
                 seed = int(np.random.randint(0, 2**31 - 1))

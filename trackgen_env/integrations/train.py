@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..checks import check_int, fold_seed, resolve_device
+from ..core.checks import check_int, fold_seed, resolve_device
 from ..demos import progress_disabled
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
 from .runs import VECNORMALIZE, check_run_seed, policy_torch_device, torch_threads_for, using_torch_threads

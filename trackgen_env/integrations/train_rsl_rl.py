@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..checks import check_int, resolve_device
+from ..core.checks import check_int, resolve_device
 from ..pipeline import PipelineSpec
-from ..seeding import env_seeds
+from ..core.seeding import env_seeds
 from . import rsl_rl as adapter  # its OnPolicyRunner is built on first use (rsl_rl is optional)
 from .rsl_rl import make_rsl_rl_vec_env, require_rsl_rl
 from .train import ENV_DEFAULTS, SPEC_ENVS, check_env_id, spec_env_kwargs, plot_learning_curve, train, train_preset

@@ -18,9 +18,9 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
-from ..capture import user_stacklevel
-from ..checks import first_bad
-from ..seeding import Stream, random_key, uniform_range
+from ..core.capture import user_stacklevel
+from ..core.checks import first_bad
+from ..core.seeding import Stream, random_key, uniform_range
 from .stage import DECLARED_STREAMS
 
 __all__ = ["Params", "stream_id"]

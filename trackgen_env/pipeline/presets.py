@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..checks import check_float, check_int, check_range, resolve_device
+from ..core.checks import check_float, check_int, check_range, resolve_device
 from .spec import PipelineSpec
 from .stage import check_ordered
 from .stages import circuit as _circuit
@@ -79,7 +79,7 @@ def race_gates(*, num_envs: int = 1, device=None, num_gates: int = 6, start_clea
     sizes, turns up to hairpins, climbs and dives, and on ``split_s_share`` of the courses a
     split-S (a gate stacked above the next, flown the opposite way). The gate family's checks
     hold (ground, start and gate clearance, climb, turn), the split-S pair exempt from spacing
-    and climb between its two gates. :mod:`trackgen_env.gate_stats` compares the courses with
+    and climb between its two gates. :mod:`trackgen_env.core.gate_stats` compares the courses with
     real layouts (``benchmarks/gate_stats.py --family race``).
 
     Args:
@@ -123,7 +123,7 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
     The track stages with the ``circuit_layout`` stage (``stages.circuit``: a filleted star
     polygon with a main straight, every length in band widths) in place of ``layout``. At
     the defaults >= 99 % of the envs are valid and >= 90 % of the tracks have every
-    statistic of :mod:`trackgen_env.stats` inside the range of the 19 real circuits of the
+    statistic of :mod:`trackgen_env.core.stats` inside the range of the 19 real circuits of the
     TUMFTM racetrack database (Heilmeier et al., 2020): loops of ~270-410 widths (p5-p95),
     ~60 % of the lap on straights, corner radii from 0.55 to ~80 widths, a loop's tightest
     corner 0.57 / 0.72 / 1.3 widths at p5 / median / p95 where the real circuits' is 0.45 /
@@ -141,7 +141,7 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
         min_turn_radius_factor: the checks' least turn radius in half widths, >= 1 (1: half
             the width, the geometric limit, where the inner edge closes into a point; the
             layout's fillets stay at >= ``min_corner_radius`` = 0.55 widths, and real
-            hairpins reach 0.45-0.7 widths by :mod:`trackgen_env.stats`).
+            hairpins reach 0.45-0.7 widths by :mod:`trackgen_env.core.stats`).
         max_retries: the retry bound, in [12, 64].
         layout: construction values of the ``"circuit_layout.*"`` parameters by their short
             name (``corners_hi=12``, ``wiggle=0.2``; see ``stages.circuit.CircuitLayout.params``).
@@ -151,7 +151,7 @@ def circuit(*, width: float = 1.2, num_envs: int = 1, device=None, width_range=N
 
     Raises:
         TypeError: an unknown ``layout`` name; a non-number value; a ``width_range`` that is no
-            ``(lo, hi)`` pair (:func:`~trackgen_env.checks.check_range`).
+            ``(lo, hi)`` pair (:func:`~trackgen_env.core.checks.check_range`).
         ValueError: a value out of its range (``build`` checks the layout's declared bounds); a
             ``*_lo`` above its ``*_hi``.
     """

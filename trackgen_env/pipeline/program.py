@@ -34,10 +34,10 @@ from types import MappingProxyType
 import numpy as np
 import warp as wp
 
-from .. import env_loop, exec as exec_modes, kernel_cache
-from ..capture import NotCapturableError, is_capturing, user_stacklevel
-from ..checks import check_bool, check_mask, dtype_name
-from ..seeding import SeedState
+from ..core import env_loop, exec as exec_modes, kernel_cache
+from ..core.capture import NotCapturableError, is_capturing, user_stacklevel
+from ..core.checks import check_bool, check_mask, dtype_name
+from ..core.seeding import SeedState
 from .launches import Launches
 from .params import Params, check_as_stored
 from .registry import Registry, is_builtin, registry_or_default
@@ -158,7 +158,7 @@ class StageContext:
         pending: ``[E]`` int32, nonzero while the env still draws (also passed to ``enqueue``).
         pending_envs, num_pending: ``[E]`` and ``[1]`` int32, on the CPU the envs pending this
             round in increasing order and their number (written by :meth:`begin_round`), so that an
-            env loop visits only them (:func:`~trackgen_env.env_loop.listed_env`); unwritten on CUDA.
+            env loop visits only them (:func:`~trackgen_env.core.env_loop.listed_env`); unwritten on CUDA.
         ok: ``[E]`` int32, 1 at the start of each round; a stage writes 0 to reject the draw.
         valid: ``[E]`` int32 staged validity (written by the loop; the commit copies it).
         run: ``[1]`` int32, the retry loop's flag (the program's own).

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..checks import check_float, check_int
+from ..core.checks import check_float, check_int
 from .registry import FAMILIES, Registry, registry_or_default
 
 __all__ = ["PipelineSpec"]

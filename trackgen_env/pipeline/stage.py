@@ -31,8 +31,8 @@ from numbers import Real
 
 import numpy as np
 
-from ..checks import first_bad
-from ..seeding import plugin_stage_stream
+from ..core.checks import first_bad
+from ..core.seeding import plugin_stage_stream
 from .launches import Launches
 
 #: ``Param.stream``: the declared randomizer offsets are ``[0, DECLARED_STREAMS)``; the hashed ones lie above

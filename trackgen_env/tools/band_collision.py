@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..checks import check_int
-from ..env_loop import ahead
-from ..polyline import BIG, line_count, locate, next_point
-from ..types import Contacts
+from ..core.checks import check_int
+from ..core.env_loop import ahead
+from ..core.polyline import BIG, line_count, locate, next_point
+from ..core.types import Contacts
 from . import band_sdf
 from .component import Component, ComponentContext
 from .contacts import BODY_INPUTS, BodyArguments, allocate_contacts, footprint_corner, no_course
@@ -178,7 +178,7 @@ class BandCollision(Component):
       (a teleport); corners search within ``+- window`` of the centre's segment, their
       descent starting at the segment their offset along it points to. The clearance is
       the half width interpolated at the closest point minus the distance to it across
-      the line (:func:`~trackgen_env.polyline.project`), exact for the polyline. Whatever
+      the line (:func:`~trackgen_env.core.polyline.project`), exact for the polyline. Whatever
       segment the descent stops on, a point it finds within the half width of that segment
       is on the band, and one beyond it is searched
       again globally: a body far from the band is a hit from any warm start, whatever the
@@ -201,7 +201,7 @@ class BandCollision(Component):
         name, after: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result: :class:`~trackgen_env.types.Contacts`, ``hit`` ``[E] int32``,
+        result: :class:`~trackgen_env.core.types.Contacts`, ``hit`` ``[E] int32``,
             ``distance`` ``[E] float32`` [m].
         segment: (``"segments"``) ``[E] int32`` warm-start segment of each env (-1: unset).
         grid: (``"sdf"``) ``[E, resolution, resolution] float32`` [m] baked clearance, rows y,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..polyline import BIG, line_count, next_point, segment_param
+from ..core.polyline import BIG, line_count, next_point, segment_param
 from .contacts import footprint_corner, no_course
 
 __all__ = ["bake", "contacts"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..checks import check_int
-from ..polyline import X_AXIS, Y_AXIS, line_count
-from ..types import GATE_FIELDS, CourseLine
+from ..core.checks import check_int
+from ..core.polyline import X_AXIS, Y_AXIS, line_count
+from ..core.types import GATE_FIELDS, CourseLine
 from .component import Component, ComponentContext
 
 __all__ = ["CenterlineFromGates"]
@@ -190,7 +190,7 @@ class CenterlineFromGates(Component):
         name, after: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result / utility: the :class:`~trackgen_env.types.CourseLine` (``course.course_line``),
+        result / utility: the :class:`~trackgen_env.core.types.CourseLine` (``course.course_line``),
             arrays ``[E, L]`` / ``[E]`` with ``L = max_gates * samples_per_gate``.
 
     Raises:

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import warp as wp
 
-from ..capture import CaptureError, raise_site
+from ..core.capture import CaptureError, raise_site
 from .component import ComponentContext
 from .contract import POSITIONAL_INPUTS
 from .ownership import driver_of

@@ -14,10 +14,10 @@ import math
 import numpy as np
 import warp as wp
 
-from ..checks import check_env_array, check_float, check_int
-from ..polyline import BIG, X_AXIS, lerp_unit, line_count, next_point, yaw_quat
-from ..seeding import Stream, random_key, uniform
-from ..types import CheckpointSet
+from ..core.checks import check_env_array, check_float, check_int
+from ..core.polyline import BIG, X_AXIS, lerp_unit, line_count, next_point, yaw_quat
+from ..core.seeding import Stream, random_key, uniform
+from ..core.types import CheckpointSet
 from .component import Component, ComponentContext
 
 __all__ = ["Checkpoints", "CheckpointSampler", "allocate_checkpoints", "pad_checkpoint"]
@@ -30,7 +30,7 @@ TRACK_HALF_HEIGHT = BIG
 
 # -- what every checkpoint component writes -------------------------------------------------
 def allocate_checkpoints(num_envs: int, capacity: int, device, half_height: float = 0.0) -> CheckpointSet:
-    """A :class:`~trackgen_env.types.CheckpointSet` of ``capacity`` checkpoints per env,
+    """A :class:`~trackgen_env.core.types.CheckpointSet` of ``capacity`` checkpoints per env,
     zeroed but for ``half_height``."""
     shape = (num_envs, capacity)
     return CheckpointSet(
@@ -198,7 +198,7 @@ class Checkpoints(Component):
         name, after, source: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result: the :class:`~trackgen_env.types.CheckpointSet`, arrays ``[E, C]`` / ``[E]``.
+        result: the :class:`~trackgen_env.core.types.CheckpointSet`, arrays ``[E, C]`` / ``[E]``.
         capacity: ``C``.
         clipped: ``[E] int32``, 1 where the env's loop wanted more than ``C`` checkpoints at
             its last generation (a course warns once at construction when a capacity it

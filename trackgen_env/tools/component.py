@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from .. import env_loop
+from ..core import env_loop
 from .contract import (
     BoundInputs,
     InputSpec,
@@ -214,7 +214,7 @@ class ComponentContext:
     def lanes(self, count: int) -> int:
         """Threads per env of a per-generation kernel looping over ``count`` items (points,
         checkpoints, gates): 1 on the CPU, where a launch runs on one thread (and the envs
-        themselves share one thread: :mod:`trackgen_env.env_loop`); ``min(64, count)`` on
+        themselves share one thread: :mod:`trackgen_env.core.env_loop`); ``min(64, count)`` on
         CUDA, where the lanes run in parallel."""
         return env_loop.lanes(self.device, count)
 
@@ -223,7 +223,7 @@ class ComponentContext:
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.device, stream=self.stream)
 
     def launch_envs(self, kernel, inputs, lanes: int = 0) -> None:
-        """Launch a per-env kernel written for :mod:`trackgen_env.env_loop` (its first argument
+        """Launch a per-env kernel written for :mod:`trackgen_env.core.env_loop` (its first argument
         ``envs_per_thread``, then ``inputs``): one thread over every env on the CPU, a thread
         per env on CUDA; ``lanes`` > 0 adds that many threads per env (a second dimension)."""
         threads, per = env_loop.shape(self.device, self.num_envs)

@@ -2,7 +2,7 @@
 
 ``BandCollision`` and ``FrameCollision`` test a point or an oriented box
 (:data:`BODY_INPUTS`, :class:`BodyArguments`); ``DiscCollision`` a point. Every one of them
-writes a :class:`~trackgen_env.types.Contacts` (:func:`allocate_contacts`) and reads an
+writes a :class:`~trackgen_env.core.types.Contacts` (:func:`allocate_contacts`) and reads an
 env without a course (invalid, or fewer than 3 points or gates) as a hit at distance 0
 (:func:`no_course`), so an env without a course ends its episode.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..types import Contacts
+from ..core.types import Contacts
 from .contract import InputSpec
 
 __all__ = ["BODY_INPUTS", "BodyArguments", "allocate_contacts", "no_course", "footprint_corner"]
@@ -42,7 +42,7 @@ class BodyArguments:
 
 
 def allocate_contacts(num_envs: int, device) -> Contacts:
-    """A zeroed :class:`~trackgen_env.types.Contacts` for ``num_envs`` envs."""
+    """A zeroed :class:`~trackgen_env.core.types.Contacts` for ``num_envs`` envs."""
     return Contacts(
         hit=wp.zeros(num_envs, dtype=wp.int32, device=device),
         distance=wp.zeros(num_envs, dtype=wp.float32, device=device),

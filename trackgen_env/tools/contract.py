@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import warp as wp
 
-from ..capture import RebindAfterCaptureWarning
-from ..checks import dtype_name
+from ..core.capture import RebindAfterCaptureWarning
+from ..core.checks import dtype_name
 
 __all__ = [
     "InputSpec",

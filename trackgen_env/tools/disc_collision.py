@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..checks import check_float
-from ..polyline import BIG, Y_AXIS, line_count
-from ..types import GATE_FIELDS, Contacts
+from ..core.checks import check_float
+from ..core.polyline import BIG, Y_AXIS, line_count
+from ..core.types import GATE_FIELDS, Contacts
 from .component import Component, ComponentContext
 from .contacts import allocate_contacts, no_course
 from .contract import InputSpec
@@ -89,7 +89,7 @@ class DiscCollision(Component):
         name, after: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result: :class:`~trackgen_env.types.Contacts`, ``hit`` ``[E] int32``,
+        result: :class:`~trackgen_env.core.types.Contacts`, ``hit`` ``[E] int32``,
             ``distance`` ``[E] float32`` [m].
 
     Raises:

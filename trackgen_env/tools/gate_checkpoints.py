@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..polyline import X_AXIS, line_count
-from ..types import GATE_FIELDS, CheckpointSet
+from ..core.polyline import X_AXIS, line_count
+from ..core.types import GATE_FIELDS, CheckpointSet
 from .checkpoints import CheckpointSampler, allocate_checkpoints, pad_checkpoint
 from .component import Component, ComponentContext
 
@@ -88,7 +88,7 @@ class GateCheckpoints(Component):
         name, after: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result: the :class:`~trackgen_env.types.CheckpointSet`, arrays ``[E, G]`` / ``[E]``
+        result: the :class:`~trackgen_env.core.types.CheckpointSet`, arrays ``[E, G]`` / ``[E]``
             (``G = generator.layout.max_gates``).
         capacity: ``G``.
         utility: a :class:`~trackgen_env.tools.CheckpointSampler` (``course.checkpoint_sampler``):

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from .. import env_loop
-from ..checks import check_env_array, check_float, check_int
-from ..polyline import BIG, line_count, next_point, segment_param
+from ..core import env_loop
+from ..core.checks import check_env_array, check_float, check_int
+from ..core.polyline import BIG, line_count, next_point, segment_param
 from .component import Component, ComponentContext
 from .course_size import construction_bound
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from ..checks import check_float, check_int
-from ..polyline import BIG, line_count, next_point
-from ..seeding import Stream, random_key, uniform
+from ..core.checks import check_float, check_int
+from ..core.polyline import BIG, line_count, next_point
+from ..core.seeding import Stream, random_key, uniform
 from .component import Component, ComponentContext
 from .contract import InputSpec
 

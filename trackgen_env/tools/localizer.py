@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..checks import check_int
-from ..env_loop import ahead, prefetch
-from ..polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
-from ..types import TrackFrame
+from ..core.checks import check_int
+from ..core.env_loop import ahead, prefetch
+from ..core.polyline import X_AXIS, lerp_unit, line_count, locate, next_point, wrap_angle
+from ..core.types import TrackFrame
 from .component import Component, ComponentContext
 from .contract import InputSpec
 from .warm_start import unset_warm
@@ -56,7 +56,7 @@ def write_frame(
     segment: wp.array(dtype=wp.int32),
 ):
     """Write env ``e``'s frame from its projection ``(j, t, lateral)`` on segment ``j`` of its
-    ``n``-point line (:func:`~trackgen_env.polyline.locate`)."""
+    ``n``-point line (:func:`~trackgen_env.core.polyline.locate`)."""
     segment[e] = j
     j1 = next_point(j, n)
     length = loop_length[e]
@@ -173,7 +173,7 @@ class Localizer(Component):
     with projection parameter ``t`` in [0, 1]:
     ``s = arc_length[j] + t * (segment arc length)`` wrapped to ``[0, loop_length)``;
     ``lateral_offset`` = distance to the closest point across the line, height excluded
-    (:func:`~trackgen_env.polyline.project`), signed by the side of the interpolated left
+    (:func:`~trackgen_env.core.polyline.project`), signed by the side of the interpolated left
     normal (left > 0), so ``|lateral_offset| > half width`` is
     exactly where ``BandCollision("segments")`` reports a point body off the band;
     ``curvature`` = linear interpolation of the points' curvature; ``heading_error`` =
@@ -198,7 +198,7 @@ class Localizer(Component):
         name, after: see :class:`~trackgen_env.tools.Component`.
 
     Attributes:
-        result: :class:`~trackgen_env.types.TrackFrame`, every array ``[E]``.
+        result: :class:`~trackgen_env.core.types.TrackFrame`, every array ``[E]``.
 
     Raises:
         TypeError: ``warm_window`` is not an int; ``source`` is not a str or None.

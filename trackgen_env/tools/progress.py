@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..checks import check_env_array
-from ..env_loop import ahead, prefetch
-from ..polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
-from ..types import ProgressEvents
+from ..core.checks import check_env_array
+from ..core.env_loop import ahead, prefetch
+from ..core.polyline import Y_AXIS, Z_AXIS, next_point, prev_point, wrap_index
+from ..core.types import ProgressEvents
 from .component import Component, ComponentContext
 from .contract import InputSpec
 
@@ -212,7 +212,7 @@ def _progress_step(
 class Progress(Component):
     """Counts each env's passes through the ``checkpoints`` component's openings, in order.
 
-    Reads the :class:`~trackgen_env.types.CheckpointSet` of the component named
+    Reads the :class:`~trackgen_env.core.types.CheckpointSet` of the component named
     ``"checkpoints"`` (a track's lines across the band, or a gate course's openings with
     a finite half height) and the bound ``position`` ``[E] vec3`` [m].
 
@@ -258,7 +258,7 @@ class Progress(Component):
             ``"checkpoints"``).
 
     Attributes:
-        result: :class:`~trackgen_env.types.ProgressEvents`, every array ``[E]``.
+        result: :class:`~trackgen_env.core.types.ProgressEvents`, every array ``[E]``.
     """
 
     inputs = (InputSpec("position", wp.vec3),)

@@ -1,7 +1,7 @@
 """The warm start of the closest-segment search that ``Localizer`` and ``BandCollision("segments")`` keep.
 
 Each env keeps the segment its last search found (``[E] int32``, -1: unset), and
-:func:`~trackgen_env.polyline.locate` starts its descent there within a window of
+:func:`~trackgen_env.core.polyline.locate` starts its descent there within a window of
 segments; a reset or a new course unsets it, so the next search is global.
 """
 

@@ -21,7 +21,7 @@ import math
 
 import warp as wp
 
-from ... import env_loop
+from ...core import env_loop
 from ..stage import Param, Stage
 
 __all__ = ["Banking", "MAX_BANK"]

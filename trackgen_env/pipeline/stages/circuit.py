@@ -16,7 +16,7 @@ into a centreline as for any procedural track. Per env (one lane each)::
               radius drawn log-uniformly in [corner_radius_lo, corner_radius_hi] widths times
               one common factor, found by bisection, that puts a drawn share
               (straight_fraction_lo..hi) of the loop on straights (arcs wider than
-              straight_radius widths count as straight, as in ``trackgen_env.stats``); each
+              straight_radius widths count as straight, as in ``trackgen_env.core.stats``); each
               shrunk so that its tangent length fits half of each adjacent edge. A draw is
               rejected when a fillet is shrunk below min_corner_radius widths, or when its
               straight share misses the drawn one by more than straight_fraction_tolerance
@@ -38,7 +38,7 @@ full-size circuit at 12 m. The shape of the distribution follows real circuits' 
 long straights into slow corners, sweepers, hairpins, chicanes (alternating turns where
 the polygon is star-shaped inward), corner radii from ~0.55 to ~80 widths; the defaults were
 tuned against the 19 circuits of the TUMFTM racetrack database (Heilmeier et al., *Vehicle
-System Dynamics* 58(10), 2020) with :mod:`trackgen_env.stats` (``docs/courses.md``).
+System Dynamics* 58(10), 2020) with :mod:`trackgen_env.core.stats` (``docs/courses.md``).
 Fillets: the tangent length of a circular arc of radius ``r`` turning by ``a`` is ``r
 tan(a / 2)`` (standard road-design geometry). The slowest corner's floor, 0.55 widths: a
 centreline radius of half the width (0.5 widths) closes the inner edge of the band into a
@@ -55,9 +55,9 @@ import math
 
 import warp as wp
 
-from ... import env_loop
-from ...polyline import TWO_PI
-from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ...core import env_loop
+from ...core.polyline import TWO_PI
+from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 
 __all__ = ["CircuitLayout", "MAX_CORNERS", "control_point_capacity"]

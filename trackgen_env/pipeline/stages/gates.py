@@ -29,10 +29,10 @@ import math
 import numpy as np
 import warp as wp
 
-from ... import env_loop
-from ...checks import refused_env
-from ...polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
-from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ...core import env_loop
+from ...core.checks import refused_env
+from ...core.polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
+from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 
 __all__ = ["Layout", "GateFrames", "Start", "Checks", "GATE_STAGES", "LAYOUT_STAGES", "horizontal_dir", "gate_normal",

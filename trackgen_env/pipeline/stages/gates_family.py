@@ -9,8 +9,8 @@ import math
 
 import warp as wp
 
-from ...checks import check_float, check_int, resolve_device
-from ...types import GateLayout, GateResult
+from ...core.checks import check_float, check_int, resolve_device
+from ...core.types import GateLayout, GateResult
 from ..stage import Family, check_settings
 from .gates import DEFAULT_GATE_HEIGHT, MAX_GATES, GateFrames, Layout, env_gate_shape
 

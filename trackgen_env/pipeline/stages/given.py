@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import warp as wp
 
-from ... import env_loop
-from ...polyline import X_AXIS, next_point, prev_point, yaw_quat
-from ...types import InputInfo
+from ...core import env_loop
+from ...core.polyline import X_AXIS, next_point, prev_point, yaw_quat
+from ...core.types import InputInfo
 from ..stage import Stage
 from .gates import env_gate_shape, horizontal_dir
 

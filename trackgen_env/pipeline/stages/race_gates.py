@@ -1,6 +1,6 @@
 """The race-like gate family's stages: ``race_layout`` and ``race_checks`` (with ``start``).
 
-A drone-racing course as real race layouts are built (:mod:`trackgen_env.gate_stats` measures
+A drone-racing course as real race layouts are built (:mod:`trackgen_env.core.gate_stats` measures
 them): every length in gate sizes, the gate size drawn per course, legs of 2-8 gate sizes,
 turns up to hairpins, climbs and dives, and, on a share of the courses, a split-S: a gate
 stacked directly above the next, flown in the opposite direction (a vertical half loop).
@@ -28,9 +28,9 @@ import math
 
 import warp as wp
 
-from ... import env_loop
-from ...polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
-from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ...core import env_loop
+from ...core.polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
+from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 from .gates import horizontal_dir
 

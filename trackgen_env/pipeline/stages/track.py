@@ -33,10 +33,10 @@ import math
 import numpy as np
 import warp as wp
 
-from ... import env_loop
-from ...checks import first_bad, refused_env
-from ...polyline import TWO_PI, wrapped_point, yaw_quat
-from ...seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
+from ...core import env_loop
+from ...core.checks import first_bad, refused_env
+from ...core.polyline import TWO_PI, wrapped_point, yaw_quat
+from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 from .track_checks import Checks
 from .track_curves import (BSPLINE, CATMULL_ROM, DENSE_SAMPLES, REF_CONTROL_POINTS, curve, dense_sample, dense_weights,

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from ... import env_loop
-from ...polyline import BIG
+from ...core import env_loop
+from ...core.polyline import BIG
 from ..stage import Stage
 
 __all__ = ["Checks"]

@@ -13,7 +13,7 @@ import math
 
 import warp as wp
 
-from ...polyline import TWO_PI
+from ...core.polyline import TWO_PI
 
 __all__ = ["BSPLINE", "CATMULL_ROM", "DENSE_SAMPLES", "bspline_weights", "bspline", "curve", "segment_t",
            "dense_sample", "dense_weights", "REF_CONTROL_POINTS", "layout_depth", "flat_loop_bound"]

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import warp as wp
 
-from ... import env_loop
-from ...checks import check_float, check_int, resolve_device
-from ...polyline import X_AXIS, Y_AXIS
-from ...types import TrackLayout, TrackResult
+from ...core import env_loop
+from ...core.checks import check_float, check_int, resolve_device
+from ...core.polyline import X_AXIS, Y_AXIS
+from ...core.types import TrackLayout, TrackResult
 from ..stage import Family, check_settings
 from .banking import MAX_BANK, Banking
 from .track import POINT_FIELDS, Band, Layout

@@ -1,7 +1,7 @@
 """Matplotlib figures of tracks, driven traces and progress curves (needs the ``viz`` extra: matplotlib).
 
 The envs' own ``render_mode="rgb_array"`` frames are drawn on the device
-(:mod:`trackgen_env.render`); these figures are for reports. A *track* here is a host-side dict
+(:mod:`trackgen_env.envs.render`); these figures are for reports. A *track* here is a host-side dict
 as :meth:`TrackVectorEnv.tracks` returns it:
 ``centerline`` ``[n, 2]`` [m], ``half_width`` ``[n]`` [m], ``valid`` bool. A *trace* is an
 ``[T, 2]`` array of car positions [m] (NaN rows break the line, e.g. at a reset).

@@ -154,7 +154,7 @@ def env_seeds(seed: int, num_envs: int) -> np.ndarray:
 
     Raises:
         TypeError: ``seed`` is not an int.
-        ValueError: ``seed`` is outside ``[0, 2**64)`` (:func:`~trackgen_env.checks.check_seed`).
+        ValueError: ``seed`` is outside ``[0, 2**64)`` (:func:`~trackgen_env.core.checks.check_seed`).
     """
     seed = check_seed(seed, none=False)
     with np.errstate(over="ignore"):

@@ -2,7 +2,7 @@
 
 The same measures, computed the same way, for a real circuit (a centreline ``[N, 4]``: x,
 y, width right, width left [m], as :func:`~trackgen_env.generators.centerline_io.load_centerline_csv`
-returns) and for a generated batch (a :class:`~trackgen_env.types.TrackResult`, read back to
+returns) and for a generated batch (a :class:`~trackgen_env.core.types.TrackResult`, read back to
 the host), so a generated distribution can be compared with real circuits.
 
 Every length is measured in track widths ``w`` (the full width of the band, right + left),
@@ -236,7 +236,7 @@ def track_result_stats(result) -> list[CircuitStats]:
     """:func:`circuit_stats` of every valid env of a generated batch.
 
     Args:
-        result: a :class:`~trackgen_env.types.TrackResult` (``centerline [E, P]`` vec3,
+        result: a :class:`~trackgen_env.core.types.TrackResult` (``centerline [E, P]`` vec3,
             ``half_width [E, P]``, ``num_points [E]``, ``valid [E]``), read back to the host.
 
     Returns:

@@ -4,7 +4,7 @@ Generators, components, envs and the renderer read course lines through these he
 A course line of env ``e`` is the first ``n`` points of row ``e`` of an ``[E, P] vec3``
 array, closed: segment ``j`` runs from point ``j`` to point ``(j + 1) % n``. Where a line
 carries per-point ``normal`` (the horizontal left normal) and ``half_width`` arrays, as a
-:class:`~trackgen_env.types.TrackResult` does, it is a band, and :func:`project` /
+:class:`~trackgen_env.core.types.TrackResult` does, it is a band, and :func:`project` /
 :func:`locate` give a point's signed distance across it.
 
 Closest point on a segment: C. Ericson, *Real-Time Collision Detection* (Morgan

@@ -28,7 +28,7 @@ import warp as wp
 __all__ = ["PREBUILT_DIR", "MODULE_PREFIX", "seed", "store"]
 
 #: the tree the install writes: ``<PREBUILT_DIR>/<wp.get_cpu_kernel_cache_key()>/<module folder>/``
-PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"
+PREBUILT_DIR = Path(__file__).resolve().parents[1] / "_prebuilt"
 #: Warp names the cache folder of the module ``trackgen_env.x`` ``wp_trackgen_env.x_<hash>``
 MODULE_PREFIX = "wp_trackgen_env."
 # what Warp's loader needs of a cached module: the object and its metadata (not the C++ source)

@@ -1,6 +1,6 @@
 """``render_mode="human"``: a window showing the frames that ``render_mode="rgb_array"`` draws.
 
-The envs draw their frames on the device (:mod:`trackgen_env.render`); in human mode every
+The envs draw their frames on the device (:mod:`trackgen_env.envs.render`); in human mode every
 ``step()`` and ``reset()`` shows those of the first :data:`HUMAN_ENVS` envs, tiled in a grid, in
 a pygame window (as Gymnasium's own envs, CarRacing among them, show theirs) at the env's
 ``metadata["render_fps"]``. pygame is optional: ``pip install -e ".[human]"``.
@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from .checks import install_hint
+from ..core.checks import install_hint
 
 __all__ = ["HUMAN_ENVS", "require_pygame", "tile", "Window"]
 

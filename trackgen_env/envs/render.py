@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from .polyline import BIG, X_AXIS
-from .polyline import left_normal_xy as _left_normal
+from ..core.polyline import BIG, X_AXIS
+from ..core.polyline import left_normal_xy as _left_normal
 
 wp.set_module_options({"enable_backward": False})
 

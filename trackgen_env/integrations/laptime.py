@@ -16,7 +16,7 @@ Heilmeier et al., *Vehicle System Dynamics* 58(10), 2020):
 4. the lap time ``sum ds / ((v_i + v_{i+1}) / 2)`` (exact for a constant acceleration).
 
 The line is resampled uniformly (``spacing``) and its curvature is the circumcircle
-curvature over a chord of ``2 * smoothing`` [m] (:func:`trackgen_env.stats.closed_curvature`),
+curvature over a chord of ``2 * smoothing`` [m] (:func:`trackgen_env.core.stats.closed_curvature`),
 so a surveyed line with a few metres between points gives a smooth curvature.
 """
 
@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
-from .polyline import GRAVITY
-from .stats import closed_curvature, resample_closed
+from ..core.polyline import GRAVITY
+from ..core.stats import closed_curvature, resample_closed
 
 __all__ = ["speed_profile", "reference_lap_time"]
 

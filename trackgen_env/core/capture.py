@@ -74,7 +74,7 @@ def retain(device, *objects, stream=None) -> bool:
     return True
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # trackgen_env/
 
 
 def _in_package(frame) -> bool:

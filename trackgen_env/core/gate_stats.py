@@ -2,7 +2,7 @@
 
 The same measures, computed the same way, for a real layout (a
 :class:`~trackgen_env.generators.gate_layouts.RaceLayout`) and for a generated batch (a
-:class:`~trackgen_env.types.GateResult`, read back to the host), so a generated gate
+:class:`~trackgen_env.core.types.GateResult`, read back to the host), so a generated gate
 family can be compared with real race layouts. A course is its gates in race order, closed
 (the last gate leads back to the first); leg ``k`` runs from gate ``k`` to gate ``k + 1``.
 
@@ -180,7 +180,7 @@ def gate_result_stats(result) -> list[GateLayoutStats]:
     """:func:`gate_layout_stats` of every valid env of a generated batch.
 
     Args:
-        result: a :class:`~trackgen_env.types.GateResult` (``gate_position [E, G]`` vec3,
+        result: a :class:`~trackgen_env.core.types.GateResult` (``gate_position [E, G]`` vec3,
             ``gate_orientation [E, G]`` quat, ``gate_width`` / ``gate_height [E]``,
             ``num_gates [E]``, ``valid [E]``), read back to the host.
 
