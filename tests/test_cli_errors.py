@@ -72,3 +72,11 @@ def test_a_cuda_device_without_a_gpu_is_refused_without_warps_driver_errors(devi
     assert main(["demo", "--device", device, "--no-progress"]) == 2
     out, err = capfd.readouterr()
     assert "CUDA error" not in out + err and f"got {device!r}" in err
+
+
+def test_num_agents_without_the_race_env_is_refused(capsys):
+    """--num-agents sets the race's cars: with another env it would be ignored, so it is refused."""
+    from trackgen_env.__main__ import main
+
+    assert main(["demo", "--num-agents", "3", "--steps", "1", "--device", "cpu"]) == 2
+    assert "--num-agents sets the cars per course of --env race" in capsys.readouterr().err

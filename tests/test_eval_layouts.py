@@ -91,3 +91,19 @@ def test_eval_cli_refuses_flags_that_do_not_apply(folder, capsys):
 
     assert cli(["eval", "--layouts", str(folder), "--controller", "pure_pursuit"]) == 2
     assert "--controller does not apply to --layouts" in capsys.readouterr().err
+
+
+def test_eval_layouts_refuses_a_car_policy_naming_its_env(tmp_path, capsys):
+    """--layouts with a TrackGen-Track-v0 run names the run's env (not a flag the user did not pass)."""
+    from trackgen_env.__main__ import main as cli
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "policy.pt").write_bytes(b"")
+    (run / "train.json").write_text(json.dumps({"env_id": "TrackGen-Track-v0", "trainer": "rsl_rl"}))
+    layouts = tmp_path / "layouts"
+    layouts.mkdir()
+    write_fixture_folder(layouts)
+    assert cli(["eval", str(run), "--layouts", str(layouts)]) == 2
+    err = capsys.readouterr().err
+    assert "MODEL must be a TrackGen-Gates-v0 policy, got one of TrackGen-Track-v0" in err and "--gates-file" not in err

@@ -55,3 +55,26 @@ def test_the_face_sets_its_own_vector_arguments():
         parallel_env(num_agents=2, device="cpu", num_envs=4)
     with pytest.raises(ValueError, match="num_agents must be an int in"):
         parallel_env(num_agents=0, device="cpu")
+
+
+@pytest.mark.parametrize("action, error, match", [
+    (0.5, ValueError, r"car_0: action must have shape \(2,\)"),
+    (np.zeros((1, 2), np.float32), ValueError, r"car_0: action must have shape \(2,\)"),
+    (np.zeros(3, np.float32), ValueError, r"car_0: action must have shape \(2,\)"),
+    ([1, 1], TypeError, "car_0: "),
+    (np.array([np.nan, 0.0], np.float32), ValueError, "car_0: action holds NaN"),
+])
+def test_a_malformed_action_is_refused_naming_the_agent_and_the_race_is_unchanged(action, error, match):
+    env = parallel_env(num_agents=2, device="cpu")
+    obs, _ = env.reset(seed=0)
+    good = {"car_0": np.zeros(2, np.float32), "car_1": np.zeros(2, np.float32)}
+    with pytest.raises(error, match=match):
+        env.step({**good, "car_0": action})
+    after, *_ = env.step(good)
+    reference = parallel_env(num_agents=2, device="cpu")
+    reference.reset(seed=0)
+    expected, *_ = reference.step(good)
+    for agent in expected:
+        np.testing.assert_array_equal(after[agent], expected[agent])
+    env.close()
+    reference.close()

@@ -48,6 +48,23 @@ def test_the_default_trainer_is_rsl_rl_and_records_the_run(learned):
     assert any((out / "tb").rglob("events.out.tfevents.*"))
 
 
+def test_the_onnx_policy_is_one_file_that_acts_as_the_torchscript_one(learned, tmp_path):
+    """policy.onnx holds its weights (no policy.onnx.data beside it): a copy of it alone runs, and acts as policy.pt."""
+    onnx = pytest.importorskip("onnx")
+    from onnx.reference import ReferenceEvaluator
+
+    out, _ = learned
+    assert not (out / "policy.onnx.data").exists()
+    copy = tmp_path / "alone.onnx"
+    copy.write_bytes((out / "policy.onnx").read_bytes())
+    model = onnx.load(str(copy))
+    obs = np.random.default_rng(0).normal(size=(3, model.graph.input[0].type.tensor_type.shape.dim[1].dim_value))
+    actions = ReferenceEvaluator(model).run(None, {model.graph.input[0].name: obs.astype(np.float32)})[0]
+    policy = torch.jit.load(str(out / "policy.pt"))
+    expected = policy(torch.as_tensor(obs, dtype=torch.float32)).detach().numpy()
+    np.testing.assert_allclose(actions, expected, atol=1e-5)
+
+
 def test_a_short_run_laps_held_out_tracks_a_random_policy_does_not(learned):
     out, _ = learned
     trained, random = evaluate(out / "policy.pt", episodes=32, device="cpu")

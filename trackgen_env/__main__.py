@@ -41,6 +41,7 @@ from .generators.gate_layouts import load_gate_layout
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.evaluation import EVAL_SEED, eval_results_json, evaluate, format_eval_table
 from .integrations.layouts import evaluate_layouts, write_tables
+from .integrations.runs import model_file, read_train_record
 from .integrations.train import ENV_IDS, SPEC_ENVS, TRAIN_PRESETS
 from .integrations.train_rsl_rl import TRAINERS, check_run_folder, default_steps, resolve_trainer, run_trainer
 from .pipeline import PipelineSpec
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--without-obstacles", action="store_true",
                       help="gates env: fly a --gates-file layout's gates without its obstacles (poles), which the env "
                            "does not collide with (a layout with obstacles is refused otherwise)")
-    demo.add_argument("--num-agents", type=int, default=4, help="race env: cars per course (default: 4)")
+    demo.add_argument("--num-agents", type=_int, default=None, help="race env: cars per course (default: 4)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     train = sub.add_parser("train", help="train PPO (rsl_rl or SB3) on an env and save the policy")
@@ -328,6 +329,11 @@ def _eval(args) -> int:
             if getattr(args, name) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} does not apply to --layouts (one flight per layout "
                                  "of the folder by MODEL, or by the reference controller without it)")
+        if args.model is not None:
+            env_id = read_train_record(model_file(args.model)).get("env_id", "TrackGen-Gates-v0")
+            if env_id != "TrackGen-Gates-v0":
+                raise ValueError(f"--layouts flies race layouts with the quadrotor: MODEL must be a TrackGen-Gates-v0 "
+                                 f"policy, got one of {env_id}")
         _check_writable(args.md, "--md")
         _check_writable(args.json, "--json")
         write_tables(evaluate_layouts(args.layouts, model=args.model, device=args.device or "cpu"), args.json, args.md)
@@ -399,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo" and args.env == "race" and (args.track_csv or args.gates_file):
         print("error: --env race races on generated tracks; --track-csv and --gates-file do not apply",
               file=sys.stderr)
+        return 2
+    if args.command == "demo" and args.env != "race" and args.num_agents is not None:
+        print("error: --num-agents sets the cars per course of --env race", file=sys.stderr)
         return 2
     if getattr(args, "without_obstacles", False) and not args.gates_file:
         print("error: --without-obstacles applies to a --gates-file layout", file=sys.stderr)

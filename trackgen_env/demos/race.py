@@ -93,7 +93,7 @@ def run(args) -> int:
     """Run the race demo for the parsed command-line ``args`` (see ``trackgen_env.__main__``)."""
     from tqdm import tqdm
 
-    N = args.num_agents
+    N = 4 if args.num_agents is None else args.num_agents
     courses = args.num_envs or 1
     steps = args.steps or 1500
     laps = 2

@@ -308,7 +308,9 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
     @render_mode.setter
     def render_mode(self, value) -> None:
         if value not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {value!r}")
+            modes = self.metadata["render_modes"]
+            raise ValueError(f"render_mode must be None or one of {modes}, got {value!r}" if modes else
+                             f"render_mode must be None: {type(self).__name__} draws no frames, got {value!r}")
         if value == "human":
             require_pygame()  # the install hint now, not at the first step
         elif self.__dict__.get("_window") is not None:

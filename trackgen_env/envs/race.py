@@ -519,7 +519,8 @@ class RaceVectorEnv(TrackVectorEnv):
     without the per-episode car draws and random starts (every car of a race starts from the
     grid), plus:
 
-    * ``num_agents``: cars per course, an int in [1, 16] (default 2).
+    * ``num_agents``: cars per course, an int in [1, 16] (default 2) that the grid fits on the course
+      (15 on the default tracks at the default ``grid_spacing``).
     * ``num_opponents``: K, the most opponents each car observes (default 3; ``min(K, N - 1)``).
     * ``grid_spacing``: [m] between consecutive grid slots along the track (default 1.5 car lengths).
     * ``grid_lateral``: [m] the slots' sideways shift (default a quarter of the narrowest band, or a car width).
@@ -719,7 +720,7 @@ def _check_grid_fits(grid_length: float, num_agents: int, spacing: float, car_le
         data = check_centerline(centerline, name="points")
         xy = data[:, :2]
         shortest = float(np.sum(np.linalg.norm(np.roll(xy, -1, axis=0) - xy, axis=1)))
-        what = f"this circuit's length ({shortest:.4g} m)"
+        what = f"half this circuit's length ({shortest:.4g} m)"
     else:
         spec = TrackGenConfig() if track is None else track
         spec = spec.to_spec() if isinstance(spec, TrackGenConfig) else spec
@@ -727,9 +728,9 @@ def _check_grid_fits(grid_length: float, num_agents: int, spacing: float, car_le
         if size is None:
             return
         shortest = 2.0 * size
-        what = f"twice the smallest layout square's side (layout.size {size:g} m)"
+        what = f"the smallest layout square's side (layout.size {size:g} m; a loop in it is at least twice as long)"
     if grid_length > 0.5 * shortest:
         most = int((0.5 * shortest - car_length) // spacing) + 1
         raise ValueError(f"num_agents={num_agents} cars do not fit on the grid: {num_agents - 1} slots of "
-                         f"grid_spacing {spacing:g} m plus a car length make {grid_length:.4g} m, more than half of "
-                         f"{what}; pass num_agents <= {max(most, 1)}, a smaller grid_spacing, or larger courses")
+                         f"grid_spacing {spacing:g} m plus a car length make {grid_length:.4g} m, more than {what}; "
+                         f"pass num_agents <= {max(most, 1)}, a smaller grid_spacing, or larger courses")

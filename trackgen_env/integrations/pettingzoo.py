@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..envs.io import check_action
 from ..envs.race import RaceVectorEnv, check_num_agents
 
 try:
@@ -117,6 +118,8 @@ class RaceParallelEnv(ParallelEnv):
         Raises:
             RuntimeError: no live agent (call ``reset()``).
             KeyError: an action for an unknown or ended agent.
+            TypeError / ValueError: an action not of a real floating dtype, of a shape other than ``(2,)``,
+                or holding NaN (the message names the agent; the race is unchanged).
         """
         if not self.agents:
             raise RuntimeError("no live agents: call reset()")
@@ -124,7 +127,10 @@ class RaceParallelEnv(ParallelEnv):
         for agent, action in actions.items():
             if agent not in self.agents:
                 raise KeyError(f"an action for {agent!r}, which is not live (live agents: {self.agents})")
-            batch[self._index[agent]] = np.asarray(action, dtype=np.float32)
+            try:  # checked as the single env checks its action (dtype, shape, NaN), naming the agent
+                batch[self._index[agent]] = check_action(action, batch.shape[1], "(steering, throttle)")
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{agent}: {exc}") from None
         obs, reward, term, trunc, info = self.race.step(batch)
         live = self.agents
         ended = term | info["out"] | info["finished"]

@@ -546,7 +546,8 @@ def plot_learning_curve(monitor_csv: str | os.PathLike, png: str | os.PathLike, 
         smooth = (total - np.concatenate([np.zeros(k), total[:-k]])[: y.size]) / count
         ax.plot(x, y, ".", ms=1, alpha=0.15, color="tab:gray")
         ax.plot(x, smooth, color="tab:blue")
-    axes[-1, 0].set_xlabel(f"env steps (mean over the last {w} episodes)")
+    # finished episodes only: the steps of the episodes still running at the end are not on the axis
+    axes[-1, 0].set_xlabel(f"env steps of the finished episodes (curves: mean over the last {w} episodes)")
     if title:
         axes[0, 0].set_title(title)
     fig.tight_layout()

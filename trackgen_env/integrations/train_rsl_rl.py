@@ -305,6 +305,17 @@ def _version() -> str:
         return "unknown"
 
 
+def _embed_onnx_weights(path: Path) -> None:
+    """One self-contained ONNX file: torch's exporter writes the weights beside it (``policy.onnx.data``),
+    which a copy of ``policy.onnx`` alone would lose."""
+    import onnx
+
+    data = path.with_name(path.name + ".data")
+    if data.exists():
+        onnx.save_model(onnx.load(str(path)), str(path), save_as_external_data=False)
+        data.unlink()
+
+
 def _save(runner, venv, out: Path, logdir: Path, record: dict, spec, plugin, env_id: str) -> None:
     """Rank 0's files of the run (the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -314,9 +325,11 @@ def _save(runner, venv, out: Path, logdir: Path, record: dict, spec, plugin, env
     runner.export_policy_to_jit(str(out), "policy.pt")
     try:
         runner.export_policy_to_onnx(str(out), "policy.onnx")
+        _embed_onnx_weights(out / "policy.onnx")
         record["onnx"] = "policy.onnx"
     except Exception as exc:  # ONNX export needs the onnx package: the TorchScript policy is the run's policy
-        (out / "policy.onnx").unlink(missing_ok=True)
+        for name in ("policy.onnx", "policy.onnx.data"):
+            (out / name).unlink(missing_ok=True)
         record["onnx"] = f"not exported ({type(exc).__name__}: {str(exc)[:200]})"
     if spec is not None:
         built = getattr(venv.env.unwrapped, SPEC_ENVS[spec.family][1] + "_config")
