@@ -244,8 +244,11 @@ def _train(args) -> int:
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
         per = record["ppo"]["n_steps"] if trainer == "sb3" else record["rsl_rl"]["num_steps_per_env"]
+        cars = record["env_kwargs"].get("num_agents") if env == "TrackGen-Race-v0" else None
+        batch = _count(record['num_envs'], 'env') if cars is None else (
+            f"{_count(record['num_envs'], 'course')} x {_count(cars, 'car')}")
         print(f"trained {record['steps']} env steps: --steps {record['steps_requested']} rounded up to whole rollouts "
-              f"of {record['rollout_steps']} ({_count(record['num_envs'], 'env')} x {per} steps)")
+              f"of {record['rollout_steps']} ({batch} x {per} steps)")
     print(
         f"{trainer}: {record['steps']} env steps in {record['wall_time_s']} s "
         f"({record['env_steps_per_s']:,} env-steps/s)"

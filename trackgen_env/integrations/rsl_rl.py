@@ -49,7 +49,8 @@ __all__ = ["RslRlVecEnv", "make_rsl_rl_vec_env", "require_rsl_rl", "OnPolicyRunn
 RSL_RL_INSTALL_HINT = install_hint("rsl_rl")
 
 #: Per env: the info counters of an episode's final step that the adapter reports per episode.
-EPISODE_KEYS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
+EPISODE_KEYS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed"),
+                "TrackGen-Race-v0": ("laps", "rank", "finished")}
 
 
 def require_rsl_rl() -> None:

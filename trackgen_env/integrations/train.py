@@ -45,7 +45,10 @@ __all__ = ["ENV_IDS", "PPO_DEFAULTS", "ENV_DEFAULTS", "SPEC_ENVS", "TRAIN_PRESET
            "minibatch_size", "train", "plot_learning_curve"]
 
 #: The envs ``train`` and ``eval`` know, with the per-episode info keys they record.
-ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed")}
+#: ``TrackGen-Race-v0``'s envs are its cars (``num_envs`` courses x ``num_agents``): a car's episode is its race,
+#: and its final ``rank`` (1 = winner) and ``finished`` are recorded with its laps.
+ENV_IDS = {"TrackGen-Track-v0": ("laps",), "TrackGen-Gates-v0": ("laps", "gates_passed"),
+           "TrackGen-Race-v0": ("laps", "rank", "finished")}
 
 #: PPO settings of ``train`` (SB3 names). A batch of 16 envs x 256 steps = 4096 transitions,
 #: 8 minibatches of 512, 10 epochs; separate 64-64 tanh actor and critic (as CleanRL's
@@ -82,6 +85,7 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         "policy": {"log_std_init": -1.0},
         "env": {"start": "random_gate", "random_start_prob": 0.5},
     },
+    "TrackGen-Race-v0": {"num_envs": 8, "ppo": {}, "policy": {}, "env": {"num_agents": 2}},
 }
 
 
@@ -93,6 +97,15 @@ def _circuit_courses(num_envs: int, device: str | None) -> PipelineSpec:
     """The circuit recipes' courses (``TRAIN_PRESETS``)."""
     return presets.circuit(width=1.2, width_range=(0.9, 1.5), num_envs=num_envs, device=device)
 
+
+def _env_courses(num_envs: int, device: str | None) -> None:
+    """The env's own generated courses (no spec)."""
+    return None
+
+
+#: ``"race"``'s env: two cars per course on the race env's default tracks, one lap, the race over when
+#: the first car finishes; the reward is each car's progress reward (a contact ends both cars' races).
+_RACE_ENV = {"num_agents": 2}
 
 _CIRCUIT_ENV = {"max_episode_steps": 2500, "friction_range": (0.85, 1.15)}
 #: PPO's learning rate falls linearly to 0 over the run (CleanRL's ``anneal_lr``): at a constant
@@ -134,6 +147,8 @@ _CIRCUIT_PPO = {"learning_rate": "lin_3e-4"}
 #: tightest corner on the narrowest (0.9 m) band; at 0.9 x it sweeps 0.95 m and would not make
 #: that corner. An option beside the recipe: with the recipe's schedule one 4M-step seed laps 19
 #: of the 19 real circuits cleanly at 1.2 m and 17 at true 1:10 (docs/training.md).
+#: ``"race"``: self-play on ``TrackGen-Race-v0`` (``_RACE_ENV``; rsl_rl only): one shared policy drives
+#: every car of every course, so each car races copies of the policy (``docs/race-env.md``).
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {"spec": _circuit_courses, "env": _CIRCUIT_ENV, "ppo": _CIRCUIT_PPO, "env_id": "TrackGen-Track-v0"},
     "circuit_random_start": {
@@ -148,6 +163,7 @@ TRAIN_PRESETS: dict[str, dict[str, Any]] = {
         "ppo": _CIRCUIT_PPO,
         "env_id": "TrackGen-Track-v0",
     },
+    "race": {"spec": _env_courses, "env": _RACE_ENV, "ppo": {}, "env_id": "TrackGen-Race-v0"},
 }
 
 #: Track env arguments of training only: ``eval`` drives from the start line at rest, to the
@@ -156,8 +172,10 @@ TRAIN_PRESETS: dict[str, dict[str, Any]] = {
 TRAINING_ONLY_TRACK_KWARGS = ("random_start", "start_yaw", "start_speed", "stall_steps", "accel_range", "steer_range")
 
 
-def train_preset(name: str, num_envs: int, device: str | None = None) -> tuple[str, PipelineSpec, dict[str, Any]]:
-    """The env id, course spec (``num_envs`` envs on ``device``) and env arguments of the recipe ``name``.
+def train_preset(name: str, num_envs: int,
+                 device: str | None = None) -> tuple[str, PipelineSpec | None, dict[str, Any]]:
+    """The env id, course spec (``num_envs`` envs on ``device``; None: the env's own courses) and env
+    arguments of the recipe ``name``.
 
     Raises:
         ValueError: ``name`` is not one of :data:`TRAIN_PRESETS`.

@@ -52,11 +52,12 @@ __all__ = ["TRAINERS", "PRESET_TRAINERS", "RSL_RL_CONFIG", "RSL_RL_RECIPES", "RS
 TRAINERS = ("rsl_rl", "sb3")
 
 #: The trainers each preset has a recipe for; the first is the preset's own (``train --preset NAME``).
-PRESET_TRAINERS = {"circuit": ("rsl_rl", "sb3"), "circuit_random_start": ("sb3",), "circuit_car_dr": ("sb3",)}
+PRESET_TRAINERS = {"circuit": ("rsl_rl", "sb3"), "circuit_random_start": ("sb3",), "circuit_car_dr": ("sb3",),
+                   "race": ("rsl_rl",)}
 
 #: The step budget of the SB3 recipes (``--trainer sb3`` without ``--steps``): per env, and per preset.
-SB3_STEPS = {"TrackGen-Track-v0": 2_000_000, "TrackGen-Gates-v0": 6_000_000, "circuit": 4_000_000,
-             "circuit_random_start": 4_000_000, "circuit_car_dr": 4_000_000}
+SB3_STEPS = {"TrackGen-Track-v0": 2_000_000, "TrackGen-Gates-v0": 6_000_000, "TrackGen-Race-v0": 2_000_000,
+             "circuit": 4_000_000, "circuit_random_start": 4_000_000, "circuit_car_dr": 4_000_000}
 
 #: rsl_rl's runner configuration (its ``train_cfg`` dict) under every recipe: separate 64-64 ELU
 #: actor and critic with rsl_rl's empirical observation normalisation, a Gaussian policy of
@@ -89,6 +90,9 @@ RSL_RL_RECIPES: dict[str, dict[str, Any]] = {
         "cfg": {"num_steps_per_env": 32, "actor": {"distribution_cfg": {"init_std": 0.37}}},
         "env": dict(ENV_DEFAULTS["TrackGen-Gates-v0"]["env"]),
     },
+    # num_envs courses of two cars: the batch is the 2 * num_envs cars
+    "TrackGen-Race-v0": {"num_envs": 512, "steps": 2_000_000, "cfg": {},
+                         "env": dict(ENV_DEFAULTS["TrackGen-Race-v0"]["env"])},
 }
 
 #: Per preset with an rsl_rl recipe: the env count, the step budget and config overrides; the
@@ -102,6 +106,7 @@ RSL_RL_PRESETS: dict[str, dict[str, Any]] = {
     "circuit": {"num_envs": 2048, "steps": 8_000_000,
                 "cfg": {"num_steps_per_env": 32, "algorithm": {"desired_kl": 0.005},
                         "actor": {"hidden_dims": [32, 32]}, "critic": {"hidden_dims": [32, 32]}}},
+    "race": {"num_envs": 256, "steps": 8_000_000, "cfg": {"num_steps_per_env": 32}},
 }
 
 
@@ -257,14 +262,15 @@ def train_rsl_rl(
 
     out = Path(out)
     logdir = Path(logdir) if logdir is not None else out / "tb"
-    per_iteration = num_envs * int(train_cfg["num_steps_per_env"])
-    iterations = max(1, math.ceil(steps / (per_iteration * world_size)))
     quiet = contextlib.nullcontext() if progress and rank == 0 else contextlib.redirect_stdout(io.StringIO())
     with using_torch_threads(threads) as used_threads, quiet:
         np.random.seed(seed + rank)
         torch.manual_seed(seed)  # the initial weights (rank 0's are broadcast under torchrun)
         venv = make_rsl_rl_vec_env(env_id, num_envs, seed=rank_seeds(seed, rank, world_size, num_envs),
                                    monitor=rank == 0, device=env_device, **env_kwargs, **spec_kwargs)
+        # the batch is the vector env's envs: for the race env, its num_envs courses x num_agents cars
+        per_iteration = venv.num_envs * int(train_cfg["num_steps_per_env"])
+        iterations = max(1, math.ceil(steps / (per_iteration * world_size)))
         try:
             if rank == 0:
                 out.mkdir(parents=True, exist_ok=True)  # once the env is built: a refused spec leaves no folder
