@@ -19,6 +19,8 @@ They need ``pip install -e ".[rsl_rl,sb3]"`` (in a source checkout, as the READM
 ``eval [MODEL] --circuits DIR`` drives a model or a built-in controller (``--controller pure_pursuit``)
 once round every circuit CSV of a folder and tabulates lap, lap time, ratio to the reference lap time and off-tracks
 (:mod:`trackgen_env.integrations.circuits`).
+``train --preset race`` trains one policy for every car of TrackGen-Race-v0 (self-play); ``eval MODEL --race``
+races it against pure-pursuit cars on held-out tracks (:mod:`trackgen_env.integrations.race_eval`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .generators.gate_layouts import load_gate_layout
 from .integrations.circuits import CONTROLLERS, circuits_json, evaluate_circuits, format_circuits_table
 from .integrations.evaluation import EVAL_SEED, eval_results_json, evaluate, format_eval_table
 from .integrations.layouts import evaluate_layouts, write_tables
+from .integrations.race_eval import RACE_ENV_ID, evaluate_race, format_race_table, race_results_json
 from .integrations.runs import model_file, read_train_record
 from .integrations.train import ENV_IDS, SPEC_ENVS, TRAIN_PRESETS
 from .integrations.train_rsl_rl import TRAINERS, check_run_folder, default_steps, resolve_trainer, run_trainer
@@ -183,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--circuits", default=None, metavar="DIR",
                     help="drive every circuit CSV of DIR once (scaled to the training width; true scale for the "
                          "full-size car); the reference lap times use DIR/racelines/<name>.csv where present")
+    ev.add_argument("--race", action="store_true",
+                    help="race MODEL (a TrackGen-Race-v0 run, e.g. train --preset race) in car 0 against pure-pursuit "
+                         "cars on --episodes held-out tracks: win rate, mean position, overtakes and contacts caused "
+                         "per lap, laps completed")
     ev.add_argument("--controller", choices=sorted(CONTROLLERS), default=None,
                     help="with --circuits: drive with this built-in controller instead of a model")
     ev.add_argument("--car", choices=sorted(CAR_PRESETS), default=None,
@@ -190,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--car-model", choices=CAR_MODELS, default=None,
                     help="with --circuits: the car model (default: the model's, else kinematic)")
     ev.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
-    ev.add_argument("--md", default=None, metavar="FILE", help="with --circuits: also write the table as Markdown")
+    ev.add_argument("--md", default=None, metavar="FILE",
+                    help="with --circuits or --race: also write the table as Markdown")
     ev.add_argument("--torch-threads", type=_int, default=None, metavar="N",
                     help="torch's threads (default: 1 with the policy on the CPU, torch's default on CUDA)")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -324,7 +332,34 @@ def _eval_circuits(args) -> int:
     return 0
 
 
+def _eval_race(args) -> int:
+    for name in ("track_csv", "track_scale", "gates_file", "layouts", "circuits", "controller", "car", "car_model"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} does not apply to --race (MODEL races on generated tracks)")
+    if args.model is None:
+        raise ValueError("eval --race needs MODEL (a TrackGen-Race-v0 run's policy.pt or folder, train --preset race)")
+    if args.env not in (None, RACE_ENV_ID):
+        raise ValueError(f"--race races on {RACE_ENV_ID}, got --env {args.env}")
+    _check_writable(args.md, "--md")
+    _check_writable(args.json, "--json")
+    seed = EVAL_SEED if args.seed is None else args.seed
+    results = evaluate_race(args.model, races=args.episodes or 100, seed=seed, device=args.device,
+                            torch_threads=args.torch_threads, progress=not args.no_progress)
+    print(f"{results[0].races} races on held-out tracks (seed {seed}), car 0 against {results[0].opponents}\n")
+    table = format_race_table(results)
+    print(table)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(table + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(race_results_json(results) + "\n")
+    return 0
+
+
 def _eval(args) -> int:
+    if args.race:
+        return _eval_race(args)
     if args.circuits:
         return _eval_circuits(args)
     if args.layouts:  # trackgen_env.integrations.layouts holds the logic

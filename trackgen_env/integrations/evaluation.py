@@ -38,12 +38,27 @@ from .sb3 import make_sb3_vec_env, require_sb3
 from .train import ENV_IDS, TRAINING_ONLY_TRACK_KWARGS, check_env_id, spec_env_kwargs
 
 
-__all__ = ["EVAL_SEED", "check_circuit_env", "check_circuit_scale", "EvalResult", "evaluate", "format_eval_table",
-           "eval_results_json"]
+__all__ = ["EVAL_SEED", "check_held_out", "check_circuit_env", "check_circuit_scale", "EvalResult", "evaluate",
+           "format_eval_table", "eval_results_json"]
 
 #: Default seed of ``eval``'s courses. Training runs use small seeds (default 0); the per-env
 #: seeds of the two never intersect for the defaults (``eval`` checks it for any pair).
 EVAL_SEED = 1_000_003
+
+def check_held_out(meta: dict[str, Any], seed: int, num_envs: int) -> None:
+    """Refuse an eval ``seed`` whose ``num_envs`` per-env course seeds meet those of the training run
+    (``meta``: its ``train.json``; nothing to check without its ``seed``).
+
+    Raises:
+        ValueError: the seeds meet (naming both seeds).
+    """
+    if "seed" not in meta:
+        return
+    train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
+    if seed == meta["seed"] or train_seeds.intersection(env_seeds(int(seed), num_envs).tolist()):
+        raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed {meta['seed']}): "
+                         f"pick another --seed (default {EVAL_SEED})")
+
 
 def check_circuit_env(env_id: str, flag: str) -> None:
     """Refuse, before anything is built, an env other than the car's for a real circuit (``flag``: the
@@ -213,13 +228,8 @@ def evaluate(
         track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     check_int("episodes", episodes, lo=1)
     check_run_seed("seed", seed)
-    if "seed" in meta and track_csv is None and gates_file is None:
-        train_seeds = set(env_seeds(int(meta["seed"]), int(meta["num_envs"])).tolist())
-        shared = train_seeds.intersection(env_seeds(int(seed), episodes).tolist())
-        if seed == meta["seed"] or shared:
-            raise ValueError(f"eval seed {seed} shares per-env course seeds with the training run (seed "
-                             f"{meta['seed']}): "
-                             f"pick another --seed (default {EVAL_SEED})")
+    if track_csv is None and gates_file is None:
+        check_held_out(meta, seed, episodes)
     env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}
     if meta.get("spec") is not None and meta.get("env_id") == env_id and track_csv is None and gates_file is None:
         # the training run's pipeline (and its plugins), on held-out seeds
