@@ -606,7 +606,8 @@ def test_train_preset_circuit_trains_on_the_recipes_courses_and_episodes(preset_
     assert "circuit_layout" in saved.stages and saved.randomize == {"band.width": (0.9, 1.5)}
 
 
-@pytest.mark.parametrize("name", sorted(train_module.TRAIN_PRESETS))
+@pytest.mark.parametrize("name", sorted(n for n, r in train_module.TRAIN_PRESETS.items()
+                                  if r["env_id"] == "TrackGen-Track-v0"))
 def test_every_corner_of_a_circuit_recipe_is_drivable_by_its_car_at_full_lock(name):
     """The family is drawn in widths, the car is not: on the recipe's narrowest band the
     tightest corner the family draws (``min_corner_radius`` widths) must leave its outer
@@ -719,8 +720,8 @@ def test_train_preset_errors(tmp_path, capsys):
         main(["train", "--trainer", "sb3", "--preset", "no_such_recipe", "--steps", "10"])
     assert "invalid choice" in capsys.readouterr().err
     with pytest.raises(ValueError,
-                       match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start'\\], got "
-                             "'nope'"):
+                       match="preset must be one of \\['circuit', 'circuit_car_dr', 'circuit_random_start', "
+                             "'race'\\], got 'nope'"):
         train_module.train(preset="nope", steps=10, out=tmp_path / "a", progress=False)
     with pytest.raises(ValueError, match="the preset 'circuit' trains TrackGen-Track-v0, got env TrackGen-Gates-v0"):
         train_module.train("TrackGen-Gates-v0", 10, preset="circuit", out=tmp_path / "b", progress=False)
