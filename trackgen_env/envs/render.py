@@ -10,7 +10,9 @@ launches draw over earlier ones; within a launch threads write one colour, so ov
 are deterministic.
 
 :func:`draw_track` draws a track env (band, edges, checkpoints, start line, the car's
-body box); :func:`draw_gates` a gate env (course line and gates from above, the drone
+body box); :func:`draw_ego` a track env's egocentric view (the observation of
+``obs_type="pixels"``: band, edges and grass around the car, which sits at a fixed pixel,
+heading up; a thread per env and pixel row); :func:`draw_gates` a gate env (course line and gates from above, the drone
 with its heading, and a side view strip, x against altitude, along the bottom).
 """
 
@@ -18,12 +20,20 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..core import env_loop
 from ..core.polyline import BIG, X_AXIS
 from ..core.polyline import left_normal_xy as _left_normal
 
 wp.set_module_options({"enable_backward": False})
 
-__all__ = ["draw_track", "draw_gates"]
+__all__ = ["draw_track", "draw_ego", "draw_gates", "EGO_SIZE", "EGO_CAR_ROW", "EGO_CAR_COL"]
+
+#: The egocentric view (CarRacing-v3's layout): ``EGO_SIZE`` pixels square, the car's centre at
+#: the centre of pixel (``EGO_CAR_ROW``, ``EGO_CAR_COL``): bottom-centre, ``EGO_CAR_ROW`` rows
+#: of road ahead of it, heading up.
+EGO_SIZE = wp.constant(96)
+EGO_CAR_ROW = wp.constant(72)
+EGO_CAR_COL = wp.constant(48)
 
 _MARGIN = 0.04  # fraction of the frame left around the course on each side
 _SIDE = 0.25  # fraction of a gates frame's height given to the side view strip
@@ -238,6 +248,135 @@ def draw_track(frames, view, num, centerline, half_width, num_points, valid, cp_
               inputs=[cp_position, cp_direction, cp_half_width, num_checkpoints, valid, view], outputs=[frames],
               device=dev)
     wp.launch(_track_car, num, inputs=[position, yaw, float(car_half_extents[0]), float(car_half_extents[1]), view],
+              outputs=[frames], device=dev)
+
+
+# -- the egocentric view ----------------------------------------------------------------------
+@wp.func
+def _ego_pixel(p: wp.vec3, car: wp.vec3, forward: wp.vec2, pixels_per_metre: float) -> wp.vec2:
+    """A world point -> (col, row) in the egocentric view (the car's centre at its fixed pixel, heading up)."""
+    dx = p[0] - car[0]
+    dy = p[1] - car[1]
+    ahead = forward[0] * dx + forward[1] * dy
+    left = -forward[1] * dx + forward[0] * dy
+    return wp.vec2(float(EGO_CAR_COL) + 0.5 - left * pixels_per_metre,
+                   float(EGO_CAR_ROW) + 0.5 - ahead * pixels_per_metre)
+
+
+@wp.func
+def _in_view(a: wp.vec2, b: wp.vec2, reach: float) -> bool:
+    lo = wp.min(a, b) - wp.vec2(reach, reach)
+    hi = wp.max(a, b) + wp.vec2(reach, reach)
+    size = float(EGO_SIZE)
+    return hi[0] >= 0.0 and hi[1] >= 0.0 and lo[0] <= size and lo[1] <= size
+
+
+@wp.kernel
+def _ego_segments(
+    envs_per_thread: int,
+    reset_mask: wp.array(dtype=wp.int32),
+    restart: int,
+    position: wp.array(dtype=wp.vec3),
+    yaw: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    pixels_per_metre: float,
+    # outputs: per env the segments in view, in pixels: (centre 0, centre 1, left 0, left 1, right 0, right 1)
+    ends: wp.array3d(dtype=wp.vec2),
+    radius: wp.array2d(dtype=float),
+    count: wp.array(dtype=wp.int32),
+):
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if restart != 0 and reset_mask[e] == 0:
+            continue
+        n = num_points[e]
+        k = int(0)
+        if valid[e] != 0 and n >= 3:
+            car = position[e]
+            forward = wp.vec2(wp.cos(yaw[e]), wp.sin(yaw[e]))
+            for j in range(n):
+                j1 = (j + 1) % n
+                a = _ego_pixel(centerline[e, j], car, forward, pixels_per_metre)
+                b = _ego_pixel(centerline[e, j1], car, forward, pixels_per_metre)
+                r = wp.max(half_width[e, j], half_width[e, j1]) * pixels_per_metre
+                if _in_view(a, b, r + 1.0):
+                    n0 = _left_normal(centerline, e, n, j)
+                    n1 = _left_normal(centerline, e, n, j1)
+                    c0 = centerline[e, j]
+                    c1 = centerline[e, j1]
+                    h0 = half_width[e, j]
+                    h1 = half_width[e, j1]
+                    ends[e, k, 0] = a
+                    ends[e, k, 1] = b
+                    ends[e, k, 2] = _ego_pixel(c0 + h0 * wp.vec3(n0[0], n0[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 3] = _ego_pixel(c1 + h1 * wp.vec3(n1[0], n1[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 4] = _ego_pixel(c0 - h0 * wp.vec3(n0[0], n0[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 5] = _ego_pixel(c1 - h1 * wp.vec3(n1[0], n1[1], 0.0), car, forward, pixels_per_metre)
+                    radius[e, k] = r
+                    k += 1
+        count[e] = k
+
+
+@wp.kernel
+def _ego_rows(
+    envs_per_thread: int,
+    reset_mask: wp.array(dtype=wp.int32),
+    restart: int,
+    ends: wp.array3d(dtype=wp.vec2),
+    radius: wp.array2d(dtype=float),
+    count: wp.array(dtype=wp.int32),
+    car_half_length: float,
+    car_half_width: float,
+    frames: wp.array4d(dtype=wp.uint8),
+):
+    thread, row = wp.tid()
+    # _capsule and _box take pixel coordinates of a region that starts at row0: this row only
+    shift = wp.vec2(0.0, float(row))
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if restart != 0 and reset_mask[e] == 0:
+            continue
+        for col in range(EGO_SIZE):
+            _put(frames, e, row, col, _GRASS)
+        for k in range(count[e]):
+            _capsule(frames, e, ends[e, k, 0] - shift, ends[e, k, 1] - shift, radius[e, k], row, row + 1, _BAND)
+        for k in range(count[e]):
+            for side in range(2):
+                _capsule(frames, e, ends[e, k, 2 + 2 * side] - shift, ends[e, k, 3 + 2 * side] - shift, 0.75, row,
+                         row + 1, _EDGE)
+        centre = wp.vec2(float(EGO_CAR_COL) + 0.5, float(EGO_CAR_ROW) + 0.5) - shift
+        _box(frames, e, centre, wp.vec2(0.0, -1.0), car_half_length, car_half_width, row, row + 1, _CAR)
+
+
+def draw_ego(frames, ends, radius, count, reset_mask, restart, position, yaw, centerline, half_width, num_points,
+             valid, pixels_per_metre, car_half_extents) -> None:
+    """Draw every env's egocentric view into ``frames`` ``[E, EGO_SIZE, EGO_SIZE, 3]`` uint8 (no sync).
+
+    The car's centre sits at the centre of pixel (``EGO_CAR_ROW``, ``EGO_CAR_COL``), its heading
+    up, ``pixels_per_metre`` pixels to a metre; grass, then the band (the union of its segments'
+    capsules, as :func:`draw_track`), its edges, and the car's body box (at least 6 x 3 pixels).
+    An env without a usable track shows grass and the car.
+
+    Args:
+        frames: the output; ``ends`` ``[E, P, 6]`` vec2, ``radius`` ``[E, P]`` float32, ``count``
+            ``[E]`` int32: scratch (each env's segments in view).
+        reset_mask, restart: with ``restart``, draw the masked envs only (the others keep their frame).
+        position, yaw: the cars (``[E]`` vec3 [m], ``[E]`` float32 [rad]).
+        centerline, half_width, num_points, valid: the track result.
+        pixels_per_metre: the view's scale; ``car_half_extents``: (half length, half width) [m].
+    """
+    dev = frames.device
+    threads, per = env_loop.shape(dev, frames.shape[0])
+    wp.launch(_ego_segments, threads,
+              inputs=[per, reset_mask, int(restart), position, yaw, centerline, half_width, num_points, valid,
+                      float(pixels_per_metre)],
+              outputs=[ends, radius, count], device=dev)
+    half_length = max(car_half_extents[0] * pixels_per_metre, 3.0)
+    half_width_px = max(car_half_extents[1] * pixels_per_metre, 1.5)
+    wp.launch(_ego_rows, (threads, EGO_SIZE),
+              inputs=[per, reset_mask, int(restart), ends, radius, count, float(half_length), float(half_width_px)],
               outputs=[frames], device=dev)
 
 

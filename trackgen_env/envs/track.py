@@ -40,7 +40,7 @@ OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "
 #: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
 OBS_LOOKAHEAD = len(OBS_FIELDS)
 #: The observations the env offers (``obs_type``).
-OBS_TYPES = ("state", "lidar")
+OBS_TYPES = ("state", "lidar", "pixels")
 #: ``obs_type="lidar"``: the entries after the ``num_beams`` ranges, in order (the first three of
 #: :data:`OBS_FIELDS`, whose offsets the kernel adds to ``num_beams``).
 LIDAR_MOTION_FIELDS = OBS_FIELDS[:3]
@@ -790,6 +790,8 @@ class TrackVectorEnv(CourseVectorEnv):
         self._check_sensor(obs_type, num_beams, lidar_fov, lidar_range, lidar_noise_std)
         if self.obs_type == "lidar":
             self._lidar_spaces()
+        elif self.obs_type == "pixels":
+            self._pixel_spaces()
         else:
             self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
@@ -877,6 +879,11 @@ class TrackVectorEnv(CourseVectorEnv):
         self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)
         # stands for the ranges (obs_type "state": not read)
         self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
+        if self.obs_type == "pixels":  # scratch of the egocentric view: each env's band segments in view
+            points = self.course.result.centerline.shape[1]
+            self._ego_ends = wp.zeros((E, points, 6), dtype=wp.vec2, device=dev)
+            self._ego_radius = wp.zeros((E, points), dtype=float, device=dev)
+            self._ego_count = wp.zeros(E, dtype=wp.int32, device=dev)
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- the observation -----------------------------------------------------------------------
@@ -887,6 +894,7 @@ class TrackVectorEnv(CourseVectorEnv):
         if obs_type not in OBS_TYPES:
             raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
         self.obs_type = obs_type
+        self.pixels_per_metre = None  # obs_type "pixels": set with its spaces
         given = {"num_beams": num_beams, "lidar_fov": fov, "lidar_range": max_range, "lidar_noise_std": noise_std}
         if obs_type != "lidar":
             named = [k for k, v in given.items() if v is not None]
@@ -920,6 +928,15 @@ class TrackVectorEnv(CourseVectorEnv):
         self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
+    def _pixel_spaces(self) -> None:
+        """The spaces of ``obs_type="pixels"``: CarRacing-v3's ``Box(0, 255, (96, 96, 3), uint8)`` frame."""
+        size = render.EGO_SIZE
+        self.pixels_per_metre = float(render.EGO_CAR_ROW) / self.lookahead_horizon
+        self.single_observation_space = spaces.Box(0, 255, (size, size, 3), np.uint8)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _start(self, reset_mask: wp.array):
         threads, per = env_loop.shape(self.device, self.num_envs)
@@ -947,6 +964,11 @@ class TrackVectorEnv(CourseVectorEnv):
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr = self.course.result, self.state, res.frame
+        if self.obs_type == "pixels":
+            render.draw_ego(self._obs, self._ego_ends, self._ego_radius, self._ego_count, reset_mask, restart,
+                            st.position, st.yaw, r.centerline, r.half_width, r.num_points, r.valid,
+                            self.pixels_per_metre, self.car.half_extents[:2])
+            return
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.obs_type == "lidar":
             sensor = [0, self._lookahead, self.num_beams, self.course.components["lidar"].result.ranges]
