@@ -34,6 +34,7 @@ __all__ = ["draw_track", "draw_ego", "draw_gates", "EGO_SIZE", "EGO_CAR_ROW", "E
 EGO_SIZE = wp.constant(96)
 EGO_CAR_ROW = wp.constant(72)
 EGO_CAR_COL = wp.constant(48)
+_GROUP = wp.constant(8)  # segments per row range of the egocentric view (a row skips a group off its rows)
 
 _MARGIN = 0.04  # fraction of the frame left around the course on each side
 _SIDE = 0.25  # fraction of a gates frame's height given to the side view strip
@@ -283,10 +284,12 @@ def _ego_segments(
     num_points: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     pixels_per_metre: float,
-    # outputs: per env the segments in view, in pixels: (centre 0, centre 1, left 0, left 1, right 0, right 1)
+    # outputs: per env the segments in view, in pixels: (centre 0, centre 1, left 0, left 1, right 0, right 1),
+    # and the rows [lo, hi) each group of _GROUP of them may draw on
     ends: wp.array3d(dtype=wp.vec2),
     radius: wp.array2d(dtype=float),
     count: wp.array(dtype=wp.int32),
+    group_rows: wp.array2d(dtype=wp.vec2i),
 ):
     thread = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
@@ -316,8 +319,63 @@ def _ego_segments(
                     ends[e, k, 4] = _ego_pixel(c0 - h0 * wp.vec3(n0[0], n0[1], 0.0), car, forward, pixels_per_metre)
                     ends[e, k, 5] = _ego_pixel(c1 - h1 * wp.vec3(n1[0], n1[1], 0.0), car, forward, pixels_per_metre)
                     radius[e, k] = r
+                    # the band's capsule, and the edges within it (their radius below a pixel)
+                    rows = wp.vec2i(int(wp.floor(wp.min(a[1], b[1]) - r - 1.0)),
+                                    int(wp.ceil(wp.max(a[1], b[1]) + r + 1.0)))
+                    g = k // _GROUP
+                    if k % _GROUP != 0:
+                        rows = wp.vec2i(wp.min(rows[0], group_rows[e, g][0]), wp.max(rows[1], group_rows[e, g][1]))
+                    group_rows[e, g] = rows
                     k += 1
         count[e] = k
+
+
+@wp.func
+def _row_span(a: wp.vec2, b: wp.vec2, radius: float, y: float) -> wp.vec2:
+    """The x-interval where the horizontal line at ``y`` meets the capsule a-b of ``radius`` (empty: lo > hi).
+
+    The capsule is convex, so the interval runs from the least to the greatest x of its boundary
+    on the line: on the end discs or on the two straight sides (offset by the radius)."""
+    lo = float(BIG)
+    hi = float(-BIG)
+    for end in range(2):
+        c = wp.where(end == 0, a, b)
+        dy = y - c[1]
+        if wp.abs(dy) <= radius:
+            w = wp.sqrt(radius * radius - dy * dy)
+            lo = wp.min(lo, c[0] - w)
+            hi = wp.max(hi, c[0] + w)
+    d = b - a
+    length = wp.length(d)
+    if wp.abs(d[1]) > 1.0e-6 * length:
+        side = wp.vec2(-d[1], d[0]) * (radius / length)
+        for k in range(2):
+            p = a + wp.where(k == 0, side, -side)
+            t = (y - p[1]) / d[1]
+            if t >= 0.0 and t <= 1.0:
+                x = p[0] + t * d[0]
+                lo = wp.min(lo, x)
+                hi = wp.max(hi, x)
+    return wp.vec2(lo, hi)
+
+
+@wp.func
+def _columns(span: wp.vec2) -> wp.vec2i:
+    """The columns [c0, c1) whose pixel centres (col + 0.5) lie in ``span``, clipped to the view."""
+    c0 = wp.max(int(wp.ceil(span[0] - 0.5)), 0)
+    c1 = wp.min(int(wp.floor(span[1] - 0.5)) + 1, EGO_SIZE)
+    return wp.vec2i(c0, c1)
+
+
+@wp.func
+def _fill(frames: wp.array4d(dtype=wp.uint8), e: int, row: int, cols: wp.vec2i, color: wp.vec3):
+    red = wp.uint8(int(color[0]))
+    green = wp.uint8(int(color[1]))
+    blue = wp.uint8(int(color[2]))
+    for col in range(cols[0], cols[1]):
+        frames[e, row, col, 0] = red
+        frames[e, row, col, 1] = green
+        frames[e, row, col, 2] = blue
 
 
 @wp.kernel
@@ -328,29 +386,65 @@ def _ego_rows(
     ends: wp.array3d(dtype=wp.vec2),
     radius: wp.array2d(dtype=float),
     count: wp.array(dtype=wp.int32),
+    group_rows: wp.array2d(dtype=wp.vec2i),
     car_half_length: float,
     car_half_width: float,
     frames: wp.array4d(dtype=wp.uint8),
 ):
     thread, row = wp.tid()
-    # _capsule and _box take pixel coordinates of a region that starts at row0: this row only
-    shift = wp.vec2(0.0, float(row))
+    y = float(row) + 0.5
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
         if restart != 0 and reset_mask[e] == 0:
             continue
-        for col in range(EGO_SIZE):
-            _put(frames, e, row, col, _GRASS)
-        for k in range(count[e]):
-            _capsule(frames, e, ends[e, k, 0] - shift, ends[e, k, 1] - shift, radius[e, k], row, row + 1, _BAND)
-        for k in range(count[e]):
-            for side in range(2):
-                _capsule(frames, e, ends[e, k, 2 + 2 * side] - shift, ends[e, k, 3 + 2 * side] - shift, 0.75, row,
-                         row + 1, _EDGE)
-        centre = wp.vec2(float(EGO_CAR_COL) + 0.5, float(EGO_CAR_ROW) + 0.5) - shift
-        _box(frames, e, centre, wp.vec2(0.0, -1.0), car_half_length, car_half_width, row, row + 1, _CAR)
+        _fill(frames, e, row, wp.vec2i(0, EGO_SIZE), _GRASS)
+        # the band: consecutive segments' spans on a row overlap, so they are merged into runs
+        # and each run is filled once
+        run = wp.vec2i(0, 0)
+        n = count[e]
+        for g in range((n + _GROUP - 1) // _GROUP):
+            rows = group_rows[e, g]
+            if row < rows[0] or row >= rows[1]:
+                continue
+            for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+                a = ends[e, k, 0]
+                b = ends[e, k, 1]
+                r = radius[e, k]
+                if y < wp.min(a[1], b[1]) - r or y > wp.max(a[1], b[1]) + r:
+                    continue
+                cols = _columns(_row_span(a, b, r, y))
+                if cols[0] >= cols[1]:
+                    continue
+                if cols[0] <= run[1] and cols[1] >= run[0] and run[0] < run[1]:
+                    run = wp.vec2i(wp.min(run[0], cols[0]), wp.max(run[1], cols[1]))
+                else:
+                    _fill(frames, e, row, run, _BAND)
+                    run = cols
+        _fill(frames, e, row, run, _BAND)
+        for g in range((n + _GROUP - 1) // _GROUP):
+            rows = group_rows[e, g]
+            if row < rows[0] or row >= rows[1]:
+                continue
+            for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+                for side in range(2):
+                    a = ends[e, k, 2 + 2 * side]
+                    b = ends[e, k, 3 + 2 * side]
+                    if y >= wp.min(a[1], b[1]) - 0.75 and y <= wp.max(a[1], b[1]) + 0.75:
+                        _fill(frames, e, row, _columns(_row_span(a, b, 0.75, y)), _EDGE)
+        # the car's body box, heading up (rows grow downwards)
+        if wp.abs(y - (float(EGO_CAR_ROW) + 0.5)) <= car_half_length:
+            centre = float(EGO_CAR_COL) + 0.5
+            _fill(frames, e, row, _columns(wp.vec2(centre - car_half_width, centre + car_half_width)), _CAR)
 
 
-def draw_ego(frames, ends, radius, count, reset_mask, restart, position, yaw, centerline, half_width, num_points,
+def ego_scratch(num_envs: int, points: int, device) -> tuple:
+    """The scratch arrays of :func:`draw_ego` for ``num_envs`` tracks of ``points`` points."""
+    return (wp.zeros((num_envs, points, 6), dtype=wp.vec2, device=device),
+            wp.zeros((num_envs, points), dtype=float, device=device),
+            wp.zeros(num_envs, dtype=wp.int32, device=device),
+            wp.zeros((num_envs, (points + _GROUP - 1) // _GROUP), dtype=wp.vec2i, device=device))
+
+
+def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, half_width, num_points,
              valid, pixels_per_metre, car_half_extents) -> None:
     """Draw every env's egocentric view into ``frames`` ``[E, EGO_SIZE, EGO_SIZE, 3]`` uint8 (no sync).
 
@@ -360,8 +454,7 @@ def draw_ego(frames, ends, radius, count, reset_mask, restart, position, yaw, ce
     An env without a usable track shows grass and the car.
 
     Args:
-        frames: the output; ``ends`` ``[E, P, 6]`` vec2, ``radius`` ``[E, P]`` float32, ``count``
-            ``[E]`` int32: scratch (each env's segments in view).
+        frames: the output; ``scratch``: :func:`ego_scratch`'s arrays (each env's segments in view).
         reset_mask, restart: with ``restart``, draw the masked envs only (the others keep their frame).
         position, yaw: the cars (``[E]`` vec3 [m], ``[E]`` float32 [rad]).
         centerline, half_width, num_points, valid: the track result.
@@ -369,14 +462,16 @@ def draw_ego(frames, ends, radius, count, reset_mask, restart, position, yaw, ce
     """
     dev = frames.device
     threads, per = env_loop.shape(dev, frames.shape[0])
+    ends, radius, count, group_rows = scratch
     wp.launch(_ego_segments, threads,
               inputs=[per, reset_mask, int(restart), position, yaw, centerline, half_width, num_points, valid,
                       float(pixels_per_metre)],
-              outputs=[ends, radius, count], device=dev)
+              outputs=[ends, radius, count, group_rows], device=dev)
     half_length = max(car_half_extents[0] * pixels_per_metre, 3.0)
     half_width_px = max(car_half_extents[1] * pixels_per_metre, 1.5)
     wp.launch(_ego_rows, (threads, EGO_SIZE),
-              inputs=[per, reset_mask, int(restart), ends, radius, count, float(half_length), float(half_width_px)],
+              inputs=[per, reset_mask, int(restart), ends, radius, count, group_rows, float(half_length),
+                      float(half_width_px)],
               outputs=[frames], device=dev)
 
 

@@ -880,10 +880,7 @@ class TrackVectorEnv(CourseVectorEnv):
         # stands for the ranges (obs_type "state": not read)
         self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
         if self.obs_type == "pixels":  # scratch of the egocentric view: each env's band segments in view
-            points = self.course.result.centerline.shape[1]
-            self._ego_ends = wp.zeros((E, points, 6), dtype=wp.vec2, device=dev)
-            self._ego_radius = wp.zeros((E, points), dtype=float, device=dev)
-            self._ego_count = wp.zeros(E, dtype=wp.int32, device=dev)
+            self._ego_scratch = render.ego_scratch(E, self.course.result.centerline.shape[1], dev)
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- the observation -----------------------------------------------------------------------
@@ -965,7 +962,7 @@ class TrackVectorEnv(CourseVectorEnv):
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr = self.course.result, self.state, res.frame
         if self.obs_type == "pixels":
-            render.draw_ego(self._obs, self._ego_ends, self._ego_radius, self._ego_count, reset_mask, restart,
+            render.draw_ego(self._obs, self._ego_scratch, reset_mask, restart,
                             st.position, st.yaw, r.centerline, r.half_width, r.num_points, r.valid,
                             self.pixels_per_metre, self.car.half_extents[:2])
             return
