@@ -284,6 +284,7 @@ def _ego_segments(
     num_points: wp.array(dtype=wp.int32),
     valid: wp.array(dtype=wp.int32),
     pixels_per_metre: float,
+    stride: int,
     # outputs: per env the segments in view, in pixels: (centre 0, centre 1, left 0, left 1, right 0, right 1),
     # and the rows [lo, hi) each group of _GROUP of them may draw on
     ends: wp.array3d(dtype=wp.vec2),
@@ -300,8 +301,8 @@ def _ego_segments(
         if valid[e] != 0 and n >= 3:
             car = position[e]
             forward = wp.vec2(wp.cos(yaw[e]), wp.sin(yaw[e]))
-            for j in range(n):
-                j1 = (j + 1) % n
+            for j in range(0, n, stride):
+                j1 = wp.where(j + stride < n, j + stride, 0)
                 a = _ego_pixel(centerline[e, j], car, forward, pixels_per_metre)
                 b = _ego_pixel(centerline[e, j1], car, forward, pixels_per_metre)
                 r = wp.max(half_width[e, j], half_width[e, j1]) * pixels_per_metre
@@ -445,7 +446,7 @@ def ego_scratch(num_envs: int, points: int, device) -> tuple:
 
 
 def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, half_width, num_points,
-             valid, pixels_per_metre, car_half_extents) -> None:
+             valid, pixels_per_metre, stride, car_half_extents) -> None:
     """Draw every env's egocentric view into ``frames`` ``[E, EGO_SIZE, EGO_SIZE, 3]`` uint8 (no sync).
 
     The car's centre sits at the centre of pixel (``EGO_CAR_ROW``, ``EGO_CAR_COL``), its heading
@@ -458,14 +459,16 @@ def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, ha
         reset_mask, restart: with ``restart``, draw the masked envs only (the others keep their frame).
         position, yaw: the cars (``[E]`` vec3 [m], ``[E]`` float32 [rad]).
         centerline, half_width, num_points, valid: the track result.
-        pixels_per_metre: the view's scale; ``car_half_extents``: (half length, half width) [m].
+        pixels_per_metre: the view's scale; ``stride``: the centreline points a drawn segment spans
+            (1: every segment; more where the points lie closer than a few pixels apart);
+            ``car_half_extents``: (half length, half width) [m].
     """
     dev = frames.device
     threads, per = env_loop.shape(dev, frames.shape[0])
     ends, radius, count, group_rows = scratch
     wp.launch(_ego_segments, threads,
               inputs=[per, reset_mask, int(restart), position, yaw, centerline, half_width, num_points, valid,
-                      float(pixels_per_metre)],
+                      float(pixels_per_metre), int(stride)],
               outputs=[ends, radius, count, group_rows], device=dev)
     half_length = max(car_half_extents[0] * pixels_per_metre, 3.0)
     half_width_px = max(car_half_extents[1] * pixels_per_metre, 1.5)

@@ -881,6 +881,9 @@ class TrackVectorEnv(CourseVectorEnv):
         self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
         if self.obs_type == "pixels":  # scratch of the egocentric view: each env's band segments in view
             self._ego_scratch = render.ego_scratch(E, self.course.result.centerline.shape[1], dev)
+            # the band is drawn in segments about 3 pixels long (the points lie closer on the default
+            # tracks): the chord misses a bend of radius R by L^2 / (8 R), a tenth of a pixel at R = 14 px
+            self._ego_stride = max(1, round(3.0 / (spacing * self.pixels_per_metre)))
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- the observation -----------------------------------------------------------------------
@@ -964,7 +967,7 @@ class TrackVectorEnv(CourseVectorEnv):
         if self.obs_type == "pixels":
             render.draw_ego(self._obs, self._ego_scratch, reset_mask, restart,
                             st.position, st.yaw, r.centerline, r.half_width, r.num_points, r.valid,
-                            self.pixels_per_metre, self.car.half_extents[:2])
+                            self.pixels_per_metre, self._ego_stride, self.car.half_extents[:2])
             return
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.obs_type == "lidar":
