@@ -379,9 +379,56 @@ def _fill(frames: wp.array4d(dtype=wp.uint8), e: int, row: int, cols: wp.vec2i, 
         frames[e, row, col, 2] = blue
 
 
+@wp.func
+def _ego_row(frames: wp.array4d(dtype=wp.uint8), e: int, row: int, ends: wp.array3d(dtype=wp.vec2),
+             radius: wp.array2d(dtype=float), count: wp.array(dtype=wp.int32), group_rows: wp.array2d(dtype=wp.vec2i),
+             car_half_length: float, car_half_width: float):
+    """One row of env e's egocentric view: grass, the band, its edges, the car."""
+    y = float(row) + 0.5
+    _fill(frames, e, row, wp.vec2i(0, EGO_SIZE), _GRASS)
+    # the band: consecutive segments' spans on a row overlap, so they are merged into runs
+    # and each run is filled once
+    run = wp.vec2i(0, 0)
+    n = count[e]
+    for g in range((n + _GROUP - 1) // _GROUP):
+        rows = group_rows[e, g]
+        if row < rows[0] or row >= rows[1]:
+            continue
+        for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+            a = ends[e, k, 0]
+            b = ends[e, k, 1]
+            r = radius[e, k]
+            if y < wp.min(a[1], b[1]) - r or y > wp.max(a[1], b[1]) + r:
+                continue
+            cols = _columns(_row_span(a, b, r, y))
+            if cols[0] >= cols[1]:
+                continue
+            if cols[0] <= run[1] and cols[1] >= run[0] and run[0] < run[1]:
+                run = wp.vec2i(wp.min(run[0], cols[0]), wp.max(run[1], cols[1]))
+            else:
+                _fill(frames, e, row, run, _BAND)
+                run = cols
+    _fill(frames, e, row, run, _BAND)
+    for g in range((n + _GROUP - 1) // _GROUP):
+        rows = group_rows[e, g]
+        if row < rows[0] or row >= rows[1]:
+            continue
+        for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+            for side in range(2):
+                a = ends[e, k, 2 + 2 * side]
+                b = ends[e, k, 3 + 2 * side]
+                if y >= wp.min(a[1], b[1]) - 0.75 and y <= wp.max(a[1], b[1]) + 0.75:
+                    _fill(frames, e, row, _columns(_row_span(a, b, 0.75, y)), _EDGE)
+    # the car's body box, heading up (rows grow downwards)
+    if wp.abs(y - (float(EGO_CAR_ROW) + 0.5)) <= car_half_length:
+        centre = float(EGO_CAR_COL) + 0.5
+        _fill(frames, e, row, _columns(wp.vec2(centre - car_half_width, centre + car_half_width)), _CAR)
+
+
 @wp.kernel
 def _ego_rows(
     envs_per_thread: int,
+    rows_per_thread: int,
     reset_mask: wp.array(dtype=wp.int32),
     restart: int,
     ends: wp.array3d(dtype=wp.vec2),
@@ -392,49 +439,12 @@ def _ego_rows(
     car_half_width: float,
     frames: wp.array4d(dtype=wp.uint8),
 ):
-    thread, row = wp.tid()
-    y = float(row) + 0.5
+    thread, block = wp.tid()
     for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
         if restart != 0 and reset_mask[e] == 0:
             continue
-        _fill(frames, e, row, wp.vec2i(0, EGO_SIZE), _GRASS)
-        # the band: consecutive segments' spans on a row overlap, so they are merged into runs
-        # and each run is filled once
-        run = wp.vec2i(0, 0)
-        n = count[e]
-        for g in range((n + _GROUP - 1) // _GROUP):
-            rows = group_rows[e, g]
-            if row < rows[0] or row >= rows[1]:
-                continue
-            for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
-                a = ends[e, k, 0]
-                b = ends[e, k, 1]
-                r = radius[e, k]
-                if y < wp.min(a[1], b[1]) - r or y > wp.max(a[1], b[1]) + r:
-                    continue
-                cols = _columns(_row_span(a, b, r, y))
-                if cols[0] >= cols[1]:
-                    continue
-                if cols[0] <= run[1] and cols[1] >= run[0] and run[0] < run[1]:
-                    run = wp.vec2i(wp.min(run[0], cols[0]), wp.max(run[1], cols[1]))
-                else:
-                    _fill(frames, e, row, run, _BAND)
-                    run = cols
-        _fill(frames, e, row, run, _BAND)
-        for g in range((n + _GROUP - 1) // _GROUP):
-            rows = group_rows[e, g]
-            if row < rows[0] or row >= rows[1]:
-                continue
-            for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
-                for side in range(2):
-                    a = ends[e, k, 2 + 2 * side]
-                    b = ends[e, k, 3 + 2 * side]
-                    if y >= wp.min(a[1], b[1]) - 0.75 and y <= wp.max(a[1], b[1]) + 0.75:
-                        _fill(frames, e, row, _columns(_row_span(a, b, 0.75, y)), _EDGE)
-        # the car's body box, heading up (rows grow downwards)
-        if wp.abs(y - (float(EGO_CAR_ROW) + 0.5)) <= car_half_length:
-            centre = float(EGO_CAR_COL) + 0.5
-            _fill(frames, e, row, _columns(wp.vec2(centre - car_half_width, centre + car_half_width)), _CAR)
+        for row in range(block * rows_per_thread, (block + 1) * rows_per_thread):
+            _ego_row(frames, e, row, ends, radius, count, group_rows, car_half_length, car_half_width)
 
 
 def ego_scratch(num_envs: int, points: int, device) -> tuple:
@@ -465,6 +475,9 @@ def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, ha
     """
     dev = frames.device
     threads, per = env_loop.shape(dev, frames.shape[0])
+    # a thread per env and row on CUDA; on the CPU one thread draws each env's rows in turn (its
+    # segments stay in the caches)
+    rows_per_thread = EGO_SIZE if per > 1 else 1
     ends, radius, count, group_rows = scratch
     wp.launch(_ego_segments, threads,
               inputs=[per, reset_mask, int(restart), position, yaw, centerline, half_width, num_points, valid,
@@ -472,9 +485,9 @@ def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, ha
               outputs=[ends, radius, count, group_rows], device=dev)
     half_length = max(car_half_extents[0] * pixels_per_metre, 3.0)
     half_width_px = max(car_half_extents[1] * pixels_per_metre, 1.5)
-    wp.launch(_ego_rows, (threads, EGO_SIZE),
-              inputs=[per, reset_mask, int(restart), ends, radius, count, group_rows, float(half_length),
-                      float(half_width_px)],
+    wp.launch(_ego_rows, (threads, EGO_SIZE // rows_per_thread),
+              inputs=[per, rows_per_thread, reset_mask, int(restart), ends, radius, count, group_rows,
+                      float(half_length), float(half_width_px)],
               outputs=[frames], device=dev)
 
 
