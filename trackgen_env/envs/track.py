@@ -534,6 +534,13 @@ class TrackVectorEnv(CourseVectorEnv):
     finite (never NaN). The ranges come from the course's ``tools.Lidar`` component
     (``course.components["lidar"]``), exact for the band's edge polylines in float32.
 
+    With ``obs_type="pixels"`` the observation is ``Box(0, 255, (num_envs, 96, 96, 3), uint8)``:
+    Gymnasium CarRacing-v3's layout, a top-down RGB frame that moves and turns with the car (grass,
+    the band, its edges, the car's body box with its centre at the centre of pixel (72, 48),
+    heading up), ``pixels_per_metre = 72 / lookahead_horizon`` (the view shows the lookahead
+    horizon ahead of the car), drawn on the env's device inside the step, whatever ``render_size``
+    (``docs/sensors.md``).
+
     ## Rewards
 
     The progress along the centreline during the step [m]: the change of the car's arc
@@ -673,8 +680,10 @@ class TrackVectorEnv(CourseVectorEnv):
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
       given horizon must be at most the longest loop the tracks declare (a flat procedural
       track's bound; a given centreline's and a hilly track's are not checked).
-    * ``obs_type``: ``"state"`` (default: the table above) or ``"lidar"`` (a LiDAR scan, then the
-      car's motion; ``docs/sensors.md``). Reward, termination and everything else are the same.
+    * ``obs_type``: ``"state"`` (default: the table above), ``"lidar"`` (a LiDAR scan, then the
+      car's motion) or ``"pixels"`` (CarRacing-v3's 96x96x3 uint8 frame; ``pixels_per_metre``
+      holds its scale, None with the others; ``docs/sensors.md``). Reward, termination and
+      everything else are the same.
     * ``num_beams``, ``lidar_fov``, ``lidar_range``, ``lidar_noise_std``: the LiDAR of
       ``obs_type="lidar"`` (None: the default; refused with ``"state"``): beams, an int in [1,
       16384] (default 1080); field of view [rad] in (0, 2 pi] (default 4.71); range [m] > 0
@@ -682,7 +691,7 @@ class TrackVectorEnv(CourseVectorEnv):
       where farther: 241 m for the full-size car); Gaussian range noise [m] >= 0 (default 0),
       drawn from each env's own stream (seed, course counter, scans since its reset) and clipped
       to ``[0, lidar_range]``. ``beam_angles`` holds the ``[num_beams]`` float32 angles [rad]
-      (None with ``"state"``).
+      (None with the other observations).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
     Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
@@ -704,7 +713,8 @@ class TrackVectorEnv(CourseVectorEnv):
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
       ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
       ``start_speed``) and ``stall_steps`` (off by default); then ``accel_range`` and
-      ``steer_range`` (off by default); then ``obs_type="lidar"`` beside the unchanged default.
+      ``steer_range`` (off by default); then ``obs_type="lidar"`` and ``obs_type="pixels"`` beside
+      the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
