@@ -891,9 +891,10 @@ class TrackVectorEnv(CourseVectorEnv):
         self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
         if self.obs_type == "pixels":  # scratch of the egocentric view: each env's band segments in view
             self._ego_scratch = render.ego_scratch(E, self.course.result.centerline.shape[1], dev)
-            # the band is drawn in segments about 3 pixels long (the points lie closer on the default
-            # tracks): the chord misses a bend of radius R by L^2 / (8 R), a tenth of a pixel at R = 14 px
-            self._ego_stride = max(1, round(3.0 / (spacing * self.pixels_per_metre)))
+            # the band is drawn in segments about 5 pixels long (the default tracks' points lie 1.6
+            # pixels apart): a chord L misses a bend of radius R by L^2 / (8 R), a quarter pixel at
+            # the default tracks' tightest bends (0.8 m, 12 pixels)
+            self._ego_stride = max(1, round(5.0 / (spacing * self.pixels_per_metre)))
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- the observation -----------------------------------------------------------------------
