@@ -184,9 +184,12 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
               "generation": {"track": {"courses_per_s": 2e7}},
               "regeneration": {"TrackGen-Track-v0": {"idle_regeneration_us": 4.0, "masked_1pct_us": 150.0}},
               "memory": {"TrackGen-Track-v0": {"device_total_per_env": 15_000.0}},
-              "race": {"car_steps_over_track": 0.8}}
+              "race": {"car_steps_over_track": 0.8},
+              "pixels": {"num_envs": run.PIXELS_ENVS, "pixels_numpy": {"env_steps_per_s": 1e5},
+                         "pixels_torch": {"env_steps_per_s": 1e6}, "carracing_pixels": {"env_steps_per_s": 200.0}}}
     ratios = run.ratios(result, E)
     assert set(run.TARGETS["cuda"]) <= set(ratios)
+    assert ratios[f"pixels_{run.PIXELS_ENVS}_over_carracing"] == 5000.0  # the faster output's
     assert {run.met_target(ratios[k], t) for k, t in run.TARGETS["cuda"].items()} == {False, True}  # 1e8 < 6e8
     assert run.met_target(ratios[f"track_masked_regeneration_1pct_us_{E}"], run.TARGETS["cuda"][
         f"track_masked_regeneration_1pct_us_{E}"])
@@ -207,7 +210,8 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     assert {k for k in run.TARGETS["cpu"] if k in cpu_ratios} == {"track_step_time_over_floor_4096",
                                                                    "track_courses_per_s_4096",
                                                                   "track_device_bytes_per_env",
-                                                                  "race_car_steps_over_track_4096"}
+                                                                  "race_car_steps_over_track_4096",
+                                                                  "pixels_1024_over_carracing"}
 
 
 def test_the_device_check_script_writes_its_logs_and_results(tmp_path):
