@@ -48,6 +48,12 @@ class _Runner:
         env.reset(seed=seed)
         self.n, self.elapsed, self.resets = 0, 0.0, 0
 
+    def warm_up(self, steps: int = 10) -> _Runner:
+        """``steps`` untimed steps (not counted), as :meth:`benchmarks.measure.Timer.warm_up`."""
+        self.run(0.0, steps)
+        self.n, self.elapsed, self.resets = 0, 0.0, 0
+        return self
+
     def run(self, seconds: float, min_steps: int = 1) -> None:
         spent, steps = 0.0, 0
         while spent < seconds or steps < min_steps:
@@ -62,6 +68,13 @@ class _Runner:
     def result(self) -> dict:
         return {"steps": self.n, "seconds": self.elapsed, "env_steps_per_s": self.n * self.num_envs / self.elapsed,
                 "resets": self.resets, "num_envs": self.num_envs}
+
+
+def pixels_runner(seed: int = 0) -> _Runner:
+    """The ``pixels`` runner alone (one ``gymnasium.make("CarRacing-v3")``), for timing in turns with others."""
+    import gymnasium
+
+    return _Runner(gymnasium.make(ENV_ID), seed=seed)
 
 
 def measure(seconds: float = 2.0, num_vector_envs: int = 8, tracks: int = 10, min_steps: int = 20,

@@ -20,6 +20,9 @@ Sections (``--only`` runs a subset; every section's figures come from the same r
 * ``breakdown``: where an eager TrackGen-Track-v0 step's time goes;
 * ``lidar``: TrackGen-Track-v0's env-steps/s with ``obs_type="lidar"`` (64 and 1080 beams) against
   ``"state"``, timed in turns at the work size, and the rays per second;
+* ``pixels``: TrackGen-Track-v0's env-steps/s with ``obs_type="pixels"`` (CarRacing-v3's 96x96x3
+  frames, drawn on the device) at :data:`PIXELS_ENVS` envs, NumPy and torch outputs, timed in
+  turns with Gymnasium's CarRacing-v3 (one env, as users run it; skipped without ``gymnasium[box2d]``);
 * ``memory``: device memory per env, per part (the envs' ``memory_estimate``);
 * ``first_use``: import + construction + first step in a fresh interpreter on a new empty Warp
   kernel cache, from the installed package (a wheel of these sources: its kernels prebuilt) and
@@ -67,6 +70,7 @@ from trackgen_env.envs.io import check_actions  # noqa: E402
 from trackgen_env.course.memory import available_bytes  # noqa: E402
 from trackgen_env.envs.sharded import ShardedVectorEnv  # noqa: E402
 from trackgen_env.envs.race import RaceVectorEnv  # noqa: E402
+from trackgen_env.envs.track import TrackVectorEnv  # noqa: E402
 from trackgen_env.demos.race import RacePursuit, speed_margins  # noqa: E402
 
 NUM_ENVS = (1, 64, 1024, 4096, 16384, 65536, 131072, 262144)
@@ -81,8 +85,8 @@ WORK_ENVS = {"cpu": 4096, "cuda": 131072}
 ENV_IDS = tuple(measure.ENVS)
 #: in the order they run: the per-size sections first, so that a run cut short (a GPU lease's time
 #: limit) keeps them; the throughput table, the longest, after them
-SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "race", "throughput", "first_use",
-            "carracing", "sharding", "training")
+SECTIONS = ("generation", "resets", "regeneration", "breakdown", "memory", "lidar", "pixels", "race", "throughput",
+            "first_use", "carracing", "sharding", "training")
 #: sections only ``--only`` runs, and why
 OPT_IN = {"training": "it trains two policies for minutes each: run it alone with --only training"}
 #: sections a default run leaves out on a GPU, and why (``--only`` still runs them)
@@ -101,6 +105,7 @@ TARGETS = {
         "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
         "lidar_64_over_state_4096": (">=", 1 / 3),
         "lidar_1080_over_state_4096": (">=", 1 / 20),
+        "pixels_1024_over_carracing": (">=", 100.0),
         "race_car_steps_over_track_4096": (">=", 0.5),
     },
     "cuda": {
@@ -111,8 +116,11 @@ TARGETS = {
         "track_masked_regeneration_1pct_us_131072": ("<=", 200.0),
         "track_device_bytes_per_env": ("<=", measure.TARGET_BYTES_PER_ENV),
         "race_car_steps_over_track_131072": (">=", 0.5),
+        "pixels_1024_over_carracing": (">=", 100.0),
     },
 }
+#: num_envs of the pixels section (a frame is 27,648 B: 28 MB of observations a step)
+PIXELS_ENVS = 1024
 #: cars per course of the race section
 RACE_AGENTS = 4
 
@@ -239,6 +247,36 @@ def run_breakdown(cfg) -> dict:
 
 def run_lidar(cfg) -> dict:
     return measure.lidar_rates(cfg.work_envs, cfg.device, cfg.seconds, rounds=2 if cfg.quick else 5)
+
+
+def run_pixels(cfg) -> dict:
+    """TrackGen-Track-v0 with ``obs_type="pixels"`` at :data:`PIXELS_ENVS` envs (graph replay, NumPy and
+    torch outputs; its cars on pure pursuit's lines, :class:`measure.ShadowPursuit`) timed in turns
+    with CarRacing-v3 (one env, pixels, random actions), so that the ratio sees the same load."""
+    E, device, torch = (64 if cfg.quick else PIXELS_ENVS), cfg.device, _torch()
+    timers, closing = {}, []
+    for output in ("numpy", "torch") if torch is not None else ("numpy",):
+        env = TrackVectorEnv(E, device, seed=0, obs_type="pixels", output=output)
+        shadow = measure.ShadowPursuit(E, device, seed=0)
+        policy = shadow
+        if output == "torch":
+            dev = torch.device("cuda", wp.get_device(device).ordinal) if device != "cpu" else torch.device("cpu")
+            policy = lambda obs, shadow=shadow, dev=dev: torch.from_numpy(shadow(obs)).to(dev)  # noqa: E731
+        obs, _ = env.reset(seed=0)
+        timers[f"pixels_{output}"] = measure.Timer(env.step, obs, policy, E, device)
+        closing += [env, shadow]
+    reason = carracing.available()
+    if reason is None:
+        timers["carracing_pixels"] = carracing.pixels_runner()
+        closing.append(timers["carracing_pixels"].env)
+    out = measure.in_turns(timers, cfg.seconds * (1 if cfg.quick else 5), rounds=2 if cfg.quick else 5)
+    for x in closing:
+        x.close()
+    out["num_envs"] = E
+    if reason is not None:
+        out["carracing_skipped"] = (f"CarRacing-v3 unavailable ({reason}); install it with pip install -e .[bench] "
+                                    "(gymnasium[box2d])")
+    return out
 
 
 def run_memory(cfg) -> dict:
@@ -476,6 +514,7 @@ def _two_threads(iterations: int) -> dict:
 
 RUNNERS = {"throughput": run_throughput, "generation": run_generation, "resets": run_resets,
            "regeneration": run_regeneration, "breakdown": run_breakdown, "memory": run_memory, "lidar": run_lidar,
+           "pixels": run_pixels,
            "first_use": run_first_use, "race": run_race, "carracing": run_carracing, "sharding": run_sharding,
            "training": training.run_training}
 
@@ -527,6 +566,16 @@ def ratios(result: dict, work_envs: int) -> dict:
         for key, r in lidar.items():
             if key.startswith("lidar_"):
                 out[f"{key}_over_state_{lidar['num_envs']}"] = r["over_state"]
+    px = result.get("pixels", {})
+    if "carracing_pixels" in px:
+        carracing_rate = px["carracing_pixels"]["env_steps_per_s"]
+        for output in ("numpy", "torch"):
+            if f"pixels_{output}" in px:
+                out[f"pixels_{output}_{px['num_envs']}_over_carracing"] = (px[f"pixels_{output}"]["env_steps_per_s"]
+                                                                          / carracing_rate)
+        # the target's figure: the faster of the outputs (NumPy copies 28 MB a step to fresh arrays)
+        out[f"pixels_{px['num_envs']}_over_carracing"] = max(
+            out[f"pixels_{o}_{px['num_envs']}_over_carracing"] for o in ("numpy", "torch") if f"pixels_{o}" in px)
     if "memory" in result:
         out["track_device_bytes_per_env"] = result["memory"]["TrackGen-Track-v0"]["device_total_per_env"]
     return out
@@ -685,6 +734,24 @@ def markdown(result: dict, command: str) -> str:
             if key.startswith("lidar_"):
                 add(f"| lidar | {r['num_beams']} | {_f(r['env_steps_per_s'])} | {r['over_state']:.3f} | "
                     f"{_f(r['rays_per_s'])} | {_f(r['ns_per_ray_added'], 1)} |")
+        add("")
+    if "pixels" in result:
+        px, r = result["pixels"], result.get("ratios", {})
+        add(f"## Pixel observation (`{command} --only pixels`)\n")
+        add(f"TrackGen-Track-v0 with `obs_type=\"pixels\"` (96x96x3 uint8 egocentric frames drawn on the device) at "
+            f"num_envs={px['num_envs']}, graph replay, its cars on pure pursuit's lines, timed in turns with "
+            "Gymnasium's CarRacing-v3 (one env, `gymnasium.make(\"CarRacing-v3\")`, random actions).\n")
+        if "carracing_skipped" in px:
+            add(f"CarRacing-v3 skipped: {px['carracing_skipped']}\n")
+        add("| env | outputs | env-steps/s | over CarRacing-v3 |")
+        add("|---|---|---:|---:|")
+        E = px["num_envs"]
+        for output in ("numpy", "torch"):
+            if f"pixels_{output}" in px:
+                add(f"| TrackGen-Track-v0, {E} envs | {output} | {_f(px[f'pixels_{output}']['env_steps_per_s'])} | "
+                    f"{_x(r.get(f'pixels_{output}_{E}_over_carracing'))} |")
+        if "carracing_pixels" in px:
+            add(f"| CarRacing-v3, one env | numpy | {_f(px['carracing_pixels']['env_steps_per_s'], 1)} | 1x |")
         add("")
     if "memory" in result:
         mem = result["memory"]

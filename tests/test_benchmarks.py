@@ -78,8 +78,8 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert {"results.json", "results.md", "throughput.png"} <= set(os.listdir(tmp_path))
     result = json.loads((tmp_path / "results.json").read_text())
-    for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "lidar", "first_use",
-                    "carracing", "sharding"):
+    for section in ("throughput", "generation", "resets", "regeneration", "breakdown", "memory", "lidar", "pixels",
+                    "first_use", "carracing", "sharding"):
         assert section in result, section
     from benchmarks.run import OPT_IN
 
@@ -105,6 +105,10 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
     lidar = result["lidar"]
     assert lidar["lidar_1080"]["rays_per_s"] == pytest.approx(1080 * lidar["lidar_1080"]["env_steps_per_s"])
     assert "| lidar | 1080 |" in (tmp_path / "results.md").read_text()
+    pixels = result["pixels"]
+    assert pixels["num_envs"] == 64 and pixels["pixels_numpy"]["env_steps_per_s"] > 0
+    assert pixels["pixels_torch"]["env_steps_per_s"] > 0
+    assert "## Pixel observation" in (tmp_path / "results.md").read_text()
     # the shards' replays alone (in turn, one thread) beside in parallel: both timed
     assert result["sharding"]["replay_cpu_us_2_alone"] > 0 and result["sharding"]["replay_contention_2"] > 0
     assert "stepped in turn in one thread" in (tmp_path / "results.md").read_text()
@@ -118,7 +122,8 @@ def test_run_quick_writes_every_section_with_finite_ratios(tmp_path):
         assert "Skipped: CarRacing-v3 unavailable" in (tmp_path / "results.md").read_text()
     else:
         expected |= {"track_over_carracing_pixels", "track_over_carracing_physics", "track_over_carracing_sync_vector",
-                     "track_generation_over_carracing"}
+                     "track_generation_over_carracing", "pixels_numpy_64_over_carracing",
+                     "pixels_torch_64_over_carracing", "pixels_64_over_carracing"}
     assert expected <= set(ratios)
     # the idle regeneration is a difference of two timings: near 0, either sign
     assert all(isinstance(v, float) and math.isfinite(v) and (v > 0 or k.startswith("track_idle_regeneration"))
@@ -179,9 +184,12 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
               "generation": {"track": {"courses_per_s": 2e7}},
               "regeneration": {"TrackGen-Track-v0": {"idle_regeneration_us": 4.0, "masked_1pct_us": 150.0}},
               "memory": {"TrackGen-Track-v0": {"device_total_per_env": 15_000.0}},
-              "race": {"car_steps_over_track": 0.8}}
+              "race": {"car_steps_over_track": 0.8},
+              "pixels": {"num_envs": run.PIXELS_ENVS, "pixels_numpy": {"env_steps_per_s": 1e5},
+                         "pixels_torch": {"env_steps_per_s": 1e6}, "carracing_pixels": {"env_steps_per_s": 200.0}}}
     ratios = run.ratios(result, E)
     assert set(run.TARGETS["cuda"]) <= set(ratios)
+    assert ratios[f"pixels_{run.PIXELS_ENVS}_over_carracing"] == 5000.0  # the faster output's
     assert {run.met_target(ratios[k], t) for k, t in run.TARGETS["cuda"].items()} == {False, True}  # 1e8 < 6e8
     assert run.met_target(ratios[f"track_masked_regeneration_1pct_us_{E}"], run.TARGETS["cuda"][
         f"track_masked_regeneration_1pct_us_{E}"])
@@ -202,7 +210,8 @@ def test_the_gpu_targets_are_the_ratios_a_gpu_run_computes():
     assert {k for k in run.TARGETS["cpu"] if k in cpu_ratios} == {"track_step_time_over_floor_4096",
                                                                    "track_courses_per_s_4096",
                                                                   "track_device_bytes_per_env",
-                                                                  "race_car_steps_over_track_4096"}
+                                                                  "race_car_steps_over_track_4096",
+                                                                  "pixels_1024_over_carracing"}
 
 
 def test_the_device_check_script_writes_its_logs_and_results(tmp_path):

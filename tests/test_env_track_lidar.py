@@ -120,7 +120,7 @@ def test_noise_is_deterministic_per_seed():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"obs_type": "pixels"}, ValueError, "obs_type"),
+    ({"obs_type": "camera"}, ValueError, "obs_type"),
     ({"obs_type": 1}, TypeError, "obs_type"),
     ({"num_beams": 64}, ValueError, "obs_type='lidar'"),
     ({"lidar_noise_std": 0.1}, ValueError, "obs_type='lidar'"),

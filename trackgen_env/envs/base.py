@@ -374,7 +374,9 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
             capture: record the step (and the masked reset) as graphs.
         """
         E, dev = self.num_envs, self.device
-        obs_dim = self.single_observation_space.shape[0]
+        # [E, D] float32, or an image observation's [E, H, W, C] uint8
+        obs_shape = (E, *self.single_observation_space.shape)
+        obs_dtype = wp.uint8 if self.single_observation_space.dtype == np.uint8 else wp.float32
         self.course.bind(**self.body.pose())
         self._action = action
         self._autoreset = wp.zeros(E, dtype=wp.int32, device=dev)
@@ -382,13 +384,13 @@ class CourseVectorEnv(CourseEnvLifecycle, SharedEnvCalls, VectorEnv):
         self._no_envs = wp.zeros(E, dtype=wp.int32, device=dev)
         self._reset_mask = wp.zeros(E, dtype=wp.int32, device=dev)  # DISABLED: reset(options={"reset_mask": m})
         self._any = wp.zeros(1, dtype=wp.int32, device=dev)  # SAME_STEP: did any env end (the restart's condition)
-        self._obs = wp.zeros((E, obs_dim), dtype=wp.float32, device=dev)
+        self._obs = wp.zeros(obs_shape, dtype=obs_dtype, device=dev)
         self._reward = wp.zeros(E, dtype=wp.float32, device=dev)
         self._terminated = wp.zeros(E, dtype=wp.bool, device=dev)
         self._truncated = wp.zeros(E, dtype=wp.bool, device=dev)
         self._info = {name: wp.zeros(E, dtype=dtype, device=dev) for name, dtype in self.info_fields}
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-        self._final_obs = wp.zeros((E, obs_dim), dtype=wp.float32, device=dev) if same_step else None
+        self._final_obs = wp.zeros(obs_shape, dtype=obs_dtype, device=dev) if same_step else None
         self._final_info = {name: wp.zeros(E, dtype=d, device=dev) for name, d in self.info_fields} if same_step else {}
         self._io = EnvIO(device=dev, output=self.output, action=action, action_dim=self.single_action_space.shape[0],
                          action_labels=self.action_labels, obs=self._obs, reward=self._reward,

@@ -10,7 +10,9 @@ launches draw over earlier ones; within a launch threads write one colour, so ov
 are deterministic.
 
 :func:`draw_track` draws a track env (band, edges, checkpoints, start line, the car's
-body box); :func:`draw_gates` a gate env (course line and gates from above, the drone
+body box); :func:`draw_ego` a track env's egocentric view (the observation of
+``obs_type="pixels"``: band, edges and grass around the car, which sits at a fixed pixel,
+heading up; a thread per env and pixel row); :func:`draw_gates` a gate env (course line and gates from above, the drone
 with its heading, and a side view strip, x against altitude, along the bottom).
 """
 
@@ -18,12 +20,21 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..core import env_loop
 from ..core.polyline import BIG, X_AXIS
 from ..core.polyline import left_normal_xy as _left_normal
 
 wp.set_module_options({"enable_backward": False})
 
-__all__ = ["draw_track", "draw_gates"]
+__all__ = ["draw_track", "draw_ego", "draw_gates", "EGO_SIZE", "EGO_CAR_ROW", "EGO_CAR_COL"]
+
+#: The egocentric view (CarRacing-v3's layout): ``EGO_SIZE`` pixels square, the car's centre at
+#: the centre of pixel (``EGO_CAR_ROW``, ``EGO_CAR_COL``): bottom-centre, ``EGO_CAR_ROW`` rows
+#: of road ahead of it, heading up.
+EGO_SIZE = wp.constant(96)
+EGO_CAR_ROW = wp.constant(72)
+EGO_CAR_COL = wp.constant(48)
+_GROUP = wp.constant(8)  # segments per row range of the egocentric view (a row skips a group off its rows)
 
 _MARGIN = 0.04  # fraction of the frame left around the course on each side
 _SIDE = 0.25  # fraction of a gates frame's height given to the side view strip
@@ -238,6 +249,245 @@ def draw_track(frames, view, num, centerline, half_width, num_points, valid, cp_
               inputs=[cp_position, cp_direction, cp_half_width, num_checkpoints, valid, view], outputs=[frames],
               device=dev)
     wp.launch(_track_car, num, inputs=[position, yaw, float(car_half_extents[0]), float(car_half_extents[1]), view],
+              outputs=[frames], device=dev)
+
+
+# -- the egocentric view ----------------------------------------------------------------------
+@wp.func
+def _ego_pixel(p: wp.vec3, car: wp.vec3, forward: wp.vec2, pixels_per_metre: float) -> wp.vec2:
+    """A world point -> (col, row) in the egocentric view (the car's centre at its fixed pixel, heading up)."""
+    dx = p[0] - car[0]
+    dy = p[1] - car[1]
+    ahead = forward[0] * dx + forward[1] * dy
+    left = -forward[1] * dx + forward[0] * dy
+    return wp.vec2(float(EGO_CAR_COL) + 0.5 - left * pixels_per_metre,
+                   float(EGO_CAR_ROW) + 0.5 - ahead * pixels_per_metre)
+
+
+@wp.func
+def _in_view(a: wp.vec2, b: wp.vec2, reach: float) -> bool:
+    lo = wp.min(a, b) - wp.vec2(reach, reach)
+    hi = wp.max(a, b) + wp.vec2(reach, reach)
+    size = float(EGO_SIZE)
+    return hi[0] >= 0.0 and hi[1] >= 0.0 and lo[0] <= size and lo[1] <= size
+
+
+@wp.kernel
+def _ego_segments(
+    envs_per_thread: int,
+    reset_mask: wp.array(dtype=wp.int32),
+    restart: int,
+    position: wp.array(dtype=wp.vec3),
+    yaw: wp.array(dtype=float),
+    centerline: wp.array2d(dtype=wp.vec3),
+    half_width: wp.array2d(dtype=float),
+    num_points: wp.array(dtype=wp.int32),
+    valid: wp.array(dtype=wp.int32),
+    pixels_per_metre: float,
+    stride: int,
+    # outputs: per env the segments in view, in pixels: (centre 0, centre 1, left 0, left 1, right 0, right 1),
+    # and the rows [lo, hi) each group of _GROUP of them may draw on
+    ends: wp.array3d(dtype=wp.vec2),
+    radius: wp.array2d(dtype=float),
+    count: wp.array(dtype=wp.int32),
+    group_rows: wp.array2d(dtype=wp.vec2i),
+):
+    thread = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if restart != 0 and reset_mask[e] == 0:
+            continue
+        n = num_points[e]
+        k = int(0)
+        if valid[e] != 0 and n >= 3:
+            car = position[e]
+            forward = wp.vec2(wp.cos(yaw[e]), wp.sin(yaw[e]))
+            for j in range(0, n, stride):
+                j1 = wp.where(j + stride < n, j + stride, 0)
+                a = _ego_pixel(centerline[e, j], car, forward, pixels_per_metre)
+                b = _ego_pixel(centerline[e, j1], car, forward, pixels_per_metre)
+                r = wp.max(half_width[e, j], half_width[e, j1]) * pixels_per_metre
+                if _in_view(a, b, r + 1.0):
+                    n0 = _left_normal(centerline, e, n, j)
+                    n1 = _left_normal(centerline, e, n, j1)
+                    c0 = centerline[e, j]
+                    c1 = centerline[e, j1]
+                    h0 = half_width[e, j]
+                    h1 = half_width[e, j1]
+                    ends[e, k, 0] = a
+                    ends[e, k, 1] = b
+                    ends[e, k, 2] = _ego_pixel(c0 + h0 * wp.vec3(n0[0], n0[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 3] = _ego_pixel(c1 + h1 * wp.vec3(n1[0], n1[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 4] = _ego_pixel(c0 - h0 * wp.vec3(n0[0], n0[1], 0.0), car, forward, pixels_per_metre)
+                    ends[e, k, 5] = _ego_pixel(c1 - h1 * wp.vec3(n1[0], n1[1], 0.0), car, forward, pixels_per_metre)
+                    radius[e, k] = r
+                    # the band's capsule, and the edges within it (their radius below a pixel)
+                    rows = wp.vec2i(int(wp.floor(wp.min(a[1], b[1]) - r - 1.0)),
+                                    int(wp.ceil(wp.max(a[1], b[1]) + r + 1.0)))
+                    g = k // _GROUP
+                    if k % _GROUP != 0:
+                        rows = wp.vec2i(wp.min(rows[0], group_rows[e, g][0]), wp.max(rows[1], group_rows[e, g][1]))
+                    group_rows[e, g] = rows
+                    k += 1
+        count[e] = k
+
+
+@wp.func
+def _row_span(a: wp.vec2, b: wp.vec2, radius: float, y: float) -> wp.vec2:
+    """The x-interval where the horizontal line at ``y`` meets the capsule a-b of ``radius`` (empty: lo > hi).
+
+    The capsule is convex, so the interval runs from the least to the greatest x of its boundary
+    on the line: on the end discs or on the two straight sides (offset by the radius)."""
+    lo = float(BIG)
+    hi = float(-BIG)
+    for end in range(2):
+        c = wp.where(end == 0, a, b)
+        dy = y - c[1]
+        if wp.abs(dy) <= radius:
+            w = wp.sqrt(radius * radius - dy * dy)
+            lo = wp.min(lo, c[0] - w)
+            hi = wp.max(hi, c[0] + w)
+    d = b - a
+    length = wp.length(d)
+    if wp.abs(d[1]) > 1.0e-6 * length:
+        side = wp.vec2(-d[1], d[0]) * (radius / length)
+        for k in range(2):
+            p = a + wp.where(k == 0, side, -side)
+            t = (y - p[1]) / d[1]
+            if t >= 0.0 and t <= 1.0:
+                x = p[0] + t * d[0]
+                lo = wp.min(lo, x)
+                hi = wp.max(hi, x)
+    return wp.vec2(lo, hi)
+
+
+@wp.func
+def _columns(span: wp.vec2) -> wp.vec2i:
+    """The columns [c0, c1) whose pixel centres (col + 0.5) lie in ``span``, clipped to the view."""
+    c0 = wp.max(int(wp.ceil(span[0] - 0.5)), 0)
+    c1 = wp.min(int(wp.floor(span[1] - 0.5)) + 1, EGO_SIZE)
+    return wp.vec2i(c0, c1)
+
+
+@wp.func
+def _fill(frames: wp.array4d(dtype=wp.uint8), e: int, row: int, cols: wp.vec2i, color: wp.vec3):
+    red = wp.uint8(int(color[0]))
+    green = wp.uint8(int(color[1]))
+    blue = wp.uint8(int(color[2]))
+    for col in range(cols[0], cols[1]):
+        frames[e, row, col, 0] = red
+        frames[e, row, col, 1] = green
+        frames[e, row, col, 2] = blue
+
+
+@wp.func
+def _ego_row(frames: wp.array4d(dtype=wp.uint8), e: int, row: int, ends: wp.array3d(dtype=wp.vec2),
+             radius: wp.array2d(dtype=float), count: wp.array(dtype=wp.int32), group_rows: wp.array2d(dtype=wp.vec2i),
+             car_half_length: float, car_half_width: float):
+    """One row of env e's egocentric view: grass, the band, its edges, the car."""
+    y = float(row) + 0.5
+    _fill(frames, e, row, wp.vec2i(0, EGO_SIZE), _GRASS)
+    # the band: consecutive segments' spans on a row overlap, so they are merged into runs
+    # and each run is filled once
+    run = wp.vec2i(0, 0)
+    n = count[e]
+    for g in range((n + _GROUP - 1) // _GROUP):
+        rows = group_rows[e, g]
+        if row < rows[0] or row >= rows[1]:
+            continue
+        for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+            a = ends[e, k, 0]
+            b = ends[e, k, 1]
+            r = radius[e, k]
+            if y < wp.min(a[1], b[1]) - r or y > wp.max(a[1], b[1]) + r:
+                continue
+            cols = _columns(_row_span(a, b, r, y))
+            if cols[0] >= cols[1]:
+                continue
+            if cols[0] <= run[1] and cols[1] >= run[0] and run[0] < run[1]:
+                run = wp.vec2i(wp.min(run[0], cols[0]), wp.max(run[1], cols[1]))
+            else:
+                _fill(frames, e, row, run, _BAND)
+                run = cols
+    _fill(frames, e, row, run, _BAND)
+    for g in range((n + _GROUP - 1) // _GROUP):
+        rows = group_rows[e, g]
+        if row < rows[0] or row >= rows[1]:
+            continue
+        for k in range(g * _GROUP, wp.min(g * _GROUP + _GROUP, n)):
+            for side in range(2):
+                a = ends[e, k, 2 + 2 * side]
+                b = ends[e, k, 3 + 2 * side]
+                if y >= wp.min(a[1], b[1]) - 0.75 and y <= wp.max(a[1], b[1]) + 0.75:
+                    _fill(frames, e, row, _columns(_row_span(a, b, 0.75, y)), _EDGE)
+    # the car's body box, heading up (rows grow downwards)
+    if wp.abs(y - (float(EGO_CAR_ROW) + 0.5)) <= car_half_length:
+        centre = float(EGO_CAR_COL) + 0.5
+        _fill(frames, e, row, _columns(wp.vec2(centre - car_half_width, centre + car_half_width)), _CAR)
+
+
+@wp.kernel
+def _ego_rows(
+    envs_per_thread: int,
+    rows_per_thread: int,
+    reset_mask: wp.array(dtype=wp.int32),
+    restart: int,
+    ends: wp.array3d(dtype=wp.vec2),
+    radius: wp.array2d(dtype=float),
+    count: wp.array(dtype=wp.int32),
+    group_rows: wp.array2d(dtype=wp.vec2i),
+    car_half_length: float,
+    car_half_width: float,
+    frames: wp.array4d(dtype=wp.uint8),
+):
+    thread, block = wp.tid()
+    for e in range(thread * envs_per_thread, wp.min((thread + 1) * envs_per_thread, reset_mask.shape[0])):
+        if restart != 0 and reset_mask[e] == 0:
+            continue
+        for row in range(block * rows_per_thread, (block + 1) * rows_per_thread):
+            _ego_row(frames, e, row, ends, radius, count, group_rows, car_half_length, car_half_width)
+
+
+def ego_scratch(num_envs: int, points: int, device) -> tuple:
+    """The scratch arrays of :func:`draw_ego` for ``num_envs`` tracks of ``points`` points."""
+    return (wp.zeros((num_envs, points, 6), dtype=wp.vec2, device=device),
+            wp.zeros((num_envs, points), dtype=float, device=device),
+            wp.zeros(num_envs, dtype=wp.int32, device=device),
+            wp.zeros((num_envs, (points + _GROUP - 1) // _GROUP), dtype=wp.vec2i, device=device))
+
+
+def draw_ego(frames, scratch, reset_mask, restart, position, yaw, centerline, half_width, num_points,
+             valid, pixels_per_metre, stride, car_half_extents) -> None:
+    """Draw every env's egocentric view into ``frames`` ``[E, EGO_SIZE, EGO_SIZE, 3]`` uint8 (no sync).
+
+    The car's centre sits at the centre of pixel (``EGO_CAR_ROW``, ``EGO_CAR_COL``), its heading
+    up, ``pixels_per_metre`` pixels to a metre; grass, then the band (the union of its segments'
+    capsules, as :func:`draw_track`), its edges, and the car's body box (at least 6 x 3 pixels).
+    An env without a usable track shows grass and the car.
+
+    Args:
+        frames: the output; ``scratch``: :func:`ego_scratch`'s arrays (each env's segments in view).
+        reset_mask, restart: with ``restart``, draw the masked envs only (the others keep their frame).
+        position, yaw: the cars (``[E]`` vec3 [m], ``[E]`` float32 [rad]).
+        centerline, half_width, num_points, valid: the track result.
+        pixels_per_metre: the view's scale; ``stride``: the centreline points a drawn segment spans
+            (1: every segment; more where the points lie closer than a few pixels apart);
+            ``car_half_extents``: (half length, half width) [m].
+    """
+    dev = frames.device
+    threads, per = env_loop.shape(dev, frames.shape[0])
+    # a thread per env and row on CUDA; on the CPU one thread draws each env's rows in turn (its
+    # segments stay in the caches)
+    rows_per_thread = EGO_SIZE if per > 1 else 1
+    ends, radius, count, group_rows = scratch
+    wp.launch(_ego_segments, threads,
+              inputs=[per, reset_mask, int(restart), position, yaw, centerline, half_width, num_points, valid,
+                      float(pixels_per_metre), int(stride)],
+              outputs=[ends, radius, count, group_rows], device=dev)
+    half_length = max(car_half_extents[0] * pixels_per_metre, 3.0)
+    half_width_px = max(car_half_extents[1] * pixels_per_metre, 1.5)
+    wp.launch(_ego_rows, (threads, EGO_SIZE // rows_per_thread),
+              inputs=[per, rows_per_thread, reset_mask, int(restart), ends, radius, count, group_rows,
+                      float(half_length), float(half_width_px)],
               outputs=[frames], device=dev)
 
 

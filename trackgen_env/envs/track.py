@@ -40,7 +40,7 @@ OBS_FIELDS = ("speed", "yaw_rate", "steer", "lateral_offset", "heading_error", "
 #: Index of the first lookahead entry; point k is (x, y, curvature) at ``OBS_LOOKAHEAD + 3 k``.
 OBS_LOOKAHEAD = len(OBS_FIELDS)
 #: The observations the env offers (``obs_type``).
-OBS_TYPES = ("state", "lidar")
+OBS_TYPES = ("state", "lidar", "pixels")
 #: ``obs_type="lidar"``: the entries after the ``num_beams`` ranges, in order (the first three of
 #: :data:`OBS_FIELDS`, whose offsets the kernel adds to ``num_beams``).
 LIDAR_MOTION_FIELDS = OBS_FIELDS[:3]
@@ -534,6 +534,13 @@ class TrackVectorEnv(CourseVectorEnv):
     finite (never NaN). The ranges come from the course's ``tools.Lidar`` component
     (``course.components["lidar"]``), exact for the band's edge polylines in float32.
 
+    With ``obs_type="pixels"`` the observation is ``Box(0, 255, (num_envs, 96, 96, 3), uint8)``:
+    Gymnasium CarRacing-v3's layout, a top-down RGB frame that moves and turns with the car (grass,
+    the band, its edges, the car's body box with its centre at the centre of pixel (72, 48),
+    heading up), ``pixels_per_metre = 72 / lookahead_horizon`` (the view shows the lookahead
+    horizon ahead of the car), drawn on the env's device inside the step, whatever ``render_size``
+    (``docs/sensors.md``).
+
     ## Rewards
 
     The progress along the centreline during the step [m]: the change of the car's arc
@@ -673,8 +680,10 @@ class TrackVectorEnv(CourseVectorEnv):
       braking distance from top speed: 4.95 m for rc10, 241 m for the full-size car); a
       given horizon must be at most the longest loop the tracks declare (a flat procedural
       track's bound; a given centreline's and a hilly track's are not checked).
-    * ``obs_type``: ``"state"`` (default: the table above) or ``"lidar"`` (a LiDAR scan, then the
-      car's motion; ``docs/sensors.md``). Reward, termination and everything else are the same.
+    * ``obs_type``: ``"state"`` (default: the table above), ``"lidar"`` (a LiDAR scan, then the
+      car's motion) or ``"pixels"`` (CarRacing-v3's 96x96x3 uint8 frame; ``pixels_per_metre``
+      holds its scale, None with the others; ``docs/sensors.md``). Reward, termination and
+      everything else are the same.
     * ``num_beams``, ``lidar_fov``, ``lidar_range``, ``lidar_noise_std``: the LiDAR of
       ``obs_type="lidar"`` (None: the default; refused with ``"state"``): beams, an int in [1,
       16384] (default 1080); field of view [rad] in (0, 2 pi] (default 4.71); range [m] > 0
@@ -682,7 +691,7 @@ class TrackVectorEnv(CourseVectorEnv):
       where farther: 241 m for the full-size car); Gaussian range noise [m] >= 0 (default 0),
       drawn from each env's own stream (seed, course counter, scans since its reset) and clipped
       to ``[0, lidar_range]``. ``beam_angles`` holds the ``[num_beams]`` float32 angles [rad]
-      (None with ``"state"``).
+      (None with the other observations).
     * ``capture``: a bool: record the step as one graph (default True); False runs it eagerly.
 
     Bad arguments raise TypeError / ValueError before the course is built (a ``track=`` spec's
@@ -704,7 +713,8 @@ class TrackVectorEnv(CourseVectorEnv):
       follows the ground (a ``HeightFieldBake`` on the course), flat tracks unchanged; then
       ``friction_range`` (off by default); then ``random_start`` (``start_yaw``,
       ``start_speed``) and ``stall_steps`` (off by default); then ``accel_range`` and
-      ``steer_range`` (off by default); then ``obs_type="lidar"`` beside the unchanged default.
+      ``steer_range`` (off by default); then ``obs_type="lidar"`` and ``obs_type="pixels"`` beside
+      the unchanged default.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -790,6 +800,8 @@ class TrackVectorEnv(CourseVectorEnv):
         self._check_sensor(obs_type, num_beams, lidar_fov, lidar_range, lidar_noise_std)
         if self.obs_type == "lidar":
             self._lidar_spaces()
+        elif self.obs_type == "pixels":
+            self._pixel_spaces()
         else:
             self._spaces(OBS_LOOKAHEAD + 3 * self.num_lookahead, 2)
 
@@ -877,6 +889,12 @@ class TrackVectorEnv(CourseVectorEnv):
         self._lookahead = wp.array(np.append(distances, 0.0).astype(np.float32), dtype=float, device=dev)
         # stands for the ranges (obs_type "state": not read)
         self._no_ranges = wp.zeros((1, 1), dtype=float, device=dev)
+        if self.obs_type == "pixels":  # scratch of the egocentric view: each env's band segments in view
+            self._ego_scratch = render.ego_scratch(E, self.course.result.centerline.shape[1], dev)
+            # the band is drawn in segments about 5 pixels long (the default tracks' points lie 1.6
+            # pixels apart): a chord L misses a bend of radius R by L^2 / (8 R), a quarter pixel at
+            # the default tracks' tightest bends (0.8 m, 12 pixels)
+            self._ego_stride = max(1, round(5.0 / (spacing * self.pixels_per_metre)))
         self._finish_init(wp.zeros(E, dtype=wp.vec2, device=dev), capture)
 
     # -- the observation -----------------------------------------------------------------------
@@ -887,6 +905,7 @@ class TrackVectorEnv(CourseVectorEnv):
         if obs_type not in OBS_TYPES:
             raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
         self.obs_type = obs_type
+        self.pixels_per_metre = None  # obs_type "pixels": set with its spaces
         given = {"num_beams": num_beams, "lidar_fov": fov, "lidar_range": max_range, "lidar_noise_std": noise_std}
         if obs_type != "lidar":
             named = [k for k, v in given.items() if v is not None]
@@ -920,6 +939,15 @@ class TrackVectorEnv(CourseVectorEnv):
         self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
+    def _pixel_spaces(self) -> None:
+        """The spaces of ``obs_type="pixels"``: CarRacing-v3's ``Box(0, 255, (96, 96, 3), uint8)`` frame."""
+        size = render.EGO_SIZE
+        self.pixels_per_metre = float(render.EGO_CAR_ROW) / self.lookahead_horizon
+        self.single_observation_space = spaces.Box(0, 255, (size, size, 3), np.uint8)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
     # -- what differs from the gates env: the car, the observation, the picture --------------
     def _start(self, reset_mask: wp.array):
         threads, per = env_loop.shape(self.device, self.num_envs)
@@ -947,6 +975,11 @@ class TrackVectorEnv(CourseVectorEnv):
 
     def _observe(self, res, reset_mask: wp.array, restart: bool):
         r, st, fr = self.course.result, self.state, res.frame
+        if self.obs_type == "pixels":
+            render.draw_ego(self._obs, self._ego_scratch, reset_mask, restart,
+                            st.position, st.yaw, r.centerline, r.half_width, r.num_points, r.valid,
+                            self.pixels_per_metre, self._ego_stride, self.car.half_extents[:2])
+            return
         threads, per = env_loop.shape(self.device, self.num_envs)
         if self.obs_type == "lidar":
             sensor = [0, self._lookahead, self.num_beams, self.course.components["lidar"].result.ranges]
