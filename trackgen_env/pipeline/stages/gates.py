@@ -35,8 +35,8 @@ from ...core.polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
 from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
 
-__all__ = ["Layout", "GateFrames", "Start", "Checks", "GATE_STAGES", "LAYOUT_STAGES", "horizontal_dir", "gate_normal",
-           "env_gate_shape", "MAX_GATES", "DEFAULT_GATE_HEIGHT"]
+__all__ = ["Layout", "GateFrames", "Start", "Checks", "GATE_STAGES", "LAYOUT_STAGES", "horizontal_dir",
+           "has_horizontal", "gate_normal", "env_gate_shape", "MAX_GATES", "DEFAULT_GATE_HEIGHT"]
 
 wp.set_module_options({"enable_backward": False})
 
@@ -69,11 +69,22 @@ def horizontal_dir(d: wp.vec3) -> wp.vec3:
 
 
 @wp.func
+def has_horizontal(d: wp.vec3) -> bool:
+    """Whether ``d`` has a horizontal direction (:func:`horizontal_dir` is not its +x fallback)."""
+    return wp.length(wp.vec3(d[0], d[1], 0.0)) > 1.0e-9
+
+
+@wp.func
 def gate_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
     """Horizontal unit normal of the gate at ``p``: the bisector of the incoming leg
-    ``prev -> p`` and the outgoing leg ``p -> nxt`` (the outgoing one for a U-turn)."""
+    ``prev -> p`` and the outgoing leg ``p -> nxt`` (the outgoing one for a U-turn); a leg with
+    no horizontal extent (a gate stacked above its neighbour, as in a split-S) gives way to the other."""
     d_in = horizontal_dir(p - prev)
     d_out = horizontal_dir(nxt - p)
+    if not has_horizontal(p - prev):
+        return d_out
+    if not has_horizontal(nxt - p):
+        return d_in
     b = d_in + d_out
     n = wp.length(b)
     if n > 1.0e-6:

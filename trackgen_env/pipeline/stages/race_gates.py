@@ -29,10 +29,10 @@ import math
 import warp as wp
 
 from ...core import env_loop
-from ...core.polyline import TWO_PI, X_AXIS, next_point, prev_point, yaw_quat
+from ...core.polyline import TWO_PI, next_point, prev_point, yaw_quat
 from ...core.seeding import ATTEMPT_STREAMS, Stream, random_key, uniform
 from ..stage import Param, Stage
-from .gates import horizontal_dir
+from .gates import gate_normal, horizontal_dir
 
 __all__ = ["RaceGatesLayout", "RaceGatesChecks", "RACE_STAGES"]
 
@@ -43,33 +43,6 @@ RACE_STAGES = ("race_layout", "start", "race_checks")
 
 _STREAM_LAYOUT = wp.constant(int(Stream.LAYOUT) * ATTEMPT_STREAMS)
 _TOL = wp.constant(1.0e-4)
-
-
-@wp.func
-def _leg_dir(d: wp.vec3):
-    """Unit horizontal direction of ``d`` and whether it has one."""
-    h = wp.vec3(d[0], d[1], 0.0)
-    n = wp.length(h)
-    if n > 1.0e-6:
-        return h / n, True
-    return X_AXIS, False
-
-
-@wp.func
-def _race_normal(prev: wp.vec3, p: wp.vec3, nxt: wp.vec3) -> wp.vec3:
-    """Horizontal normal of the gate at ``p``: the bisector of its incoming and outgoing legs; a leg
-    with no horizontal extent (the split-S pair) gives way to the other; a U-turn takes the outgoing leg."""
-    d_in, has_in = _leg_dir(p - prev)
-    d_out, has_out = _leg_dir(nxt - p)
-    if not has_in:
-        return d_out
-    if not has_out:
-        return d_in
-    b = d_in + d_out
-    n = wp.length(b)
-    if n > 1.0e-6:
-        return b / n
-    return d_out
 
 
 @wp.kernel
@@ -146,7 +119,7 @@ def _race_layout(
                 q = position[e, n]
                 position[e, n] = wp.vec3(q[0] * (1.0 - rj), q[1] * (1.0 - rj), q[2])
         for j in range(g):
-            orientation[e, j] = yaw_quat(_race_normal(position[e, prev_point(j, g)], position[e, j],
+            orientation[e, j] = yaw_quat(gate_normal(position[e, prev_point(j, g)], position[e, j],
                                                      position[e, next_point(j, g)]))
 
 
