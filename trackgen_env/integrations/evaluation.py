@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_float, check_int
+from ..core.checks import check_float, check_int, check_seed
 from ..demos import progress_disabled
 from ..envs.car import CarParams, car_params
 from ..generators.centerline_io import centerline_length, load_centerline_csv
@@ -32,7 +32,7 @@ from ..generators.track import centerline_scale_limit
 from ..generators.track_config import TrackGenConfig
 from ..pipeline import PipelineSpec
 from ..core.seeding import env_seeds
-from .runs import (check_run_seed, load_run_policy, model_file, observation_stats, policy_torch_device,
+from .runs import (load_run_policy, model_file, observation_stats, policy_torch_device,
                    read_train_record, run_trainer_of, torch_threads_for, using_torch_threads)
 from .sb3 import make_sb3_vec_env, require_sb3
 from .train import ENV_IDS, TRAINING_ONLY_TRACK_KWARGS, check_env_id, spec_env_kwargs
@@ -227,7 +227,7 @@ def evaluate(
     if track_scale is not None:
         track_scale = check_float("track_scale", track_scale, lo=0.0, lo_open=True)
     check_int("episodes", episodes, lo=1)
-    check_run_seed("seed", seed)
+    check_seed(seed, name="seed", none=False)
     if track_csv is None and gates_file is None:
         check_held_out(meta, seed, episodes)
     env_kwargs = dict(meta.get("env_kwargs", {})) if meta.get("env_id") == env_id else {}

@@ -29,11 +29,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..core.checks import check_seed
 from ..demos import progress_disabled
 from ..demos.race import RacePursuit
 from ..envs.race import RaceVectorEnv
 from .evaluation import EVAL_SEED, check_held_out
-from .runs import (check_run_seed, load_run_policy, model_file, observation_stats, policy_torch_device,
+from .runs import (load_run_policy, model_file, observation_stats, policy_torch_device,
                    read_train_record, run_trainer_of, torch_threads_for, using_torch_threads)
 from ..core.checks import check_float, check_int
 
@@ -138,7 +139,7 @@ def evaluate_race(model_path: str | os.PathLike, *, races: int = 100, seed: int 
         raise ValueError(f"eval --race races the policy against pure-pursuit cars on {RACE_ENV_ID}: MODEL must be "
                          f"a {RACE_ENV_ID} run (train --preset race), got {got}")
     check_int("races", races, lo=1)
-    check_run_seed("seed", seed)
+    check_seed(seed, name="seed", none=False)
     opponent_margin = check_float("opponent_margin", opponent_margin, lo=0.0, hi=1.0, lo_open=True)
     check_held_out(meta, seed, races)
     env_kwargs = dict(meta.get("env_kwargs", {}))

@@ -14,12 +14,12 @@ from typing import Any
 
 import warp as wp
 
-from ..core.checks import check_int, check_seed, resolve_device
+from ..core.checks import check_int, resolve_device
 from .rsl_rl import load_policy
 
 
 __all__ = ["VECNORMALIZE", "model_file", "read_train_record", "observation_stats", "unusable_file", "run_trainer_of",
-           "load_run_policy", "load_model", "load_observation_stats", "check_run_seed", "policy_torch_device",
+           "load_run_policy", "load_model", "load_observation_stats", "policy_torch_device",
            "torch_threads_for", "using_torch_threads"]
 
 VECNORMALIZE = {"file": "vecnormalize.pkl", "norm_obs": True, "norm_reward": True, "clip_obs": 10.0}
@@ -205,11 +205,6 @@ def load_observation_stats(path, model_path, observation_shape: tuple[int, ...])
     except Exception as exc:  # whatever pickle or a foreign object raises
         raise unusable_file(path, "the run's observation statistics", VECNORMALIZE["file"], model_path, exc) from exc
     return stats
-
-
-def check_run_seed(name: str, value: int) -> None:
-    """The library's one seed rule (:func:`~trackgen_env.core.checks.check_seed`), None refused."""
-    check_seed(value, name=name, none=False)
 
 
 def policy_torch_device(device: str | None) -> str:

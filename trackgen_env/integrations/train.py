@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..core.checks import check_int, fold_seed, resolve_device
+from ..core.checks import check_int, check_seed, fold_seed, resolve_device
 from ..demos import progress_disabled
 from ..pipeline import PipelineSpec, Registry, default_registry, presets
-from .runs import VECNORMALIZE, check_run_seed, policy_torch_device, torch_threads_for, using_torch_threads
+from .runs import VECNORMALIZE, policy_torch_device, torch_threads_for, using_torch_threads
 from .sb3 import make_sb3_vec_env, require_sb3
 
 
@@ -437,7 +437,7 @@ def train(
         num_envs = defaults["num_envs"] if spec is None else spec.num_envs
     check_int("steps", steps, lo=1)
     check_int("num_envs", num_envs, lo=1)
-    check_run_seed("seed", seed)
+    check_seed(seed, name="seed", none=False)
     hyper = {**PPO_DEFAULTS, **defaults["ppo"], **recipe_ppo, **(ppo_kwargs or {})}
     if "batch_size" not in (ppo_kwargs or {}):  # the default, fitted to this rollout; a given one as given
         hyper["batch_size"] = minibatch_size(int(hyper["batch_size"]), num_envs * int(hyper["n_steps"]))

@@ -37,13 +37,13 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..core.checks import check_int, resolve_device
+from ..core.checks import check_int, check_seed, resolve_device
 from ..pipeline import PipelineSpec
 from ..core.seeding import env_seeds
 from . import rsl_rl as adapter  # its OnPolicyRunner is built on first use (rsl_rl is optional)
 from .rsl_rl import make_rsl_rl_vec_env, require_rsl_rl
 from .train import ENV_DEFAULTS, SPEC_ENVS, check_env_id, spec_env_kwargs, plot_learning_curve, train, train_preset
-from .runs import check_run_seed, using_torch_threads, torch_threads_for
+from .runs import using_torch_threads, torch_threads_for
 
 __all__ = ["TRAINERS", "PRESET_TRAINERS", "RSL_RL_CONFIG", "RSL_RL_RECIPES", "RSL_RL_PRESETS", "SB3_STEPS",
            "resolve_trainer", "default_steps", "train_rsl_rl", "rank_seeds", "run_trainer", "check_run_folder"]
@@ -245,7 +245,7 @@ def train_rsl_rl(
     if steps is None:
         steps = recipe["steps"]
     check_int("steps", steps, lo=1)
-    check_run_seed("seed", seed)
+    check_seed(seed, name="seed", none=False)
     spec_kwargs = spec_env_kwargs(env_id, spec, plugin)
     env_kwargs = {**recipe_env, **(env_kwargs or {})}
     clash = sorted(set(spec_kwargs) & set(env_kwargs))
