@@ -242,12 +242,14 @@ def _train(args) -> int:
     if os.path.exists(out) and not os.path.isdir(out):
         raise OSError(f"--out {out}: expected a folder for the run (model.zip, train.json, ...), but it is a file")
     check_run_folder(out, trainer)
-    _make_folder(out, keep=False)  # refused before training; train() makes it once its env is built
+    rank = int(os.environ.get("RANK", "0"))
+    if rank == 0:  # only rank 0 writes the run; ranks probing one folder at once would remove it under each other
+        _make_folder(out, keep=False)  # refused before training; train() makes it once its env is built
     steps = args.steps if args.steps is not None else default_steps(trainer, env, args.preset)
     path = run_trainer(trainer, env, steps, num_envs=args.num_envs, seed=args.seed, device=args.device, out=out,
                        logdir=args.logdir, progress=not args.no_progress, torch_threads=args.torch_threads, spec=spec,
                        plugin=args.plugin, preset=args.preset)
-    if int(os.environ.get("RANK", "0")) != 0:
+    if rank != 0:
         return 0  # one of several torchrun processes: rank 0 reports the run
     record = json.loads(path.with_name("train.json").read_text())
     if record["steps"] != record["steps_requested"]:
